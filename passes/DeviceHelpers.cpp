@@ -1,0 +1,71 @@
+// DeviceHelpers.cpp: brings runtime-dev's bitcode into the module being converted and inlines it.
+// FLEP §4.1: the task loop's fetch and barrier, written once in CUDA/HIP C instead of in IRBuilder calls.
+#include "DeviceHelpers.h"
+
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+using namespace llvm;
+
+namespace {
+#include "task_loop.amdgcn.inc"
+#include "task_loop.nvptx.inc"
+} // namespace
+
+namespace preempt {
+
+static bool isHelperName(StringRef Name) { return Name.starts_with("__preempt_") && Name != "__preempt_task_ctx"; }
+
+Error linkDeviceHelpers(Module &M, GpuTarget Target) {
+  StringRef Bitcode =
+      Target == GpuTarget::NVPTX
+          ? StringRef(reinterpret_cast<const char *>(task_loop_nvptx_bitcode), sizeof(task_loop_nvptx_bitcode))
+          : StringRef(reinterpret_cast<const char *>(task_loop_amdgcn_bitcode), sizeof(task_loop_amdgcn_bitcode));
+  auto Helpers = parseBitcodeFile(MemoryBufferRef(Bitcode, "preempt-device-helpers"), M.getContext());
+  if (!Helpers)
+    return Helpers.takeError();
+  (*Helpers)->setTargetTriple(M.getTargetTriple());
+  (*Helpers)->setDataLayout(M.getDataLayout());
+  if (Linker::linkModules(M, std::move(*Helpers)))
+    return createStringError(inconvertibleErrorCode(), "linking the preempt device helpers failed");
+
+  for (Function &F : M) {
+    if (!isHelperName(F.getName()) || F.isDeclaration())
+      continue;
+    F.setLinkage(GlobalValue::InternalLinkage);
+    // Helpers are built for the oldest architecture; dropping their target
+    // attributes lets them inline into kernels built for any newer one.
+    F.removeFnAttr("target-cpu");
+    F.removeFnAttr("target-features");
+    F.removeFnAttr(Attribute::NoInline);
+    F.addFnAttr(Attribute::AlwaysInline);
+  }
+  if (GlobalVariable *Context = M.getNamedGlobal("__preempt_task_ctx"))
+    Context->setLinkage(GlobalValue::InternalLinkage);
+  return Error::success();
+}
+
+void inlineDeviceHelpers(Module &M) {
+  SmallVector<CallBase *, 32> Calls;
+  SmallVector<Function *, 16> Helpers;
+  for (Function &F : M)
+    if (isHelperName(F.getName()) && !F.isDeclaration()) {
+      Helpers.push_back(&F);
+      for (User *U : F.users())
+        if (auto *Call = dyn_cast<CallBase>(U); Call && Call->getCalledFunction() == &F)
+          Calls.push_back(Call);
+    }
+  for (CallBase *Call : Calls) {
+    InlineFunctionInfo Info;
+    InlineResult Result = InlineFunction(*Call, Info);
+    (void)Result; // a helper that cannot inline stays a call: still correct, only slower
+  }
+  for (Function *F : Helpers)
+    if (F->use_empty())
+      F->eraseFromParent();
+}
+
+} // namespace preempt

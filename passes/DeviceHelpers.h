@@ -1,0 +1,33 @@
+// DeviceHelpers.h: links runtime-dev's task-loop helpers (embedded bitcode) into a device module.
+// The helpers implement FLEP §4.1's task fetch and EffiSha §5.1's barrier between tasks.
+#ifndef PREEMPT_DEVICE_HELPERS_H
+#define PREEMPT_DEVICE_HELPERS_H
+
+#include "GpuTarget.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+
+namespace preempt {
+
+// Names of the helpers in runtime-dev/task_loop.cu.
+namespace helper {
+inline constexpr llvm::StringLiteral KernelBegin = "__preempt_kernel_begin";
+inline constexpr llvm::StringLiteral TaskBegin = "__preempt_task_begin";
+inline constexpr llvm::StringLiteral TaskEnd = "__preempt_task_end";
+inline constexpr llvm::StringLiteral BlockIndex[3] = {"__preempt_block_index_x", "__preempt_block_index_y",
+                                                      "__preempt_block_index_z"};
+inline constexpr llvm::StringLiteral GridDim[3] = {"__preempt_grid_dim_x", "__preempt_grid_dim_y",
+                                                   "__preempt_grid_dim_z"};
+} // namespace helper
+
+// Links every helper into `M` as an internal, always-inline definition with
+// the target attributes of the module's own kernels.
+llvm::Error linkDeviceHelpers(llvm::Module &M, GpuTarget Target);
+
+// Inlines every call to a helper and deletes the helpers left unused.
+void inlineDeviceHelpers(llvm::Module &M);
+
+} // namespace preempt
+#endif

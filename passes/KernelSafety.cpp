@@ -1,0 +1,262 @@
+// KernelSafety.cpp: the refusal rules of persistent-thread conversion, as an analysis with a reason.
+// DESIGN.md "Correctness rules"; barrier rule from FLEP §4.1 (a return becomes the end of a task).
+#include "KernelSafety.h"
+
+#include "preempt/barrier_divergence.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/PostDominators.h"
+#include "llvm/Analysis/UniformityAnalysis.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Operator.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+using namespace llvm;
+
+namespace preempt {
+
+SetVector<Function *> reachableFunctions(Function &Kernel) {
+  SetVector<Function *> Reached;
+  Reached.insert(&Kernel);
+  for (size_t Index = 0; Index < Reached.size(); ++Index)
+    for (Instruction &I : instructions(*Reached[Index]))
+      if (auto *Call = dyn_cast<CallBase>(&I))
+        if (Function *Callee = Call->getCalledFunction(); Callee && !Callee->isDeclaration())
+          Reached.insert(Callee);
+  return Reached;
+}
+
+// External functions whose behaviour does not depend on the grid or on
+// which blocks run together.
+static bool isHarmlessExternal(StringRef Name) {
+  static const StringSet<> Allowed = {"vprintf", "malloc", "free", "__assertfail", "__assert_fail"};
+  return Allowed.contains(Name);
+}
+
+static const char *unsafeInlineAsmReason(const InlineAsm &Asm) {
+  StringRef Text = Asm.getAsmString();
+  static const char *const Tokens[] = {"ctaid", "nctaid", "exit", "bar.", "barrier", "clock",
+                                       "globaltimer", "cluster", "envreg", "s_getreg", "workgroup"};
+  for (const char *Token : Tokens)
+    if (Text.contains(Token))
+      return "has inline assembly that touches grid registers, barriers, clocks or thread exit";
+  return nullptr;
+}
+
+// AMDGPU: uses of the dispatch packet must be loads at constant offsets, and
+// the grid-size fields (bytes 12..23) must be whole 32-bit loads the pass can
+// rewrite.
+static bool dispatchUsesAreRewritable(const CallBase &DispatchPtr, const DataLayout &DL) {
+  SmallVector<std::pair<const Value *, int64_t>, 8> Worklist = {{&DispatchPtr, 0}};
+  while (!Worklist.empty()) {
+    auto [Pointer, Offset] = Worklist.pop_back_val();
+    for (const User *U : Pointer->users()) {
+      if (auto *GEP = dyn_cast<GEPOperator>(U)) {
+        APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
+        if (!GEP->accumulateConstantOffset(DL, Delta))
+          return false;
+        Worklist.push_back({GEP, Offset + Delta.getSExtValue()});
+        continue;
+      }
+      auto *Load = dyn_cast<LoadInst>(U);
+      if (!Load)
+        return false;
+      int64_t Size = DL.getTypeStoreSize(Load->getType());
+      bool TouchesGridSize = Offset < 24 && Offset + Size > 12;
+      if (TouchesGridSize && !(Load->getType()->isIntegerTy(32) && Offset % 4 == 0))
+        return false;
+    }
+  }
+  return true;
+}
+
+static bool containsBarrier(Function &F, DenseMap<Function *, bool> &Memo) {
+  auto [It, Inserted] = Memo.try_emplace(&F, false);
+  if (!Inserted)
+    return It->second; // recursion: a cycle adds no barrier of its own
+  bool Found = false;
+  for (Instruction &I : instructions(F)) {
+    auto *Call = dyn_cast<CallBase>(&I);
+    if (!Call)
+      continue;
+    Function *Callee = Call->getCalledFunction();
+    if (isCtaBarrier(*Call) || (Callee && !Callee->isDeclaration() && containsBarrier(*Callee, Memo))) {
+      Found = true;
+      break;
+    }
+  }
+  Memo[&F] = Found;
+  return Found;
+}
+
+static std::string checkInstructions(Function &F, bool IsKernel, GpuTarget Target) {
+  std::string Reason;
+  raw_string_ostream Out(Reason);
+  const DataLayout &DL = F.getDataLayout();
+  for (BasicBlock &BB : F) {
+    for (Instruction &I : BB) {
+      if (auto *Alloca = dyn_cast<AllocaInst>(&I)) {
+        if (IsKernel && (&BB != &F.getEntryBlock() || !Alloca->isStaticAlloca()))
+          Out << "has a dynamic stack allocation";
+      } else if (auto *Call = dyn_cast<CallBase>(&I)) {
+        if (auto *Asm = dyn_cast<InlineAsm>(Call->getCalledOperand())) {
+          if (const char *Why = unsafeInlineAsmReason(*Asm))
+            Out << Why;
+        } else if (Function *Callee = Call->getCalledFunction()) {
+          if (const char *Why = unsafeIntrinsicReason(*Call))
+            Out << Why;
+          else if (Target == GpuTarget::AMDGPU && isDispatchPointer(*Call) && !dispatchUsesAreRewritable(*Call, DL))
+            Out << "reads the dispatch packet in a way the pass cannot remap";
+          else if (Callee->isDeclaration() && !Callee->isIntrinsic() && !isHarmlessExternal(Callee->getName()))
+            Out << "calls external function '" << Callee->getName()
+                << "' (dynamic parallelism, grid sync or unknown code)";
+        } else {
+          Out << "makes an indirect call";
+        }
+      }
+      if (!Reason.empty()) {
+        if (!IsKernel)
+          Out << " (in '" << F.getName() << "')";
+        return Reason;
+      }
+    }
+  }
+  return Reason;
+}
+
+// FLEP §4.1: a return in the body becomes "end of task". A thread that leaves
+// early then waits at the task barrier while its siblings wait at a barrier of
+// the body, so every barrier must be reached by all threads of the CTA or none.
+// NVPTX's TTI calls every call's result divergent, block and grid registers
+// included, which would refuse almost every kernel with a barrier. Those
+// registers are CTA-uniform, and so are kernel arguments: uniformity is
+// computed on a scratch copy of the kernel in which they are arguments.
+static bool isCtaUniformRegister(const CallBase &Call) {
+  switch (Call.getIntrinsicID()) {
+  case Intrinsic::nvvm_read_ptx_sreg_ctaid_x: case Intrinsic::nvvm_read_ptx_sreg_ctaid_y:
+  case Intrinsic::nvvm_read_ptx_sreg_ctaid_z: case Intrinsic::nvvm_read_ptx_sreg_nctaid_x:
+  case Intrinsic::nvvm_read_ptx_sreg_nctaid_y: case Intrinsic::nvvm_read_ptx_sreg_nctaid_z:
+  case Intrinsic::nvvm_read_ptx_sreg_ntid_x: case Intrinsic::nvvm_read_ptx_sreg_ntid_y:
+  case Intrinsic::nvvm_read_ptx_sreg_ntid_z: case Intrinsic::nvvm_read_ptx_sreg_nsmid:
+  case Intrinsic::nvvm_read_ptx_sreg_warpsize:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarget Target,
+                                                      FunctionAnalysisManager &FAM) {
+  DenseSet<const BasicBlock *> Divergent;
+  if (Target != GpuTarget::NVPTX) {
+    auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(Kernel);
+    for (BasicBlock &BB : Kernel)
+      if (Uniformity.hasDivergentTerminator(BB))
+        Divergent.insert(&BB);
+    return Divergent;
+  }
+  SmallVector<CallBase *, 16> UniformReads;
+  for (Instruction &I : instructions(Kernel))
+    if (auto *Call = dyn_cast<CallBase>(&I); Call && isCtaUniformRegister(*Call))
+      UniformReads.push_back(Call);
+  SmallVector<Type *, 16> Params(Kernel.getFunctionType()->params());
+  for (CallBase *Read : UniformReads)
+    Params.push_back(Read->getType());
+  Function *Scratch = Function::Create(FunctionType::get(Kernel.getReturnType(), Params, false),
+                                       GlobalValue::PrivateLinkage, "preempt.uniformity.scratch", Kernel.getParent());
+  Scratch->setCallingConv(Kernel.getCallingConv());
+  ValueToValueMapTy Map;
+  for (auto [Old, New] : zip(Kernel.args(), Scratch->args()))
+    Map[&Old] = &New;
+  SmallVector<ReturnInst *, 4> Returns;
+  CloneFunctionInto(Scratch, &Kernel, Map, CloneFunctionChangeType::LocalChangesOnly, Returns);
+  for (auto [Index, Read] : enumerate(UniformReads)) {
+    auto *Copy = cast<Instruction>(Map[Read]);
+    Copy->replaceAllUsesWith(Scratch->getArg(Kernel.arg_size() + Index));
+    Copy->eraseFromParent();
+  }
+  {
+    auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(*Scratch);
+    for (BasicBlock &BB : Kernel)
+      if (Uniformity.hasDivergentTerminator(*cast<BasicBlock>(Map[&BB])))
+        Divergent.insert(&BB);
+  }
+  FAM.clear(*Scratch, Scratch->getName());
+  Scratch->eraseFromParent();
+  return Divergent;
+}
+
+// FLEP §4.1: a return in the body becomes "end of task". A thread that leaves
+// early then waits at the task barrier while its siblings wait at a barrier of
+// the body, so every barrier must be reached by all threads of the CTA or none.
+static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM,
+                                          DenseMap<Function *, bool> &BarrierMemo) {
+  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM);
+  auto &PostDom = FAM.getResult<PostDominatorTreeAnalysis>(Kernel);
+
+  DenseMap<const BasicBlock *, uint32_t> IndexOf;
+  std::vector<const BasicBlock *> Blocks;
+  for (BasicBlock &BB : Kernel) {
+    IndexOf[&BB] = Blocks.size();
+    Blocks.push_back(&BB);
+  }
+  std::vector<std::vector<uint32_t>> Successors(Blocks.size());
+  std::vector<preempt_cfg_block> Graph(Blocks.size());
+  std::vector<const Instruction *> FirstBarrier(Blocks.size(), nullptr);
+  for (size_t Index = 0; Index < Blocks.size(); ++Index) {
+    const BasicBlock *BB = Blocks[Index];
+    for (const BasicBlock *Succ : successors(BB))
+      Successors[Index].push_back(IndexOf.lookup(Succ));
+    preempt_cfg_block &Node = Graph[Index];
+    Node.successors = Successors[Index].data();
+    Node.successor_count = Successors[Index].size();
+    const DomTreeNode *PostDomNode = PostDom.getNode(BB);
+    const DomTreeNode *Parent = PostDomNode ? PostDomNode->getIDom() : nullptr;
+    Node.post_dominator = Parent && Parent->getBlock() ? IndexOf.lookup(Parent->getBlock()) : PREEMPT_NO_BLOCK;
+    Node.has_divergent_branch = Divergent.contains(BB);
+    Node.has_barrier = 0;
+    for (const Instruction &I : *BB)
+      if (auto *Call = dyn_cast<CallBase>(&I)) {
+        Function *Callee = Call->getCalledFunction();
+        if (isCtaBarrier(*Call) || (Callee && !Callee->isDeclaration() && containsBarrier(*Callee, BarrierMemo))) {
+          Node.has_barrier = 1;
+          FirstBarrier[Index] = &I;
+          break;
+        }
+      }
+  }
+  uint32_t Branch = PREEMPT_NO_BLOCK;
+  uint32_t Barrier = preempt_find_divergent_barrier(Graph.data(), Graph.size(), &Branch);
+  if (Barrier == PREEMPT_NO_BLOCK)
+    return "";
+  std::string Reason;
+  raw_string_ostream Out(Reason);
+  Out << "reaches a barrier under thread-divergent control flow";
+  if (const Instruction *At = FirstBarrier[Barrier]; At && At->getDebugLoc())
+    Out << " (barrier at line " << At->getDebugLoc().getLine() << ")";
+  Out << ": a thread that returns early there would skip it";
+  return Reason;
+}
+
+std::string whyNotConvertible(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM) {
+  SetVector<Function *> Reached = reachableFunctions(Kernel);
+  for (Function *F : Reached) {
+    if (F != &Kernel && isKernel(*F, Target))
+      return "calls another kernel";
+    std::string Reason = checkInstructions(*F, F == &Kernel, Target);
+    if (!Reason.empty())
+      return Reason;
+  }
+  DenseMap<Function *, bool> BarrierMemo;
+  return checkBarrierDivergence(Kernel, Target, FAM, BarrierMemo);
+}
+
+} // namespace preempt

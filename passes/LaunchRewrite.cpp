@@ -1,0 +1,165 @@
+// LaunchRewrite.cpp: replaces cudaLaunchKernel/hipLaunchKernel of this file's kernels with preempt_launch_kernel.
+// FLEP §3 / EffiSha §6: launches go through the runtime, which picks the persistent grid and owns the control block.
+//
+// clang lowers `k<<<g, b, s, q>>>(args)` to the stub `__device_stub__k`, which
+// calls cudaLaunchKernel(stub, grid, block, args, shmem, stream); at -O2 the
+// stub is inlined into callers but stays the kernel's handle. Only stubs
+// defined in this module are this file's kernels, compiled with the plugin on
+// the device side too; the runtime still checks each kernel's marker, because
+// the device side may have refused it.
+#include "LaunchRewrite.h"
+
+#include "GpuTarget.h"
+
+#include "preempt/control_block.h"
+
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+
+using namespace llvm;
+
+namespace preempt {
+
+static constexpr const char *PassName = "preempt";
+
+// Mirrors struct preempt_kernel_desc in runtime-host/include/preempt.h.
+static constexpr unsigned KernelDescVersion = 1;
+enum GpuApi : unsigned { ApiCuda = 1, ApiHip = 2 };
+
+static bool isLaunchApi(StringRef Name) { return Name == "cudaLaunchKernel" || Name == "hipLaunchKernel"; }
+
+// Launch entry points preempt does not route: a converted kernel launched
+// through them would run without its control block.
+static bool isUnroutedLaunchApi(StringRef Name) {
+  return (Name.starts_with("cudaLaunch") || Name.starts_with("hipLaunch") || Name.starts_with("cuLaunch") ||
+          Name.starts_with("hipExtLaunch") || Name.starts_with("cudaGraphAddKernelNode")) &&
+         !isLaunchApi(Name);
+}
+
+// Kernel name registered for each stub by __cudaRegisterFunction /
+// __hipRegisterFunction (argument 2 is the device-side name).
+static DenseMap<const Function *, StringRef> registeredKernelNames(Module &M) {
+  DenseMap<const Function *, StringRef> Names;
+  for (StringRef Register : {"__cudaRegisterFunction", "__hipRegisterFunction"}) {
+    Function *RegisterFn = M.getFunction(Register);
+    if (!RegisterFn)
+      continue;
+    for (User *U : RegisterFn->users()) {
+      auto *Call = dyn_cast<CallBase>(U);
+      if (!Call || Call->arg_size() < 3)
+        continue;
+      auto *Stub = dyn_cast<Function>(Call->getArgOperand(1)->stripPointerCasts());
+      auto *NameVar = dyn_cast<GlobalVariable>(Call->getArgOperand(2)->stripPointerCasts());
+      if (!Stub || !NameVar || !NameVar->hasInitializer())
+        continue;
+      if (auto *Data = dyn_cast<ConstantDataSequential>(NameVar->getInitializer()); Data && Data->isCString())
+        Names[Stub] = Data->getAsCString();
+    }
+  }
+  return Names;
+}
+
+static GlobalVariable *kernelDescriptor(Module &M, Function &Stub, StringRef KernelName, GpuApi Api,
+                                        DenseMap<Function *, GlobalVariable *> &Descriptors) {
+  if (GlobalVariable *Existing = Descriptors.lookup(&Stub))
+    return Existing;
+  LLVMContext &Context = M.getContext();
+  Type *Int32 = Type::getInt32Ty(Context);
+  PointerType *Ptr = PointerType::get(Context, 0);
+  StructType *DescType = StructType::get(Context, {Int32, Int32, Int32, Int32, Ptr, Ptr, Ptr});
+  Constant *Name = ConstantDataArray::getString(Context, KernelName);
+  auto *NameVar = new GlobalVariable(M, Name->getType(), true, GlobalValue::PrivateLinkage, Name,
+                                     "__preempt_kernel_name." + Stub.getName());
+  NameVar->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
+  Constant *Fields[] = {ConstantInt::get(Int32, KernelDescVersion),
+                        ConstantInt::get(Int32, Api),
+                        ConstantInt::get(Int32, Stub.arg_size()),
+                        ConstantInt::get(Int32, PREEMPT_KERNEL_ABI_VERSION),
+                        &Stub,
+                        NameVar,
+                        ConstantPointerNull::get(Ptr)};
+  // Writable: the runtime caches what it learns about the kernel in the last field.
+  auto *Desc = new GlobalVariable(M, DescType, false, GlobalValue::InternalLinkage,
+                                  ConstantStruct::get(DescType, Fields), "__preempt_kernel_desc." + Stub.getName());
+  Desc->setAlignment(Align(8));
+  Descriptors[&Stub] = Desc;
+  return Desc;
+}
+
+PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
+  if (gpuTargetOf(M) != GpuTarget::None)
+    return PreservedAnalyses::all();
+  DenseMap<const Function *, StringRef> KernelNames = registeredKernelNames(M);
+  DenseMap<Function *, GlobalVariable *> Descriptors;
+  SmallVector<CallBase *, 16> Launches;
+
+  for (Function &F : M) {
+    if (!F.isDeclaration())
+      continue;
+    StringRef Name = F.getName();
+    bool Routed = isLaunchApi(Name), Unrouted = isUnroutedLaunchApi(Name);
+    if (!Routed && !Unrouted)
+      continue;
+    for (User *U : F.users()) {
+      auto *Call = dyn_cast<CallBase>(U);
+      if (!Call || Call->getCalledFunction() != &F)
+        continue;
+      for (Value *Arg : Call->args()) {
+        auto *Stub = dyn_cast<Function>(Arg->stripPointerCasts());
+        if (!Stub || Stub->isDeclaration())
+          continue;
+        if (Routed && Arg == Call->getArgOperand(0)) {
+          Launches.push_back(Call);
+        } else if (Unrouted) {
+          // A compile error, not a warning: running a converted kernel
+          // without its control block would corrupt memory.
+          M.getContext().diagnose(DiagnosticInfoUnsupported(
+              *Call->getFunction(),
+              "preempt: kernel '" + KernelNames.lookup(Stub) + "' (stub '" + Stub->getName() +
+                  "') is launched through " + Name +
+                  ", which preempt does not route; launch it with <<<>>> or build its device code without the plugin",
+              Call->getDebugLoc()));
+        }
+        break;
+      }
+    }
+  }
+  if (Launches.empty())
+    return PreservedAnalyses::all();
+
+  LLVMContext &Context = M.getContext();
+  for (CallBase *Launch : Launches) {
+    auto *Stub = cast<Function>(Launch->getArgOperand(0)->stripPointerCasts());
+    GpuApi Api = Launch->getCalledFunction()->getName().starts_with("hip") ? ApiHip : ApiCuda;
+    StringRef KernelName = KernelNames.lookup(Stub);
+    if (KernelName.empty())
+      KernelName = Stub->getName(); // host-only compilation registers nothing
+    GlobalVariable *Desc = kernelDescriptor(M, *Stub, KernelName, Api, Descriptors);
+
+    // Same ABI as cudaLaunchKernel except the first argument: dim3 and
+    // streams are passed exactly as clang already lowered them.
+    FunctionType *LaunchType = Launch->getFunctionType();
+    FunctionCallee Runtime = M.getOrInsertFunction("preempt_launch_kernel", LaunchType);
+    SmallVector<Value *, 8> Args(Launch->args());
+    Args[0] = Desc;
+    IRBuilder<> Builder(Launch);
+    CallInst *Routed = Builder.CreateCall(Runtime, Args);
+    Routed->setAttributes(Launch->getAttributes());
+    Routed->setDebugLoc(Launch->getDebugLoc());
+    Launch->replaceAllUsesWith(Routed);
+
+    OptimizationRemarkEmitter Remarks(Launch->getFunction());
+    Remarks.emit([&] {
+      return OptimizationRemark(PassName, "LaunchRouted", Launch)
+             << "launch of kernel '" << ore::NV("Kernel", KernelName) << "' routed to the preempt runtime";
+    });
+    Launch->eraseFromParent();
+  }
+  (void)Context;
+  return PreservedAnalyses::none();
+}
+
+} // namespace preempt

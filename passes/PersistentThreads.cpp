@@ -1,0 +1,290 @@
+// PersistentThreads.cpp: converts CUDA/HIP/OpenCL kernels to persistent-thread form at the IR level.
+// FLEP §4.1 and EffiSha §5: kernel body inside a loop over tasks fetched from a device counter.
+//
+// A converted kernel K(args...) becomes K(args..., control):
+//   preempt.entry:  static allocas; __preempt_kernel_begin(control)
+//   preempt.task:   if (!__preempt_task_begin(control)) goto preempt.exit
+//   <original body> every `ret` jumps to preempt.task.end
+//   preempt.task.end: __preempt_task_end(); goto preempt.task
+//   preempt.exit:   ret
+// Every block-index and grid-size read, in K and in each function K calls,
+// reads the task context in shared memory instead (callees are cloned, so
+// unconverted kernels keep the originals).
+#include "PersistentThreads.h"
+
+#include "DeviceHelpers.h"
+#include "GpuTarget.h"
+#include "KernelSafety.h"
+
+#include "preempt/control_block.h"
+
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Operator.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+
+using namespace llvm;
+
+namespace preempt {
+
+static constexpr const char *PassName = "preempt";
+
+static Function *helperFunction(Module &M, StringRef Name) {
+  Function *F = M.getFunction(Name);
+  assert(F && "device helpers are linked before the rewrite");
+  return F;
+}
+
+// Replaces every grid read in `F` with a call of the helper that reads the
+// task context. Returns true if `F` read the grid.
+static bool remapGridReads(Function &F, GpuTarget Target) {
+  Module &M = *F.getParent();
+  SmallVector<std::pair<CallBase *, GridRead>, 16> Reads;
+  SmallVector<CallBase *, 4> DispatchPointers;
+  for (Instruction &I : instructions(F))
+    if (auto *Call = dyn_cast<CallBase>(&I)) {
+      GridRead Read = classifyGridRead(*Call, Target);
+      if (Read.What != GridRead::None)
+        Reads.push_back({Call, Read});
+      else if (Target == GpuTarget::AMDGPU && isDispatchPointer(*Call))
+        DispatchPointers.push_back(Call);
+    }
+  for (auto &[Call, Read] : Reads) {
+    StringRef Name = Read.What == GridRead::BlockIndex ? helper::BlockIndex[Read.Axis] : helper::GridDim[Read.Axis];
+    IRBuilder<> Builder(Call);
+    Value *Replacement = Builder.CreateCall(helperFunction(M, Name));
+    Replacement = Builder.CreateZExtOrTrunc(Replacement, Call->getType());
+    Call->replaceAllUsesWith(Replacement);
+    Call->eraseFromParent();
+  }
+  // AMDGPU's grid size lives in the dispatch packet, in work-items (bytes
+  // 12, 16, 20); the workgroup size (bytes 4, 6, 8, u16) is unchanged. The
+  // safety check admitted only constant-offset loads.
+  bool ReadsPacket = false;
+  const DataLayout &DL = M.getDataLayout();
+  for (CallBase *Packet : DispatchPointers) {
+    SmallVector<std::pair<Value *, int64_t>, 8> Worklist = {{Packet, 0}};
+    SmallVector<std::pair<LoadInst *, unsigned>, 4> GridLoads;
+    while (!Worklist.empty()) {
+      auto [Pointer, Offset] = Worklist.pop_back_val();
+      for (User *U : Pointer->users()) {
+        if (auto *GEP = dyn_cast<GEPOperator>(U)) {
+          APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
+          GEP->accumulateConstantOffset(DL, Delta);
+          Worklist.push_back({GEP, Offset + Delta.getSExtValue()});
+        } else if (auto *Load = dyn_cast<LoadInst>(U); Load && Offset >= 12 && Offset < 24) {
+          GridLoads.push_back({Load, unsigned((Offset - 12) / 4)});
+        }
+      }
+    }
+    for (auto &[Load, Axis] : GridLoads) {
+      IRBuilder<> Builder(Load);
+      Value *WorkgroupSizeField = Builder.CreateConstGEP1_64(Builder.getInt8Ty(), Packet, 4 + 2 * Axis);
+      Value *WorkgroupSize = Builder.CreateZExt(Builder.CreateLoad(Builder.getInt16Ty(), WorkgroupSizeField),
+                                                Builder.getInt32Ty());
+      Value *Groups = Builder.CreateCall(helperFunction(M, helper::GridDim[Axis]));
+      Load->replaceAllUsesWith(Builder.CreateMul(Groups, WorkgroupSize, "preempt.grid.size"));
+      Load->eraseFromParent();
+      ReadsPacket = true;
+    }
+  }
+  return !Reads.empty() || ReadsPacket;
+}
+
+// Functions reachable from converted kernels that read the grid, directly or
+// through their callees: these get a clone that reads the task context.
+static SetVector<Function *> functionsNeedingClones(ArrayRef<Function *> Kernels, GpuTarget Target) {
+  SetVector<Function *> Reachable;
+  for (Function *Kernel : Kernels)
+    for (Function *F : reachableFunctions(*Kernel))
+      if (F != Kernel)
+        Reachable.insert(F);
+  SetVector<Function *> Needing;
+  for (Function *F : Reachable)
+    for (Instruction &I : instructions(*F))
+      if (auto *Call = dyn_cast<CallBase>(&I))
+        if (classifyGridRead(*Call, Target).What != GridRead::None || isDispatchPointer(*Call)) {
+          Needing.insert(F);
+          break;
+        }
+  // Callers of a function needing a clone need one too, up to the kernels.
+  for (bool Changed = true; Changed;) {
+    Changed = false;
+    for (Function *F : Reachable)
+      if (!Needing.contains(F))
+        for (Instruction &I : instructions(*F))
+          if (auto *Call = dyn_cast<CallBase>(&I); Call && Needing.contains(Call->getCalledFunction())) {
+            Changed |= Needing.insert(F);
+            break;
+          }
+  }
+  return Needing;
+}
+
+static void redirectCalls(Function &F, const DenseMap<Function *, Function *> &Clones) {
+  for (Instruction &I : instructions(F))
+    if (auto *Call = dyn_cast<CallBase>(&I))
+      if (Function *Clone = Clones.lookup(Call->getCalledFunction()))
+        Call->setCalledFunction(Clone);
+}
+
+// Gives `Kernel` one more parameter, the control block, keeping its name,
+// attributes, calling convention and metadata. Returns the new function.
+static Function *appendControlParameter(Function &Kernel) {
+  FunctionType *OldType = Kernel.getFunctionType();
+  SmallVector<Type *, 8> Params(OldType->params());
+  Params.push_back(PointerType::get(Kernel.getContext(), 0));
+  FunctionType *NewType = FunctionType::get(OldType->getReturnType(), Params, false);
+  Function *NewKernel = Function::Create(NewType, Kernel.getLinkage(), Kernel.getAddressSpace(), "", Kernel.getParent());
+  NewKernel->copyAttributesFrom(&Kernel);
+  NewKernel->copyMetadata(&Kernel, 0);
+  NewKernel->takeName(&Kernel);
+  Kernel.getParent()->getFunctionList().remove(NewKernel);
+  Kernel.getParent()->getFunctionList().insert(Kernel.getIterator(), NewKernel);
+  NewKernel->splice(NewKernel->begin(), &Kernel);
+  for (auto [Old, New] : zip(Kernel.args(), NewKernel->args())) {
+    New.takeName(&Old);
+    Old.replaceAllUsesWith(&New);
+  }
+  NewKernel->getArg(Params.size() - 1)->setName("preempt.control");
+  NewKernel->addParamAttr(Params.size() - 1, Attribute::NoUndef);
+  Kernel.replaceAllUsesWith(NewKernel); // metadata, llvm.used: both are plain pointers
+  Kernel.eraseFromParent();
+  return NewKernel;
+}
+
+// Wraps the body in the task loop (diagram at the top of this file).
+static void buildTaskLoop(Function &Kernel) {
+  Module &M = *Kernel.getParent();
+  LLVMContext &Context = Kernel.getContext();
+  Argument *Control = Kernel.getArg(Kernel.arg_size() - 1);
+  BasicBlock *Entry = &Kernel.getEntryBlock();
+
+  // Static allocas stay in the entry block: inside the loop they would grow
+  // the stack on every task.
+  SmallVector<AllocaInst *, 8> Allocas;
+  for (Instruction &I : *Entry)
+    if (auto *Alloca = dyn_cast<AllocaInst>(&I); Alloca && Alloca->isStaticAlloca())
+      Allocas.push_back(Alloca);
+  for (AllocaInst *Alloca : reverse(Allocas))
+    Alloca->moveBefore(*Entry, Entry->begin());
+  BasicBlock::iterator FirstNonAlloca = Entry->begin();
+  while (isa<AllocaInst>(*FirstNonAlloca))
+    ++FirstNonAlloca;
+  BasicBlock *Body = Entry->splitBasicBlock(FirstNonAlloca, "preempt.body");
+  Entry->getTerminator()->eraseFromParent();
+  Entry->setName("preempt.entry");
+
+  BasicBlock *TaskHead = BasicBlock::Create(Context, "preempt.task", &Kernel, Body);
+  BasicBlock *TaskEnd = BasicBlock::Create(Context, "preempt.task.end", &Kernel);
+  BasicBlock *Exit = BasicBlock::Create(Context, "preempt.exit", &Kernel);
+
+  IRBuilder<> Builder(Entry);
+  Builder.CreateCall(helperFunction(M, helper::KernelBegin), {Control});
+  Builder.CreateBr(TaskHead);
+
+  Builder.SetInsertPoint(TaskHead);
+  Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control});
+  Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), Body, Exit);
+
+  SmallVector<ReturnInst *, 4> Returns;
+  for (BasicBlock &BB : Kernel)
+    if (auto *Return = dyn_cast_or_null<ReturnInst>(BB.getTerminator()))
+      Returns.push_back(Return);
+  for (ReturnInst *Return : Returns) {
+    BranchInst::Create(TaskEnd, Return->getIterator());
+    Return->eraseFromParent();
+  }
+
+  Builder.SetInsertPoint(TaskEnd);
+  Builder.CreateCall(helperFunction(M, helper::TaskEnd));
+  Builder.CreateBr(TaskHead);
+
+  Builder.SetInsertPoint(Exit);
+  Builder.CreateRetVoid();
+}
+
+// The runtime finds this device global by name to tell a converted kernel
+// from an unconverted one, and checks the ABI version it holds.
+static void addKernelMarker(Module &M, StringRef KernelName) {
+  Type *Int32 = Type::getInt32Ty(M.getContext());
+  auto *Marker = new GlobalVariable(M, Int32, /*isConstant=*/true, GlobalValue::ExternalLinkage,
+                                    ConstantInt::get(Int32, PREEMPT_KERNEL_ABI_VERSION),
+                                    (PREEMPT_KERNEL_MARKER_PREFIX + KernelName).str(), nullptr,
+                                    GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
+  Marker->setAlignment(Align(4));
+  appendToUsed(M, {Marker});
+}
+
+PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  GpuTarget Target = gpuTargetOf(M);
+  if (Target == GpuTarget::None)
+    return PreservedAnalyses::all();
+  auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+
+  SmallVector<Function *, 8> Convertible;
+  for (Function &F : M) {
+    if (!isKernel(F, Target))
+      continue;
+    OptimizationRemarkEmitter Remarks(&F);
+    std::string Reason;
+    if (M.getNamedGlobal((PREEMPT_KERNEL_MARKER_PREFIX + F.getName()).str()))
+      Reason = "is already in persistent-thread form";
+    else if (!F.getReturnType()->isVoidTy())
+      Reason = "does not return void";
+    else if (F.isVarArg())
+      Reason = "is variadic";
+    else
+      Reason = whyNotConvertible(F, Target, FAM);
+    if (Reason.empty()) {
+      Convertible.push_back(&F);
+      continue;
+    }
+    Remarks.emit([&] {
+      return OptimizationRemarkMissed(PassName, "NotConverted", &F)
+             << "kernel '" << ore::NV("Kernel", F.getName()) << "' left unchanged (not preemptible): it "
+             << Reason;
+    });
+  }
+  if (Convertible.empty())
+    return PreservedAnalyses::all();
+
+  if (Error Err = linkDeviceHelpers(M, Target)) {
+    M.getContext().emitError("preempt: " + toString(std::move(Err)));
+    return PreservedAnalyses::all();
+  }
+
+  DenseMap<Function *, Function *> Clones;
+  for (Function *F : functionsNeedingClones(Convertible, Target)) {
+    ValueToValueMapTy Map;
+    Function *Clone = CloneFunction(F, Map);
+    Clone->setName(F->getName() + ".preempt");
+    Clone->setLinkage(GlobalValue::InternalLinkage);
+    Clones[F] = Clone;
+  }
+  for (auto &[Original, Clone] : Clones) {
+    redirectCalls(*Clone, Clones);
+    remapGridReads(*Clone, Target);
+  }
+
+  for (Function *Kernel : Convertible) {
+    std::string Name = Kernel->getName().str();
+    redirectCalls(*Kernel, Clones);
+    Function *Converted = appendControlParameter(*Kernel);
+    remapGridReads(*Converted, Target);
+    buildTaskLoop(*Converted);
+    addKernelMarker(M, Name);
+    OptimizationRemarkEmitter Remarks(Converted);
+    Remarks.emit([&] {
+      return OptimizationRemark(PassName, "Converted", Converted)
+             << "kernel '" << ore::NV("Kernel", Name) << "' converted to persistent-thread form";
+    });
+  }
+  inlineDeviceHelpers(M);
+  return PreservedAnalyses::none();
+}
+
+} // namespace preempt
