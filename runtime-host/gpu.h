@@ -1,0 +1,38 @@
+/* gpu.h: the small GPU interface the runtime is written against; gpu_cuda.c and gpu_hip.c implement it.
+ * Keeps FLEP §3's launch logic (launch.c) free of vendor API calls. */
+#ifndef PREEMPT_GPU_H
+#define PREEMPT_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preempt.h"
+
+/* Every call returns the vendor API's error code (0 = success). */
+typedef struct preempt_gpu_ops {
+  const char *api_name;
+  /* The API's own codes for the errors the runtime raises itself. */
+  int invalid_value, out_of_memory, invalid_configuration, not_supported;
+  const char *(*error_string)(int code);
+  int (*current_device)(int *device);
+  int (*sm_count)(int device, uint32_t *count);
+  /* Reads the kernel's marker: *abi_version = 0 when it has none. */
+  int (*kernel_marker)(const void *host_stub, const char *marker_name, uint32_t *abi_version);
+  int (*occupancy)(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
+                   uint32_t *ctas_per_sm);
+  int (*device_alloc)(void **pointer, size_t bytes);
+  int (*device_free)(void *pointer);
+  int (*pinned_alloc)(void **pointer, size_t bytes);
+  int (*pinned_free)(void *pointer);
+  int (*copy_to_device_async)(void *device_pointer, const void *host_pointer, size_t bytes, void *stream);
+  int (*event_create)(void **event);
+  int (*event_destroy)(void *event);
+  int (*event_record)(void *event, void *stream);
+  int (*event_synchronize)(void *event);
+  int (*launch)(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
+                size_t dynamic_shared_bytes, void *stream);
+} preempt_gpu_ops;
+
+const preempt_gpu_ops *preempt_gpu_backend(void);
+
+#endif

@@ -1,0 +1,84 @@
+/* gpu_hip.c: the HIP implementation of gpu.h, for AMD GPUs (built against Debian's libamdhip64-dev).
+ * Same launch primitives as gpu_cuda.c for FLEP §3's runtime; untested on hardware: no AMD GPU here. */
+#include <hip/hip_runtime_api.h>
+
+#include "gpu.h"
+
+static const char *hip_error_string(int code) { return hipGetErrorString((hipError_t)code); }
+
+static int hip_current_device(int *device) { return hipGetDevice(device); }
+
+static int hip_sm_count(int device, uint32_t *count) {
+  int value = 0;
+  hipError_t status = hipDeviceGetAttribute(&value, hipDeviceAttributeMultiprocessorCount, device);
+  *count = (uint32_t)value;
+  return status;
+}
+
+/* HIP 5.2 has no way from a host stub to its code object (no
+ * hipGetFuncBySymbol), so converted kernels cannot be told apart yet: refuse
+ * rather than guess, since a wrong guess launches a kernel with the wrong
+ * parameters. */
+static int hip_kernel_marker(const void *host_stub, const char *marker_name, uint32_t *abi_version) {
+  (void)host_stub;
+  (void)marker_name;
+  *abi_version = 0;
+  return hipErrorNotSupported;
+}
+
+static int hip_occupancy(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
+                         uint32_t *ctas_per_sm) {
+  int blocks = 0;
+  hipError_t status =
+      hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, host_stub, (int)block_threads, dynamic_shared_bytes);
+  *ctas_per_sm = blocks > 0 ? (uint32_t)blocks : 0;
+  return status;
+}
+
+static int hip_device_alloc(void **pointer, size_t bytes) { return hipMalloc(pointer, bytes); }
+static int hip_device_free(void *pointer) { return hipFree(pointer); }
+static int hip_pinned_alloc(void **pointer, size_t bytes) { return hipHostMalloc(pointer, bytes, 0); }
+static int hip_pinned_free(void *pointer) { return hipHostFree(pointer); }
+
+static int hip_copy_to_device_async(void *device_pointer, const void *host_pointer, size_t bytes, void *stream) {
+  return hipMemcpyAsync(device_pointer, host_pointer, bytes, hipMemcpyHostToDevice, (hipStream_t)stream);
+}
+
+static int hip_event_create(void **event) {
+  return hipEventCreateWithFlags((hipEvent_t *)event, hipEventDisableTiming);
+}
+static int hip_event_destroy(void *event) { return hipEventDestroy((hipEvent_t)event); }
+static int hip_event_record(void *event, void *stream) { return hipEventRecord((hipEvent_t)event, (hipStream_t)stream); }
+static int hip_event_synchronize(void *event) { return hipEventSynchronize((hipEvent_t)event); }
+
+static int hip_launch(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
+                      size_t dynamic_shared_bytes, void *stream) {
+  dim3 hip_grid = {grid.x, grid.y, grid.z};
+  dim3 hip_block = {block.x, block.y, block.z};
+  return hipLaunchKernel(host_stub, hip_grid, hip_block, args, dynamic_shared_bytes, (hipStream_t)stream);
+}
+
+static const preempt_gpu_ops hip_ops = {
+    .api_name = "HIP",
+    .invalid_value = hipErrorInvalidValue,
+    .out_of_memory = hipErrorOutOfMemory,
+    .invalid_configuration = hipErrorInvalidConfiguration,
+    .not_supported = hipErrorNotSupported,
+    .error_string = hip_error_string,
+    .current_device = hip_current_device,
+    .sm_count = hip_sm_count,
+    .kernel_marker = hip_kernel_marker,
+    .occupancy = hip_occupancy,
+    .device_alloc = hip_device_alloc,
+    .device_free = hip_device_free,
+    .pinned_alloc = hip_pinned_alloc,
+    .pinned_free = hip_pinned_free,
+    .copy_to_device_async = hip_copy_to_device_async,
+    .event_create = hip_event_create,
+    .event_destroy = hip_event_destroy,
+    .event_record = hip_event_record,
+    .event_synchronize = hip_event_synchronize,
+    .launch = hip_launch,
+};
+
+const preempt_gpu_ops *preempt_gpu_backend(void) { return &hip_ops; }
