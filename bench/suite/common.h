@@ -32,11 +32,12 @@ enum SuiteExit { kExitUsage = 1, kExitCuda = 2, kExitMismatch = 3 };
   exit(kExitCuda);
 }
 
-#define CUDA_CHECK(call)                                                     \
-  do {                                                                       \
-    cudaError_t suite_err_ = (call);                                         \
-    if (suite_err_ != cudaSuccess) suite_cuda_fail(suite_err_, #call, __FILE__, __LINE__); \
+#define CUDA_CHECK_AT(call, file, line)                                           \
+  do {                                                                            \
+    cudaError_t suite_err_ = (call);                                              \
+    if (suite_err_ != cudaSuccess) suite_cuda_fail(suite_err_, #call, file, line); \
   } while (0)
+#define CUDA_CHECK(call) CUDA_CHECK_AT(call, __FILE__, __LINE__)
 
 // A bad launch configuration is only reported by cudaGetLastError; faults inside
 // the kernel surface at the next synchronisation, which time_reps() checks.
@@ -99,53 +100,57 @@ inline Args parse_args(int argc, char** argv) {
 
 // ---------------------------------------------------------------------------
 // Device buffers. Nothing is freed explicitly: each program allocates once and
-// exits, and process teardown releases the context.
+// exits, and process teardown releases the context. The defaulted location
+// arguments make a failure report the caller's file:line, not this header's.
 template <class T>
-T* device_alloc(size_t n) {
+T* device_alloc(size_t n, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   T* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
+  CUDA_CHECK_AT(cudaMalloc(&p, n * sizeof(T)), file, line);
   return p;
 }
 
 template <class T>
-T* upload(const std::vector<T>& h) {
-  T* p = device_alloc<T>(h.size());
-  CUDA_CHECK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+T* upload(const std::vector<T>& h, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  T* p = device_alloc<T>(h.size(), file, line);
+  CUDA_CHECK_AT(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), file, line);
   return p;
 }
 
 template <class T>
-std::vector<T> download(const T* d, size_t n) {
+std::vector<T> download(const T* d, size_t n, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   std::vector<T> h(n);
-  CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CUDA_CHECK_AT(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), file, line);
   return h;
 }
 
 // ---------------------------------------------------------------------------
 // Runs `reps` repetitions. reset() restores inputs / clears accumulators and is
 // not timed; launch() enqueues the timed kernels on `stream` and must
-// LAUNCH_CHECK() each launch. Prints the one stdout line the runner parses.
+// LAUNCH_CHECK() each launch. A kernel fault surfaces at the synchronisation
+// here and is reported at the caller's file:line. Prints the one stdout line
+// the runner parses.
 template <class Reset, class Launch>
-void time_reps(int reps, cudaStream_t stream, Reset reset, Launch launch) {
+void time_reps(int reps, cudaStream_t stream, Reset reset, Launch launch, const char* file = __builtin_FILE(),
+               int line = __builtin_LINE()) {
   cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
+  CUDA_CHECK_AT(cudaEventCreate(&start), file, line);
+  CUDA_CHECK_AT(cudaEventCreate(&stop), file, line);
   std::vector<float> ms;
   for (int r = 0; r < reps; ++r) {
     reset();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaEventRecord(start, stream));
+    CUDA_CHECK_AT(cudaDeviceSynchronize(), file, line);
+    CUDA_CHECK_AT(cudaEventRecord(start, stream), file, line);
     launch();
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK_AT(cudaEventRecord(stop, stream), file, line);
+    CUDA_CHECK_AT(cudaEventSynchronize(stop), file, line);
+    CUDA_CHECK_AT(cudaDeviceSynchronize(), file, line);
+    CUDA_CHECK_AT(cudaGetLastError(), file, line);
     float t = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    CUDA_CHECK_AT(cudaEventElapsedTime(&t, start, stop), file, line);
     ms.push_back(t);
   }
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
+  CUDA_CHECK_AT(cudaEventDestroy(start), file, line);
+  CUDA_CHECK_AT(cudaEventDestroy(stop), file, line);
 
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();

@@ -11,7 +11,7 @@ constexpr int kPerThread = 16;
 constexpr int kPerBlock = kBlock * kPerThread;
 // Each pass shifts keys by its own salt and accumulates into the same bins, so
 // the final histogram depends on every pass running exactly once.
-constexpr int kPasses = 16;
+constexpr int kPasses = 48;
 
 // Integer atomics commute, so the bins are exact and deterministic however the
 // blocks and threads interleave.

@@ -9,7 +9,7 @@ namespace {
 // blockIdx.x / blockIdx.y produce out-of-range or wrong results.
 constexpr int kM = 3000;  // rows of A and C
 constexpr int kN = 4000;  // columns of B and C
-constexpr int kK = 3000;  // columns of A, rows of B
+constexpr int kK = 3500;  // columns of A, rows of B
 constexpr int kTile = 16;
 constexpr size_t kSampleStride = 997;
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# build_suite.sh: builds every bench/suite program twice, with and without libpreempt.so, on this machine.
+# The GPU machine has no compiler: bench/gpu_check.sh only runs what this leaves in build/bench.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${PREEMPT_BUILD_DIR:-$root/build}
+out=$build/bench
+cuda=${PREEMPT_CUDA_PATH:-/usr/local/cuda}
+plugin=$build/passes/libpreempt.so
+runtime=$build/runtime-host
+[ -f "$plugin" ] || { echo "build_suite.sh: $plugin missing: build the project first (cmake --build build)" >&2; exit 1; }
+mkdir -p "$out/original" "$out/preempt" "$out/remarks"
+flags=(-x cuda --cuda-gpu-arch=sm_90 --cuda-path="$cuda" -Wno-unknown-cuda-version -O2 -std=c++17)
+libs=(-L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread)
+build_one() {
+  local source=$1 name
+  name=$(basename "$source" .cu)
+  clang++-22 "${flags[@]}" "$source" -o "$out/original/$name" "${libs[@]}"
+  # The remarks say which kernels were converted or refused, and why.
+  clang++-22 "${flags[@]}" -fpass-plugin="$plugin" -Rpass=preempt -Rpass-missed=preempt "$source" \
+    -o "$out/preempt/$name" -L"$runtime" -lpreempt_runtime "${libs[@]}" 2> "$out/remarks/$name.txt"
+}
+jobs=()
+for source in "$root"/bench/suite/*.cu; do
+  build_one "$source" &
+  jobs+=($!)
+  if [ ${#jobs[@]} -ge "$(nproc)" ]; then wait "${jobs[0]}"; jobs=("${jobs[@]:1}"); fi
+done
+status=0
+for job in "${jobs[@]}"; do wait "$job" || status=1; done
+[ $status -eq 0 ] || { echo "build_suite.sh: a program failed to build" >&2; exit 1; }
+for source in "$root"/bench/suite/*.cu; do
+  name=$(basename "$source" .cu)
+  converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)
+  refused=$(grep -c "left unchanged" "$out/remarks/$name.txt" || true)
+  echo "$name converted=$converted refused=$refused" 
+done > "$out/kernels.txt"
+echo "build_suite.sh: built $(wc -l < "$out/kernels.txt") programs into $out"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# gpu_check.sh: on the GPU machine, runs the correctness suite (original vs converted build) and times both.
+# One call checks and times everything (issue: Foundation; FLEP §6 / EffiSha §8 style overhead table).
+# Builds nothing: run bench/build_suite.sh on a machine with clang-22 first and carry build/.
+# Usage: bench/gpu_check.sh [RESULTS_DIR]   (default bench/results; writes <date>-<gpu>.json and .md)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
+results=${1:-$root/bench/results}
+reps=${PREEMPT_BENCH_REPS:-7}
+rounds=${PREEMPT_BENCH_ROUNDS:-3}
+[ -f "$bin/kernels.txt" ] || { echo "gpu_check.sh: $bin/kernels.txt missing: run bench/build_suite.sh first" >&2; exit 1; }
+command -v nvidia-smi >/dev/null || { echo "gpu_check.sh: no NVIDIA GPU here (nvidia-smi missing)" >&2; exit 1; }
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+work=$(mktemp -d)
+mkdir -p "$results"
+raw=$work/raw.txt
+: > "$raw"
+while read -r name converted refused; do
+  converted=${converted#converted=}; refused=${refused#refused=}
+  # Rounds alternate the two builds so that clock and thermal drift hit both alike.
+  for round in $(seq 1 "$rounds"); do
+    for build in original preempt; do
+      output=$work/$name.$build.out
+      if log=$("$bin/$build/$name" "$output" "$reps" 2>"$work/$name.$build.err"); then status=ok; else status="exit$?"; fi
+      timing=$(echo "$log" | grep -o 'time_ms=[0-9.]*' | cut -d= -f2)
+      tolerance=$(echo "$log" | grep -o 'tolerance=[0-9.e-]*' | cut -d= -f2)
+      echo "$name $build $round $status ${timing:-nan} ${tolerance:-0} $converted $refused $output $work/$name.$build.err" >> "$raw"
+    done
+  done
+done < "$bin/kernels.txt"
+python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu"
+status=$?
+rm -rf "$work"
+exit $status

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+# report_suite.py: compares the outputs of the original and converted builds and writes the results table.
+# Called by bench/gpu_check.sh; medians and spreads over alternating rounds, ratio against the same run's baseline.
+import datetime
+import json
+import os
+import statistics
+import struct
+import sys
+
+
+def compare(original, converted, tolerance):
+    """Bit-exact, or within a relative tolerance for programs that declare one (float atomics)."""
+    with open(original, "rb") as a, open(converted, "rb") as b:
+        left, right = a.read(), b.read()
+    if len(left) != len(right) or len(left) == 0:
+        return False, f"sizes differ ({len(left)} vs {len(right)} bytes)"
+    if left == right:
+        return True, "bit-exact"
+    if tolerance == 0:
+        first = next(i for i in range(len(left)) if left[i] != right[i])
+        return False, f"differs from byte {first}"
+    count = len(left) // 4
+    worst = 0.0
+    for x, y in zip(struct.unpack(f"{count}f", left[: 4 * count]), struct.unpack(f"{count}f", right[: 4 * count])):
+        scale = max(abs(x), abs(y), 1e-30)
+        worst = max(worst, abs(x - y) / scale)
+    return worst <= tolerance, f"max relative difference {worst:.3g} (tolerance {tolerance:g})"
+
+
+def main():
+    raw_path, results_dir, gpu = sys.argv[1], sys.argv[2], sys.argv[3]
+    runs = {}
+    for line in open(raw_path):
+        name, build, _round, status, timing, tolerance, converted, refused, output, errors = line.split()
+        entry = runs.setdefault(name, {"converted": int(converted), "refused": int(refused), "builds": {}})
+        build_runs = entry["builds"].setdefault(build, {"times": [], "statuses": [], "outputs": [], "errors": []})
+        build_runs["times"].append(float(timing))
+        build_runs["statuses"].append(status)
+        build_runs["tolerance"] = float(tolerance)
+        build_runs["outputs"].append(output)
+        build_runs["errors"].append(open(errors).read().strip()[-400:] if os.path.exists(errors) else "")
+    rows, failures = [], 0
+    for name, entry in sorted(runs.items()):
+        original, converted = entry["builds"]["original"], entry["builds"]["preempt"]
+        ok = all(s == "ok" for s in original["statuses"] + converted["statuses"])
+        detail = ""
+        if ok:
+            ok, detail = compare(original["outputs"][-1], converted["outputs"][-1], original["tolerance"])
+        else:
+            detail = "; ".join(e for e in original["errors"] + converted["errors"] if e)[:400] or "a run failed"
+        failures += not ok
+        base = statistics.median(original["times"]) if ok else float("nan")
+        conv = statistics.median(converted["times"]) if ok else float("nan")
+        rows.append({
+            "program": name, "kernels_converted": entry["converted"], "kernels_refused": entry["refused"],
+            "result": "match" if ok else "MISMATCH", "detail": detail,
+            "original_ms_median": base, "original_ms_spread": [min(original["times"]), max(original["times"])],
+            "preempt_ms_median": conv, "preempt_ms_spread": [min(converted["times"]), max(converted["times"])],
+            "ratio": conv / base if ok and base > 0 else float("nan"),
+        })
+    ratios = [r["ratio"] for r in rows if r["result"] == "match" and r["ratio"] == r["ratio"]]
+    geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
+    stamp = datetime.date.today().isoformat()
+    slug = gpu.replace(" ", "-").replace("/", "-")
+    os.makedirs(results_dir, exist_ok=True)
+    summary = {"date": stamp, "gpu": gpu, "programs": rows, "geomean_ratio": geomean, "failures": failures,
+               "method": "median of per-run medians over alternating rounds; spread = min..max of those medians"}
+    with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
+        json.dump(summary, out, indent=2)
+    lines = [f"# Correctness suite, {gpu}, {stamp}", "",
+             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['program']} | {r['kernels_converted']} / {r['kernels_refused']} | {r['result']} ({r['detail']}) | "
+                     f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
+                     f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
+                     f"{r['ratio']:.3f} |")
+    lines += ["", f"Geomean ratio (preempt / original): {geomean:.3f}; mismatches: {failures}"]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(results_dir, f"{stamp}-{slug}.md"), "w") as out:
+        out.write(text)
+    print(text)
+    print(f"{len(rows) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
