@@ -1,0 +1,32 @@
+# lit.cfg.py: lit configuration for preempt's regression tests.
+# Substitutions name LLVM 22's tools explicitly: LLVM 14 is the default clang on our machines.
+import os
+
+import lit.formats
+
+config.name = "preempt"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".ll", ".cu", ".cl", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.preempt_binary_root, "test", "lit")
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
+
+bin_dir = config.llvm_bin
+plugin = os.path.join(config.preempt_binary_root, "passes", "libpreempt.so")
+cuda_flags = (f"-x cuda --cuda-gpu-arch=sm_90 --cuda-path={config.cuda_path} -Wno-unknown-cuda-version -O2 "
+              f"-fpass-plugin={plugin}")
+config.substitutions += [
+    ("%clang", os.path.join(bin_dir, "clang")),
+    ("%opt", os.path.join(bin_dir, "opt")),
+    ("%llc", os.path.join(bin_dir, "llc")),
+    ("%FileCheck", os.path.join(bin_dir, "FileCheck")),
+    ("%not", os.path.join(bin_dir, "not")),
+    ("%plugin", plugin),
+    ("%cuda_flags", cuda_flags),
+    ("%ptxas", config.ptxas or "false"),
+    ("%unit_bin", os.path.join(config.preempt_binary_root, "test", "unit")),
+    ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
+    ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
+]
+if config.ptxas and os.path.exists(config.ptxas):
+    config.available_features.add("ptxas")
