@@ -16,7 +16,6 @@
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DiagnosticInfo.h"
-#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 
 using namespace llvm;
@@ -130,7 +129,6 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
   if (Launches.empty())
     return PreservedAnalyses::all();
 
-  LLVMContext &Context = M.getContext();
   for (CallBase *Launch : Launches) {
     auto *Stub = cast<Function>(Launch->getArgOperand(0)->stripPointerCasts());
     GpuApi Api = Launch->getCalledFunction()->getName().starts_with("hip") ? ApiHip : ApiCuda;
@@ -140,25 +138,18 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
     GlobalVariable *Desc = kernelDescriptor(M, *Stub, KernelName, Api, Descriptors);
 
     // Same ABI as cudaLaunchKernel except the first argument: dim3 and
-    // streams are passed exactly as clang already lowered them.
-    FunctionType *LaunchType = Launch->getFunctionType();
-    FunctionCallee Runtime = M.getOrInsertFunction("preempt_launch_kernel", LaunchType);
-    SmallVector<Value *, 8> Args(Launch->args());
-    Args[0] = Desc;
-    IRBuilder<> Builder(Launch);
-    CallInst *Routed = Builder.CreateCall(Runtime, Args);
-    Routed->setAttributes(Launch->getAttributes());
-    Routed->setDebugLoc(Launch->getDebugLoc());
-    Launch->replaceAllUsesWith(Routed);
+    // streams are passed exactly as clang already lowered them, so the call
+    // (or invoke) is retargeted in place.
+    FunctionCallee Runtime = M.getOrInsertFunction("preempt_launch_kernel", Launch->getFunctionType());
+    Launch->setCalledFunction(Runtime);
+    Launch->setArgOperand(0, Desc);
 
     OptimizationRemarkEmitter Remarks(Launch->getFunction());
     Remarks.emit([&] {
       return OptimizationRemark(PassName, "LaunchRouted", Launch)
              << "launch of kernel '" << ore::NV("Kernel", KernelName) << "' routed to the preempt runtime";
     });
-    Launch->eraseFromParent();
   }
-  (void)Context;
   return PreservedAnalyses::none();
 }
 

@@ -237,6 +237,8 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
       Reason = "does not return void";
     else if (F.isVarArg())
       Reason = "is variadic";
+    else if (F.hasFnAttribute("nvvm.cluster_dim") || F.hasFnAttribute("nvvm.blocksareclusters"))
+      Reason = "is launched in thread-block clusters";
     else
       Reason = whyNotConvertible(F, Target, FAM);
     if (Reason.empty()) {

@@ -27,6 +27,7 @@ config.substitutions += [
     ("%unit_bin", os.path.join(config.preempt_binary_root, "test", "unit")),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
+    ("%cuda_include", os.path.join(config.cuda_path, "include")),
 ]
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")

@@ -1,0 +1,42 @@
+// Shared memory with barriers (a tree reduction) and a uniform early exit: both converted.
+// The body's own barriers stay; the task loop adds one after the fetch and one between tasks.
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
+// RUN: %FileCheck %s < %t.ll
+// RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
+// RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
+
+// REMARK-DAG: kernel '_Z9reduce256PKfPf' converted to persistent-thread form
+// REMARK-DAG: kernel '_Z12uniform_exitPfj' converted to persistent-thread form
+// REMARK-NOT: left unchanged
+
+// CHECK-LABEL: define {{.*}} @_Z9reduce256PKfPf(
+// CHECK: preempt.task:
+// CHECK: barrier.cta.sync
+// CHECK: preempt.body:
+// CHECK: barrier.cta.sync
+// CHECK: preempt.task.end:
+// CHECK-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+
+__global__ void reduce256(const float *in, float *out) {
+  __shared__ float partial[256];
+  unsigned tid = threadIdx.x;
+  partial[tid] = in[blockIdx.x * 256 + tid];
+  __syncthreads();
+  for (unsigned stride = 128; stride > 0; stride >>= 1) {
+    if (tid < stride)
+      partial[tid] += partial[tid + stride];
+    __syncthreads();
+  }
+  if (tid == 0)
+    out[blockIdx.x] = partial[0];
+}
+
+// The exit depends on blockIdx only: the whole CTA leaves together.
+__global__ void uniform_exit(float *data, unsigned limit) {
+  __shared__ float tile[128];
+  if (blockIdx.x >= limit)
+    return;
+  tile[threadIdx.x] = data[blockIdx.x * 128 + threadIdx.x];
+  __syncthreads();
+  data[blockIdx.x * 128 + threadIdx.x] = tile[127 - threadIdx.x];
+}
