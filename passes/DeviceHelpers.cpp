@@ -43,8 +43,18 @@ Error linkDeviceHelpers(Module &M, GpuTarget Target) {
     F.removeFnAttr(Attribute::NoInline);
     F.addFnAttr(Attribute::AlwaysInline);
   }
-  if (GlobalVariable *Context = M.getNamedGlobal("__preempt_task_ctx"))
-    Context->setLinkage(GlobalValue::InternalLinkage);
+  GlobalVariable *Context = M.getNamedGlobal("__preempt_task_ctx");
+  if (!Context)
+    return createStringError(inconvertibleErrorCode(), "the device helpers lack the task context");
+  Context->setLinkage(GlobalValue::InternalLinkage);
+  SmallVector<StringRef, 12> Required = {helper::KernelBegin, helper::TaskBegin, helper::TaskEnd};
+  Required.append(std::begin(helper::BlockIndex), std::end(helper::BlockIndex));
+  Required.append(std::begin(helper::GridDim), std::end(helper::GridDim));
+  for (StringRef Name : Required) {
+    Function *F = M.getFunction(Name);
+    if (!F || F->isDeclaration())
+      return createStringError(inconvertibleErrorCode(), "the device helpers lack '" + Name + "'");
+  }
   return Error::success();
 }
 

@@ -11,7 +11,9 @@
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Operator.h"
@@ -132,13 +134,7 @@ static std::string checkInstructions(Function &F, bool IsKernel, GpuTarget Targe
   return Reason;
 }
 
-// FLEP §4.1: a return in the body becomes "end of task". A thread that leaves
-// early then waits at the task barrier while its siblings wait at a barrier of
-// the body, so every barrier must be reached by all threads of the CTA or none.
-// NVPTX's TTI calls every call's result divergent, block and grid registers
-// included, which would refuse almost every kernel with a barrier. Those
-// registers are CTA-uniform, and so are kernel arguments: uniformity is
-// computed on a scratch copy of the kernel in which they are arguments.
+// Registers that hold the same value for every thread of a CTA.
 static bool isCtaUniformRegister(const CallBase &Call) {
   switch (Call.getIntrinsicID()) {
   case Intrinsic::nvvm_read_ptx_sreg_ctaid_x: case Intrinsic::nvvm_read_ptx_sreg_ctaid_y:
@@ -153,20 +149,19 @@ static bool isCtaUniformRegister(const CallBase &Call) {
   }
 }
 
+// Uniformity runs on a scratch copy of the kernel, for two reasons. NVPTX's
+// TTI calls every call's result divergent, block and grid registers included,
+// which would refuse almost every kernel with a barrier: in the copy those
+// CTA-uniform registers become kernel arguments, which are uniform. And at -O0
+// values live in allocas, whose loads are divergent to the analysis: the copy
+// gets mem2reg. Neither change alters the control flow, so blocks map 1:1.
 static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarget Target,
                                                       FunctionAnalysisManager &FAM) {
-  DenseSet<const BasicBlock *> Divergent;
-  if (Target != GpuTarget::NVPTX) {
-    auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(Kernel);
-    for (BasicBlock &BB : Kernel)
-      if (Uniformity.hasDivergentTerminator(BB))
-        Divergent.insert(&BB);
-    return Divergent;
-  }
   SmallVector<CallBase *, 16> UniformReads;
-  for (Instruction &I : instructions(Kernel))
-    if (auto *Call = dyn_cast<CallBase>(&I); Call && isCtaUniformRegister(*Call))
-      UniformReads.push_back(Call);
+  if (Target == GpuTarget::NVPTX)
+    for (Instruction &I : instructions(Kernel))
+      if (auto *Call = dyn_cast<CallBase>(&I); Call && isCtaUniformRegister(*Call))
+        UniformReads.push_back(Call);
   SmallVector<Type *, 16> Params(Kernel.getFunctionType()->params());
   for (CallBase *Read : UniformReads)
     Params.push_back(Read->getType());
@@ -183,6 +178,15 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
     Copy->replaceAllUsesWith(Scratch->getArg(Kernel.arg_size() + Index));
     Copy->eraseFromParent();
   }
+  SmallVector<AllocaInst *, 16> Promotable;
+  for (Instruction &I : Scratch->getEntryBlock())
+    if (auto *Alloca = dyn_cast<AllocaInst>(&I); Alloca && isAllocaPromotable(Alloca))
+      Promotable.push_back(Alloca);
+  if (!Promotable.empty()) {
+    DominatorTree Dominators(*Scratch);
+    PromoteMemToReg(Promotable, Dominators);
+  }
+  DenseSet<const BasicBlock *> Divergent;
   {
     auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(*Scratch);
     for (BasicBlock &BB : Kernel)

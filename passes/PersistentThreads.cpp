@@ -38,6 +38,24 @@ static Function *helperFunction(Module &M, StringRef Name) {
   return F;
 }
 
+// Attributes the optimizer derived from the code as it was: a converted
+// kernel now synchronizes (barriers), touches shared memory and may loop, and
+// a clone now reads the task context instead of a register. Keeping them
+// would let codegen move or drop those accesses. AMDGPU's "amdgpu-no-*"
+// attributes would even leave the work-item id registers uninitialized.
+static void dropDerivedAttributes(Function &F) {
+  F.setMemoryEffects(MemoryEffects::unknown());
+  for (Attribute::AttrKind Kind : {Attribute::NoSync, Attribute::WillReturn, Attribute::Speculatable,
+                                   Attribute::NoFree, Attribute::NoRecurse})
+    F.removeFnAttr(Kind);
+  SmallVector<StringRef, 16> Derived;
+  for (const Attribute &A : F.getAttributes().getFnAttrs())
+    if (A.isStringAttribute() && A.getKindAsString().starts_with("amdgpu-no-"))
+      Derived.push_back(A.getKindAsString());
+  for (StringRef Kind : Derived)
+    F.removeFnAttr(Kind);
+}
+
 // Replaces every grid read in `F` with a call of the helper that reads the
 // task context. Returns true if `F` read the grid.
 static bool remapGridReads(Function &F, GpuTarget Target) {
@@ -127,8 +145,13 @@ static SetVector<Function *> functionsNeedingClones(ArrayRef<Function *> Kernels
 static void redirectCalls(Function &F, const DenseMap<Function *, Function *> &Clones) {
   for (Instruction &I : instructions(F))
     if (auto *Call = dyn_cast<CallBase>(&I))
-      if (Function *Clone = Clones.lookup(Call->getCalledFunction()))
+      if (Function *Clone = Clones.lookup(Call->getCalledFunction())) {
         Call->setCalledFunction(Clone);
+        // A call site may say `memory(none)` too; the clone reads memory now.
+        Call->removeFnAttr(Attribute::Memory);
+        Call->removeFnAttr(Attribute::Speculatable);
+        Call->removeFnAttr(Attribute::WillReturn);
+      }
 }
 
 // Gives `Kernel` one more parameter, the control block, keeping its name,
@@ -265,6 +288,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     Function *Clone = CloneFunction(F, Map);
     Clone->setName(F->getName() + ".preempt");
     Clone->setLinkage(GlobalValue::InternalLinkage);
+    dropDerivedAttributes(*Clone);
     Clones[F] = Clone;
   }
   for (auto &[Original, Clone] : Clones) {
@@ -276,6 +300,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     std::string Name = Kernel->getName().str();
     redirectCalls(*Kernel, Clones);
     Function *Converted = appendControlParameter(*Kernel);
+    dropDerivedAttributes(*Converted);
     remapGridReads(*Converted, Target);
     buildTaskLoop(*Converted);
     addKernelMarker(M, Name);

@@ -2,6 +2,7 @@
 // the task barrier while the others wait in the body, so the kernel is refused and kept as is.
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
 // RUN: %FileCheck %s < %t.ll
+// RUN: %clang %cuda_flags -O0 --cuda-device-only -S -Rpass=preempt -Rpass-missed=preempt %s -o /dev/null 2>&1 | %FileCheck %s --check-prefix=REMARK
 
 // REMARK: kernel '_Z14divergent_exitPfi' left unchanged (not preemptible): it reaches a barrier under thread-divergent control flow
 // REMARK: kernel '_Z13exit_no_syncsPfi' converted to persistent-thread form

@@ -4,6 +4,9 @@
 // RUN: %FileCheck %s < %t.ll
 // RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
+// At -O0 values sit in allocas; the uniformity check still sees through them.
+// RUN: %clang %cuda_flags -O0 --cuda-device-only -S -Rpass=preempt -Rpass-missed=preempt %s -o %t.O0.ptx 2>&1 | %FileCheck %s --check-prefix=REMARK
+// RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.O0.ptx -o %t.O0.cubin %}
 
 // REMARK-DAG: kernel '_Z9reduce256PKfPf' converted to persistent-thread form
 // REMARK-DAG: kernel '_Z12uniform_exitPfj' converted to persistent-thread form

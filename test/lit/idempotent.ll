@@ -1,0 +1,28 @@
+; Running the pass on a module it already converted leaves converted kernels alone (no
+; second control parameter, no second loop) and says so; a module without kernels is untouched.
+; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -S %s -o %t.once.ll
+; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -pass-remarks-missed=preempt -S %t.once.ll -o %t.twice.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
+; RUN: %FileCheck %s < %t.twice.ll
+; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -S %S/Inputs/no_kernels.ll -o - | %FileCheck %s --check-prefix=NOKERNELS
+
+; REMARK: kernel 'scale' left unchanged (not preemptible): it is already in persistent-thread form
+; CHECK: define ptx_kernel void @scale(ptr %data, ptr noundef %preempt.control)
+; CHECK-COUNT-1: preempt.task:
+; CHECK-NOT: preempt.task1:
+; NOKERNELS: define void @helper(ptr %p)
+; NOKERNELS-NOT: preempt
+
+target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+define ptx_kernel void @scale(ptr %data) {
+  %block = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %index = zext i32 %block to i64
+  %slot = getelementptr float, ptr %data, i64 %index
+  %value = load float, ptr %slot
+  %doubled = fmul float %value, 2.0
+  store float %doubled, ptr %slot
+  ret void
+}
+
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
