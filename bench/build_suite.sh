@@ -21,7 +21,7 @@ build_one() {
     -o "$out/preempt/$name" -L"$runtime" -lpreempt_runtime "${libs[@]}" 2> "$out/remarks/$name.txt"
 }
 jobs=()
-for source in "$root"/bench/suite/*.cu; do
+for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   build_one "$source" &
   jobs+=($!)
   if [ ${#jobs[@]} -ge "$(nproc)" ]; then wait "${jobs[0]}"; jobs=("${jobs[@]:1}"); fi
@@ -29,7 +29,7 @@ done
 status=0
 for job in "${jobs[@]}"; do wait "$job" || status=1; done
 [ $status -eq 0 ] || { echo "build_suite.sh: a program failed to build" >&2; exit 1; }
-for source in "$root"/bench/suite/*.cu; do
+for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   name=$(basename "$source" .cu)
   converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)
   refused=$(grep -c "left unchanged" "$out/remarks/$name.txt" || true)

@@ -47,8 +47,9 @@ Error linkDeviceHelpers(Module &M, GpuTarget Target) {
   if (!Context)
     return createStringError(inconvertibleErrorCode(), "the device helpers lack the task context");
   Context->setLinkage(GlobalValue::InternalLinkage);
-  SmallVector<StringRef, 12> Required = {helper::KernelBegin, helper::TaskBegin, helper::TaskEnd};
+  SmallVector<StringRef, 12> Required = {helper::KernelBegin, helper::KernelEnd, helper::TaskBegin, helper::TaskPrefetch, helper::TaskEnd};
   Required.append(std::begin(helper::BlockIndex), std::end(helper::BlockIndex));
+  Required.append(std::begin(helper::TaskBlockIndex), std::end(helper::TaskBlockIndex));
   Required.append(std::begin(helper::GridDim), std::end(helper::GridDim));
   for (StringRef Name : Required) {
     Function *F = M.getFunction(Name);

@@ -14,8 +14,12 @@ namespace preempt {
 // Names of the helpers in runtime-dev/task_loop.cu.
 namespace helper {
 inline constexpr llvm::StringLiteral KernelBegin = "__preempt_kernel_begin";
+inline constexpr llvm::StringLiteral KernelEnd = "__preempt_kernel_end";
 inline constexpr llvm::StringLiteral TaskBegin = "__preempt_task_begin";
+inline constexpr llvm::StringLiteral TaskPrefetch = "__preempt_task_prefetch";
 inline constexpr llvm::StringLiteral TaskEnd = "__preempt_task_end";
+inline constexpr llvm::StringLiteral TaskBlockIndex[3] = {"__preempt_task_block_x", "__preempt_task_block_y",
+                                                          "__preempt_task_block_z"};
 inline constexpr llvm::StringLiteral BlockIndex[3] = {"__preempt_block_index_x", "__preempt_block_index_y",
                                                       "__preempt_block_index_z"};
 inline constexpr llvm::StringLiteral GridDim[3] = {"__preempt_grid_dim_x", "__preempt_grid_dim_y",

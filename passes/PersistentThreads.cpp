@@ -1,12 +1,13 @@
 // PersistentThreads.cpp: converts CUDA/HIP/OpenCL kernels to persistent-thread form at the IR level.
 // FLEP §4.1 and EffiSha §5: kernel body inside a loop over tasks fetched from a device counter.
 //
-// A converted kernel K(args...) becomes K(args..., control):
-//   preempt.entry:  static allocas; __preempt_kernel_begin(control)
-//   preempt.task:   if (!__preempt_task_begin(control)) goto preempt.exit
-//   <original body> every `ret` jumps to preempt.task.end
-//   preempt.task.end: __preempt_task_end(); goto preempt.task
-//   preempt.exit:   ret
+// A converted kernel K(args...) becomes K(args..., control, task_count, grid_x, grid_y, grid_z):
+//   preempt.entry:      static allocas; task = __preempt_kernel_begin(control, task_count, grid...)
+//   preempt.task:       if (!__preempt_task_begin(task, slot)) goto preempt.exit
+//   preempt.task.start: block index loaded; next = __preempt_task_prefetch(control)
+//   <original body>     every `ret` jumps to preempt.task.end
+//   preempt.task.end:   [__preempt_task_end() when needed]; task = next; slot ^= 1; goto preempt.task
+//   preempt.exit:       __preempt_kernel_end(control); ret
 // Every block-index and grid-size read, in K and in each function K calls,
 // reads the task context in shared memory instead (callees are cloned, so
 // unconverted kernels keep the originals).
@@ -57,8 +58,9 @@ static void dropDerivedAttributes(Function &F) {
 }
 
 // Replaces every grid read in `F` with a call of the helper that reads the
-// task context. Returns true if `F` read the grid.
-static bool remapGridReads(Function &F, GpuTarget Target) {
+// task context, or, for block indices, with `TaskBlockIndex` when given (the
+// kernel's own reads, loaded once per task). Returns true if `F` read the grid.
+static bool remapGridReads(Function &F, GpuTarget Target, ArrayRef<Value *> TaskBlockIndex = {}) {
   Module &M = *F.getParent();
   SmallVector<std::pair<CallBase *, GridRead>, 16> Reads;
   SmallVector<CallBase *, 4> DispatchPointers;
@@ -73,7 +75,9 @@ static bool remapGridReads(Function &F, GpuTarget Target) {
   for (auto &[Call, Read] : Reads) {
     StringRef Name = Read.What == GridRead::BlockIndex ? helper::BlockIndex[Read.Axis] : helper::GridDim[Read.Axis];
     IRBuilder<> Builder(Call);
-    Value *Replacement = Builder.CreateCall(helperFunction(M, Name));
+    Value *Replacement = Read.What == GridRead::BlockIndex && !TaskBlockIndex.empty()
+                             ? TaskBlockIndex[Read.Axis]
+                             : Builder.CreateCall(helperFunction(M, Name));
     Replacement = Builder.CreateZExtOrTrunc(Replacement, Call->getType());
     Call->replaceAllUsesWith(Replacement);
     Call->eraseFromParent();
@@ -154,12 +158,14 @@ static void redirectCalls(Function &F, const DenseMap<Function *, Function *> &C
       }
 }
 
-// Gives `Kernel` one more parameter, the control block, keeping its name,
-// attributes, calling convention and metadata. Returns the new function.
+// Appends the launch parameters (control_block.h, PREEMPT_KERNEL_EXTRA_PARAMS)
+// to `Kernel`, keeping its name, attributes, calling convention and metadata.
+// Returns the new function.
 static Function *appendControlParameter(Function &Kernel) {
   FunctionType *OldType = Kernel.getFunctionType();
   SmallVector<Type *, 8> Params(OldType->params());
-  Params.push_back(PointerType::get(Kernel.getContext(), 0));
+  Type *Int32 = Type::getInt32Ty(Kernel.getContext());
+  Params.append({PointerType::get(Kernel.getContext(), 0), Int32, Int32, Int32, Int32});
   FunctionType *NewType = FunctionType::get(OldType->getReturnType(), Params, false);
   Function *NewKernel = Function::Create(NewType, Kernel.getLinkage(), Kernel.getAddressSpace(), "", Kernel.getParent());
   NewKernel->copyAttributesFrom(&Kernel);
@@ -172,18 +178,50 @@ static Function *appendControlParameter(Function &Kernel) {
     New.takeName(&Old);
     Old.replaceAllUsesWith(&New);
   }
-  NewKernel->getArg(Params.size() - 1)->setName("preempt.control");
-  NewKernel->addParamAttr(Params.size() - 1, Attribute::NoUndef);
+  static const char *const ExtraNames[PREEMPT_KERNEL_EXTRA_PARAMS] = {
+      "preempt.control", "preempt.task.count", "preempt.grid.x", "preempt.grid.y", "preempt.grid.z"};
+  for (unsigned Index = 0; Index < PREEMPT_KERNEL_EXTRA_PARAMS; ++Index) {
+    unsigned ArgNo = OldType->getNumParams() + Index;
+    NewKernel->getArg(ArgNo)->setName(ExtraNames[Index]);
+    NewKernel->addParamAttr(ArgNo, Attribute::NoUndef);
+  }
   Kernel.replaceAllUsesWith(NewKernel); // metadata, llvm.used: both are plain pointers
   Kernel.eraseFromParent();
   return NewKernel;
 }
 
-// Wraps the body in the task loop (diagram at the top of this file).
-static void buildTaskLoop(Function &Kernel) {
+// Whether tasks need a barrier between them: when the body shares data
+// through shared memory, synchronizes, or reads the task context after the
+// task's first barrier (in a cloned callee), a sibling may still be in this
+// task while the CTA starts the next. Otherwise the barrier that publishes
+// each task id is the only one. Inline assembly might touch shared memory.
+static bool needsTaskEndBarrier(Function &Kernel, const DenseMap<Function *, Function *> &Clones) {
+  auto IsSharedPointer = [](const Value *V) {
+    auto *Type = dyn_cast<PointerType>(V->getType());
+    if (Type && Type->getAddressSpace() == 3)
+      return true;
+    const auto *Global = dyn_cast<GlobalVariable>(V->stripPointerCasts());
+    return Global && Global->getAddressSpace() == 3;
+  };
+  for (Function *F : reachableFunctions(Kernel))
+    for (Instruction &I : instructions(*F)) {
+      if (auto *Call = dyn_cast<CallBase>(&I)) {
+        if (isCtaBarrier(*Call) || Call->isInlineAsm() || Clones.count(Call->getCalledFunction()))
+          return true;
+      }
+      if (IsSharedPointer(&I) || any_of(I.operands(), [&](const Use &Operand) { return IsSharedPointer(Operand); }))
+        return true;
+    }
+  return false;
+}
+
+// Wraps the body in the task loop (diagram at the top of this file) and
+// returns the block index of the current task, loaded once per task.
+static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, bool TaskEndBarrier) {
   Module &M = *Kernel.getParent();
   LLVMContext &Context = Kernel.getContext();
-  Argument *Control = Kernel.getArg(Kernel.arg_size() - 1);
+  unsigned FirstExtra = Kernel.arg_size() - PREEMPT_KERNEL_EXTRA_PARAMS;
+  Argument *Control = Kernel.getArg(FirstExtra);
   BasicBlock *Entry = &Kernel.getEntryBlock();
 
   // Static allocas stay in the entry block: inside the loop they would grow
@@ -202,16 +240,33 @@ static void buildTaskLoop(Function &Kernel) {
   Entry->setName("preempt.entry");
 
   BasicBlock *TaskHead = BasicBlock::Create(Context, "preempt.task", &Kernel, Body);
+  BasicBlock *TaskStart = BasicBlock::Create(Context, "preempt.task.start", &Kernel, Body);
   BasicBlock *TaskEnd = BasicBlock::Create(Context, "preempt.task.end", &Kernel);
   BasicBlock *Exit = BasicBlock::Create(Context, "preempt.exit", &Kernel);
 
   IRBuilder<> Builder(Entry);
-  Builder.CreateCall(helperFunction(M, helper::KernelBegin), {Control});
+  Value *FirstTask =
+      Builder.CreateCall(helperFunction(M, helper::KernelBegin),
+                         {Control, Kernel.getArg(FirstExtra + 1), Kernel.getArg(FirstExtra + 2),
+                          Kernel.getArg(FirstExtra + 3), Kernel.getArg(FirstExtra + 4)});
   Builder.CreateBr(TaskHead);
 
   Builder.SetInsertPoint(TaskHead);
-  Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control});
-  Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), Body, Exit);
+  PHINode *Task = Builder.CreatePHI(FirstTask->getType(), 2, "preempt.task.id");
+  Task->addIncoming(FirstTask, Entry);
+  PHINode *Slot = Builder.CreatePHI(Builder.getInt32Ty(), 2, "preempt.task.slot");
+  Slot->addIncoming(Builder.getInt32(0), Entry);
+  Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Task, Slot});
+  Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), TaskStart, Exit);
+
+  // Every thread reads its block index right after the barrier, before thread
+  // 0 can rewrite it for the next task; then thread 0 prefetches that task.
+  Builder.SetInsertPoint(TaskStart);
+  SmallVector<Value *, 3> BlockIndex;
+  for (StringRef Name : helper::TaskBlockIndex)
+    BlockIndex.push_back(Builder.CreateCall(helperFunction(M, Name), {Slot}));
+  Value *NextTask = Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control}, "preempt.next.task");
+  Builder.CreateBr(Body);
 
   SmallVector<ReturnInst *, 4> Returns;
   for (BasicBlock &BB : Kernel)
@@ -223,11 +278,16 @@ static void buildTaskLoop(Function &Kernel) {
   }
 
   Builder.SetInsertPoint(TaskEnd);
-  Builder.CreateCall(helperFunction(M, helper::TaskEnd));
+  if (TaskEndBarrier)
+    Builder.CreateCall(helperFunction(M, helper::TaskEnd));
+  Task->addIncoming(NextTask, TaskEnd);
+  Slot->addIncoming(Builder.CreateXor(Slot, Builder.getInt32(1), "preempt.next.slot"), TaskEnd);
   Builder.CreateBr(TaskHead);
 
   Builder.SetInsertPoint(Exit);
+  Builder.CreateCall(helperFunction(M, helper::KernelEnd), {Control});
   Builder.CreateRetVoid();
+  return BlockIndex;
 }
 
 // The runtime finds this device global by name to tell a converted kernel
@@ -298,11 +358,12 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
 
   for (Function *Kernel : Convertible) {
     std::string Name = Kernel->getName().str();
+    bool TaskEndBarrier = needsTaskEndBarrier(*Kernel, Clones);
     redirectCalls(*Kernel, Clones);
     Function *Converted = appendControlParameter(*Kernel);
     dropDerivedAttributes(*Converted);
-    remapGridReads(*Converted, Target);
-    buildTaskLoop(*Converted);
+    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, TaskEndBarrier);
+    remapGridReads(*Converted, Target, BlockIndex);
     addKernelMarker(M, Name);
     OptimizationRemarkEmitter Remarks(Converted);
     Remarks.emit([&] {

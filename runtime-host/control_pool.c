@@ -1,5 +1,5 @@
 /* control_pool.c: recycles per-launch control blocks; a slot is reused only after its launch has finished.
- * FLEP §4.1: the task counter must start at zero for every launch, in stream order. */
+ * FLEP §4.1: the task counter must be zero when a launch starts; the kernel's last CTA re-zeroes it. */
 #include "control_pool.h"
 
 #include <stdlib.h>
@@ -10,7 +10,7 @@ int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops 
   size_t bytes = (size_t)capacity * sizeof(preempt_control_block);
   int status = gpu->device_alloc((void **)&pool->device_blocks, bytes);
   if (status == 0)
-    status = gpu->pinned_alloc((void **)&pool->staging_blocks, bytes);
+    status = gpu->device_zero(pool->device_blocks, bytes);
   pool->done_events = calloc(capacity, sizeof *pool->done_events);
   pool->in_flight = calloc(capacity, 1);
   if (status == 0 && (!pool->done_events || !pool->in_flight))
@@ -33,8 +33,6 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
   }
   if (pool->device_blocks)
     gpu->device_free(pool->device_blocks);
-  if (pool->staging_blocks)
-    gpu->pinned_free(pool->staging_blocks);
   free(pool->done_events);
   free(pool->in_flight);
   memset(pool, 0, sizeof *pool);
@@ -51,12 +49,6 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
   pool->next_slot = (chosen + 1) % pool->capacity;
   *slot = chosen;
   return 0;
-}
-
-int preempt_control_pool_stage(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t slot,
-                               const preempt_control_block *initial, void *stream) {
-  pool->staging_blocks[slot] = *initial;
-  return gpu->copy_to_device_async(&pool->device_blocks[slot], &pool->staging_blocks[slot], sizeof *initial, stream);
 }
 
 int preempt_control_pool_mark_in_flight(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t slot,

@@ -22,9 +22,7 @@ typedef struct preempt_gpu_ops {
                    uint32_t *ctas_per_sm);
   int (*device_alloc)(void **pointer, size_t bytes);
   int (*device_free)(void *pointer);
-  int (*pinned_alloc)(void **pointer, size_t bytes);
-  int (*pinned_free)(void *pointer);
-  int (*copy_to_device_async)(void *device_pointer, const void *host_pointer, size_t bytes, void *stream);
+  int (*device_zero)(void *pointer, size_t bytes); /* synchronous; used once per pool */
   int (*event_create)(void **event);
   int (*event_destroy)(void *event);
   int (*event_record)(void *event, void *stream);

@@ -78,11 +78,9 @@ static int cuda_occupancy(const void *host_stub, uint32_t block_threads, size_t 
 
 static int cuda_device_alloc(void **pointer, size_t bytes) { return cudaMalloc(pointer, bytes); }
 static int cuda_device_free(void *pointer) { return cudaFree(pointer); }
-static int cuda_pinned_alloc(void **pointer, size_t bytes) { return cudaMallocHost(pointer, bytes); }
-static int cuda_pinned_free(void *pointer) { return cudaFreeHost(pointer); }
-
-static int cuda_copy_to_device_async(void *device_pointer, const void *host_pointer, size_t bytes, void *stream) {
-  return cudaMemcpyAsync(device_pointer, host_pointer, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream);
+static int cuda_device_zero(void *pointer, size_t bytes) {
+  cudaError_t status = cudaMemset(pointer, 0, bytes);
+  return status != cudaSuccess ? status : cudaDeviceSynchronize();
 }
 
 static int cuda_event_create(void **event) {
@@ -114,9 +112,7 @@ static const preempt_gpu_ops cuda_ops = {
     .occupancy = cuda_occupancy,
     .device_alloc = cuda_device_alloc,
     .device_free = cuda_device_free,
-    .pinned_alloc = cuda_pinned_alloc,
-    .pinned_free = cuda_pinned_free,
-    .copy_to_device_async = cuda_copy_to_device_async,
+    .device_zero = cuda_device_zero,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,

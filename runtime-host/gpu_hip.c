@@ -37,11 +37,9 @@ static int hip_occupancy(const void *host_stub, uint32_t block_threads, size_t d
 
 static int hip_device_alloc(void **pointer, size_t bytes) { return hipMalloc(pointer, bytes); }
 static int hip_device_free(void *pointer) { return hipFree(pointer); }
-static int hip_pinned_alloc(void **pointer, size_t bytes) { return hipHostMalloc(pointer, bytes, 0); }
-static int hip_pinned_free(void *pointer) { return hipHostFree(pointer); }
-
-static int hip_copy_to_device_async(void *device_pointer, const void *host_pointer, size_t bytes, void *stream) {
-  return hipMemcpyAsync(device_pointer, host_pointer, bytes, hipMemcpyHostToDevice, (hipStream_t)stream);
+static int hip_device_zero(void *pointer, size_t bytes) {
+  hipError_t status = hipMemset(pointer, 0, bytes);
+  return status != hipSuccess ? status : hipDeviceSynchronize();
 }
 
 static int hip_event_create(void **event) {
@@ -71,9 +69,7 @@ static const preempt_gpu_ops hip_ops = {
     .occupancy = hip_occupancy,
     .device_alloc = hip_device_alloc,
     .device_free = hip_device_free,
-    .pinned_alloc = hip_pinned_alloc,
-    .pinned_free = hip_pinned_free,
-    .copy_to_device_async = hip_copy_to_device_async,
+    .device_zero = hip_device_zero,
     .event_create = hip_event_create,
     .event_destroy = hip_event_destroy,
     .event_record = hip_event_record,

@@ -80,9 +80,9 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
                    (unsigned long long)task_count, PREEMPT_MAX_TASKS);
     return gpu->invalid_configuration;
   }
-  if (desc->param_count >= PREEMPT_MAX_KERNEL_PARAMS) {
+  if (desc->param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
     preempt_report("kernel '%s' has %u parameters, more than the %u supported", desc->name, desc->param_count,
-                   PREEMPT_MAX_KERNEL_PARAMS - 1);
+                   PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS);
     return gpu->invalid_value;
   }
   preempt_device_state *device_info = NULL;
@@ -109,21 +109,22 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   status = preempt_control_pool_acquire(&device_info->control_pool, gpu, &slot);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "waiting for a free control block", desc->name);
-  preempt_control_block initial = {.task_counter = 0, .task_count = (unsigned)task_count,
-                                   .grid_x = grid.x, .grid_y = grid.y, .grid_z = grid.z};
-  status = preempt_control_pool_stage(&device_info->control_pool, gpu, slot, &initial, stream);
-  if (status != 0)
-    return preempt_report_gpu(gpu, status, "resetting the control block", desc->name);
-
-  void **extended_args = malloc((desc->param_count + 1) * sizeof *extended_args);
+  void **extended_args = malloc((desc->param_count + PREEMPT_KERNEL_EXTRA_PARAMS) * sizeof *extended_args);
   if (!extended_args) {
     preempt_report("out of host memory launching kernel '%s'", desc->name);
     return gpu->out_of_memory;
   }
   if (desc->param_count)
     memcpy(extended_args, args, desc->param_count * sizeof *extended_args);
+  /* The launch parameters of control_block.h, after the kernel's own. */
   void *control = &device_info->control_pool.device_blocks[slot];
+  unsigned int task_count_param = (unsigned int)task_count;
+  unsigned int grid_param[3] = {grid.x, grid.y, grid.z};
   extended_args[desc->param_count] = &control;
+  extended_args[desc->param_count + 1] = &task_count_param;
+  extended_args[desc->param_count + 2] = &grid_param[0];
+  extended_args[desc->param_count + 3] = &grid_param[1];
+  extended_args[desc->param_count + 4] = &grid_param[2];
   preempt_dim3 persistent_grid = {ctas, 1, 1};
   status = gpu->launch(desc->host_stub, persistent_grid, block, extended_args, shared_bytes, stream);
   free(extended_args);

@@ -30,11 +30,9 @@ static int fake_device_alloc(void **pointer, size_t bytes) {
   return 0;
 }
 static int fake_free(void *pointer) { free(pointer); return 0; }
-static int fake_pinned_alloc(void **pointer, size_t bytes) { *pointer = calloc(1, bytes); return 0; }
-static int fake_copy(void *device_pointer, const void *host_pointer, size_t bytes, void *stream) {
-  (void)stream;
-  memcpy(device_pointer, host_pointer, bytes); /* "stream order": applied at once */
-  fake_gpu.copies++;
+static int fake_device_zero(void *pointer, size_t bytes) {
+  memset(pointer, 0, bytes);
+  fake_gpu.zeroed_bytes += (int)bytes;
   return 0;
 }
 static int fake_event_create(void **event) { *event = calloc(1, sizeof(int)); return 0; }
@@ -50,8 +48,13 @@ static int fake_launch(const void *stub, preempt_dim3 grid, preempt_dim3 block, 
   fake_gpu.last_args = args;
   for (int index = 0; args && index < 4 && index <= fake_gpu.expected_params; index++)
     fake_gpu.last_arg_values[index] = args[index];
-  if (args && fake_gpu.expected_params >= 0)
-    fake_gpu.last_control = *(preempt_control_block **)args[fake_gpu.expected_params];
+  if (args && fake_gpu.expected_params >= 0) {
+    int first = fake_gpu.expected_params;
+    fake_gpu.last_control = *(preempt_control_block **)args[first];
+    fake_gpu.last_task_count = *(unsigned int *)args[first + 1];
+    for (int axis = 0; axis < 3; axis++)
+      fake_gpu.last_original_grid[axis] = *(unsigned int *)args[first + 2 + axis];
+  }
   if (block.x * block.y * block.z > 1024)
     return FAKE_ERROR_LAUNCH; /* what a real API says about an impossible block */
   return 0;
@@ -70,9 +73,7 @@ static const preempt_gpu_ops fake_ops = {
     .occupancy = fake_occupancy,
     .device_alloc = fake_device_alloc,
     .device_free = fake_free,
-    .pinned_alloc = fake_pinned_alloc,
-    .pinned_free = fake_free,
-    .copy_to_device_async = fake_copy,
+    .device_zero = fake_device_zero,
     .event_create = fake_event_create,
     .event_destroy = fake_free,
     .event_record = fake_event_record,

@@ -17,13 +17,15 @@ enum {
 typedef struct fake_gpu_state {
   uint32_t sm_count, ctas_per_sm, marker_abi;
   int fail_device_alloc;
-  int expected_params; /* index of the control-block argument, or -1 */
-  int launches, copies, event_records, event_waits, marker_lookups, occupancy_queries;
+  int expected_params; /* the kernel's own parameter count when the launch is persistent, else -1 */
+  int launches, event_records, event_waits, marker_lookups, occupancy_queries;
   preempt_dim3 last_grid, last_block;
   size_t last_shared;
   void **last_args;          /* the array passed (may be freed after the call) */
   void *last_arg_values[4];  /* its first entries, copied during the call */
-  preempt_control_block *last_control;
+  preempt_control_block *last_control; /* the launch parameters after the kernel's own */
+  unsigned int last_task_count, last_original_grid[3];
+  int zeroed_bytes;
   char last_marker_name[256];
 } fake_gpu_state;
 
