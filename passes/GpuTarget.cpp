@@ -3,6 +3,7 @@
 #include "GpuTarget.h"
 
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsAMDGPU.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
@@ -89,6 +90,31 @@ const char *unsafeIntrinsicReason(const CallBase &Call) {
 
 bool isDispatchPointer(const CallBase &Call) {
   return Call.getIntrinsicID() == Intrinsic::amdgcn_dispatch_ptr;
+}
+
+bool forEachDispatchLoad(CallBase &Packet, function_ref<void(LoadInst &, int64_t)> Visit) {
+  const DataLayout &DL = Packet.getModule()->getDataLayout();
+  SmallVector<std::pair<Value *, int64_t>, 8> Worklist = {{&Packet, 0}};
+  SmallVector<std::pair<LoadInst *, int64_t>, 8> Loads;
+  while (!Worklist.empty()) {
+    auto [Pointer, Offset] = Worklist.pop_back_val();
+    for (User *U : Pointer->users()) {
+      if (auto *GEP = dyn_cast<GEPOperator>(U)) {
+        APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
+        if (!GEP->accumulateConstantOffset(DL, Delta))
+          return false;
+        Worklist.push_back({GEP, Offset + Delta.getSExtValue()});
+      } else if (auto *Load = dyn_cast<LoadInst>(U)) {
+        Loads.push_back({Load, Offset});
+      } else {
+        return false;
+      }
+    }
+  }
+  // Visited after the walk, so that `Visit` may replace the loads.
+  for (auto &[Load, Offset] : Loads)
+    Visit(*Load, Offset);
+  return true;
 }
 
 } // namespace preempt

@@ -3,7 +3,9 @@
 #ifndef PREEMPT_GPU_TARGET_H
 #define PREEMPT_GPU_TARGET_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/InstrTypes.h"
 #include "llvm/IR/Module.h"
 
@@ -29,6 +31,11 @@ const char *unsafeIntrinsicReason(const llvm::CallBase &Call);
 
 // AMDGPU: the packet pointer whose grid-size fields the pass rewrites.
 bool isDispatchPointer(const llvm::CallBase &Call);
+
+// Calls `Visit` on every load from the dispatch packet with its constant byte
+// offset. Returns false, having visited only part, when some use is not a
+// load at a constant offset.
+bool forEachDispatchLoad(llvm::CallBase &Packet, llvm::function_ref<void(llvm::LoadInst &, int64_t)> Visit);
 
 } // namespace preempt
 #endif

@@ -55,29 +55,16 @@ static const char *unsafeInlineAsmReason(const InlineAsm &Asm) {
 
 // AMDGPU: uses of the dispatch packet must be loads at constant offsets, and
 // the grid-size fields (bytes 12..23) must be whole 32-bit loads the pass can
-// rewrite.
-static bool dispatchUsesAreRewritable(const CallBase &DispatchPtr, const DataLayout &DL) {
-  SmallVector<std::pair<const Value *, int64_t>, 8> Worklist = {{&DispatchPtr, 0}};
-  while (!Worklist.empty()) {
-    auto [Pointer, Offset] = Worklist.pop_back_val();
-    for (const User *U : Pointer->users()) {
-      if (auto *GEP = dyn_cast<GEPOperator>(U)) {
-        APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
-        if (!GEP->accumulateConstantOffset(DL, Delta))
-          return false;
-        Worklist.push_back({GEP, Offset + Delta.getSExtValue()});
-        continue;
-      }
-      auto *Load = dyn_cast<LoadInst>(U);
-      if (!Load)
-        return false;
-      int64_t Size = DL.getTypeStoreSize(Load->getType());
-      bool TouchesGridSize = Offset < 24 && Offset + Size > 12;
-      if (TouchesGridSize && !(Load->getType()->isIntegerTy(32) && Offset % 4 == 0))
-        return false;
-    }
-  }
-  return true;
+// rewrite. Only inspects: the walk below visits, it changes nothing.
+static bool dispatchUsesAreRewritable(CallBase &DispatchPtr, const DataLayout &DL) {
+  bool Rewritable = true;
+  bool ConstantOffsets = forEachDispatchLoad(DispatchPtr, [&](LoadInst &Load, int64_t Offset) {
+    int64_t Size = DL.getTypeStoreSize(Load.getType());
+    bool TouchesGridSize = Offset < 24 && Offset + Size > 12;
+    if (TouchesGridSize && !(Load.getType()->isIntegerTy(32) && Offset % 4 == 0))
+      Rewritable = false;
+  });
+  return ConstantOffsets && Rewritable;
 }
 
 static bool containsBarrier(Function &F, DenseMap<Function *, bool> &Memo) {

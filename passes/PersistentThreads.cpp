@@ -86,33 +86,20 @@ static bool remapGridReads(Function &F, GpuTarget Target, ArrayRef<Value *> Task
   // 12, 16, 20); the workgroup size (bytes 4, 6, 8, u16) is unchanged. The
   // safety check admitted only constant-offset loads.
   bool ReadsPacket = false;
-  const DataLayout &DL = M.getDataLayout();
-  for (CallBase *Packet : DispatchPointers) {
-    SmallVector<std::pair<Value *, int64_t>, 8> Worklist = {{Packet, 0}};
-    SmallVector<std::pair<LoadInst *, unsigned>, 4> GridLoads;
-    while (!Worklist.empty()) {
-      auto [Pointer, Offset] = Worklist.pop_back_val();
-      for (User *U : Pointer->users()) {
-        if (auto *GEP = dyn_cast<GEPOperator>(U)) {
-          APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
-          GEP->accumulateConstantOffset(DL, Delta);
-          Worklist.push_back({GEP, Offset + Delta.getSExtValue()});
-        } else if (auto *Load = dyn_cast<LoadInst>(U); Load && Offset >= 12 && Offset < 24) {
-          GridLoads.push_back({Load, unsigned((Offset - 12) / 4)});
-        }
-      }
-    }
-    for (auto &[Load, Axis] : GridLoads) {
-      IRBuilder<> Builder(Load);
+  for (CallBase *Packet : DispatchPointers)
+    forEachDispatchLoad(*Packet, [&](LoadInst &Load, int64_t Offset) {
+      if (Offset < 12 || Offset >= 24)
+        return;
+      unsigned Axis = unsigned(Offset - 12) / 4;
+      IRBuilder<> Builder(&Load);
       Value *WorkgroupSizeField = Builder.CreateConstGEP1_64(Builder.getInt8Ty(), Packet, 4 + 2 * Axis);
       Value *WorkgroupSize = Builder.CreateZExt(Builder.CreateLoad(Builder.getInt16Ty(), WorkgroupSizeField),
                                                 Builder.getInt32Ty());
       Value *Groups = Builder.CreateCall(helperFunction(M, helper::GridDim[Axis]));
-      Load->replaceAllUsesWith(Builder.CreateMul(Groups, WorkgroupSize, "preempt.grid.size"));
-      Load->eraseFromParent();
+      Load.replaceAllUsesWith(Builder.CreateMul(Groups, WorkgroupSize, "preempt.grid.size"));
+      Load.eraseFromParent();
       ReadsPacket = true;
-    }
-  }
+    });
   return !Reads.empty() || ReadsPacket;
 }
 
