@@ -1,17 +1,19 @@
 // task_loop.cu: device helpers of the persistent-thread task loop, built to bitcode and linked into kernels.
-// FLEP §4.1 (persistent threads pulling block-tasks), EffiSha §5.1 (task fetch, barrier between tasks).
+// FLEP §4.1 (persistent threads, yield check, %smid for spatial preemption), EffiSha §5-6 (task loop, states).
 //
 // Compiled twice without any GPU headers: as CUDA for nvptx64 and as HIP for
 // amdgcn. The pass inlines every helper and strips their target attributes, so
-// they adopt the kernel's own GPU architecture.
+// they adopt the kernel's own GPU architecture. Only thread 0 of a CTA talks to
+// the control block; shared memory and barriers carry its answers to the rest.
 #include "preempt/control_block.h"
 
 #define PREEMPT_DEVICE extern "C" __attribute__((device)) __attribute__((always_inline))
+#define PREEMPT_LOCAL static __attribute__((device)) __attribute__((always_inline)) inline
 
 extern "C" __attribute__((shared)) preempt_task_context __preempt_task_ctx;
 __attribute__((shared)) preempt_task_context __preempt_task_ctx;
 
-static __attribute__((device)) __attribute__((always_inline)) inline bool is_first_thread(void) {
+PREEMPT_LOCAL bool is_first_thread(void) {
 #if defined(__NVPTX__)
   return (__nvvm_read_ptx_sreg_tid_x() | __nvvm_read_ptx_sreg_tid_y() | __nvvm_read_ptx_sreg_tid_z()) == 0;
 #else
@@ -20,7 +22,7 @@ static __attribute__((device)) __attribute__((always_inline)) inline bool is_fir
 #endif
 }
 
-static __attribute__((device)) __attribute__((always_inline)) inline void cta_barrier(void) {
+PREEMPT_LOCAL void cta_barrier(void) {
 #if defined(__NVPTX__)
   __nvvm_bar_sync(0);
 #else
@@ -31,39 +33,9 @@ static __attribute__((device)) __attribute__((always_inline)) inline void cta_ba
 #endif
 }
 
-// Relaxed: the counter only hands out ids; the original grid promised no
-// ordering between blocks either.
-static __attribute__((device)) __attribute__((always_inline)) inline unsigned int
-fetch_task(preempt_control_block *control) {
-  return __scoped_atomic_fetch_add(&control->task_counter, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-}
-
-// Once per CTA, before the first task: publishes the task count and the
-// original grid, which every gridDim read in the kernel and its callees
-// reports (the first task's barrier makes them visible), and takes the first
-// task id. Returns that id in thread 0; other threads get 0 and never use it.
-PREEMPT_DEVICE unsigned int __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
-                                                   unsigned int grid_x, unsigned int grid_y, unsigned int grid_z) {
-  if (!is_first_thread())
-    return 0;
-  __preempt_task_ctx.task_count = task_count;
-  __preempt_task_ctx.grid_x = grid_x;
-  __preempt_task_ctx.grid_y = grid_y;
-  __preempt_task_ctx.grid_z = grid_z;
-  return fetch_task(control);
-}
-
-static __attribute__((device)) __attribute__((always_inline)) inline unsigned int persistent_cta_count(void) {
-#if defined(__NVPTX__)
-  return __nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_nctaid_y() * __nvvm_read_ptx_sreg_nctaid_z();
-#else
-  return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
-#endif
-}
-
 // A device-wide fence. Explicit, because NVPTX in LLVM 22 lowers an acq_rel
 // atomicrmw to a plain relaxed atom.
-static __attribute__((device)) __attribute__((always_inline)) inline void device_fence(void) {
+PREEMPT_LOCAL void device_fence(void) {
 #if defined(__NVPTX__)
   __nvvm_membar_gl();
 #else
@@ -71,20 +43,77 @@ static __attribute__((device)) __attribute__((always_inline)) inline void device
 #endif
 }
 
-// Once per CTA, after its last task. The last CTA to finish zeroes the
-// control block for the next launch that uses it: every CTA's last fetch is
-// fenced before its increment of ctas_done, and the last CTA fences after it.
-PREEMPT_DEVICE void __preempt_kernel_end(preempt_control_block *control) {
-  if (!is_first_thread())
-    return;
-  device_fence();
-  unsigned int finished =
-      __scoped_atomic_fetch_add(&control->ctas_done, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE) + 1;
-  if (finished == persistent_cta_count()) {
-    device_fence();
-    __scoped_atomic_store_n(&control->task_counter, 0u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-    __scoped_atomic_store_n(&control->ctas_done, 0u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+// The SM (NVIDIA) or compute unit (AMD, gfx9 HW_ID: CU, SH, SE) this CTA runs on.
+PREEMPT_LOCAL unsigned int sm_id(void) {
+#if defined(__NVPTX__)
+  return __nvvm_read_ptx_sreg_smid();
+#else
+  // s_getreg(HW_REG_HW_ID, offset 8, size 7): CU_ID[11:8], SH_ID[12], SE_ID[14:13].
+  return __builtin_amdgcn_s_getreg((6 << 11) | (8 << 6) | 4);
+#endif
+}
+
+// Adds `amount` to the low half of a generation-tagged word (control_block.h)
+// and returns the low half before the add. A word still tagged with an older
+// launch's generation is replaced by this generation with `amount` already
+// added. Launches of one control block never overlap (the runtime waits for
+// the previous one), so any other tag is older.
+PREEMPT_LOCAL unsigned int tagged_add(unsigned long long *word, unsigned int generation, unsigned int amount) {
+  unsigned long long tag = (unsigned long long)generation << 32;
+  for (;;) {
+    unsigned long long before = __scoped_atomic_fetch_add(word, (unsigned long long)amount, __ATOMIC_RELAXED,
+                                                          __MEMORY_SCOPE_DEVICE);
+    if ((before & 0xffffffff00000000ull) == tag)
+      return (unsigned int)before;
+    // Stale: our add went to the old launch's count. Install ours unless a
+    // sibling CTA got there first, in which case add again.
+    unsigned long long seen = __scoped_atomic_load_n(word, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    while ((seen & 0xffffffff00000000ull) != tag) {
+      if (__scoped_atomic_compare_exchange_n(word, &seen, tag | amount, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED,
+                                             __MEMORY_SCOPE_DEVICE))
+        return 0;
+    }
   }
+}
+
+PREEMPT_LOCAL bool yield_requested(preempt_control_block *control) {
+  unsigned int sm = sm_id() % PREEMPT_MAX_SM_IDS;
+  unsigned int word = __scoped_atomic_load_n(&control->yield_mask[sm / 32], __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  return (word >> (sm % 32)) & 1u;
+}
+
+// Thread 0 only: the next task id, or PREEMPT_NO_TASK when the CTA's SM is
+// asked to yield. The mask is read every `check_interval` tasks (FLEP §4.1's
+// amortizing factor; EffiSha §6.3's adaptive checking picks it per kernel).
+PREEMPT_LOCAL unsigned int next_task(preempt_control_block *control) {
+  if (__preempt_task_ctx.tasks_until_check <= 1) {
+    __preempt_task_ctx.tasks_until_check = __preempt_task_ctx.check_interval;
+    if (yield_requested(control))
+      return PREEMPT_NO_TASK;
+  } else {
+    __preempt_task_ctx.tasks_until_check--;
+  }
+  return tagged_add(&control->task_word, __preempt_task_ctx.generation, 1);
+}
+
+// Once per CTA, before the first task: publishes the launch's values, which
+// every gridDim read in the kernel and its callees reports (the first task's
+// barrier makes them visible), and takes the first task id. Returns that id in
+// thread 0; other threads get 0 and never use it.
+PREEMPT_DEVICE unsigned int __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
+                                                   unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                                   unsigned int generation, unsigned int check_interval) {
+  if (!is_first_thread())
+    return 0;
+  __preempt_task_ctx.task_count = task_count;
+  __preempt_task_ctx.grid_x = grid_x;
+  __preempt_task_ctx.grid_y = grid_y;
+  __preempt_task_ctx.grid_z = grid_z;
+  __preempt_task_ctx.generation = generation;
+  __preempt_task_ctx.check_interval = check_interval ? check_interval : 1;
+  __preempt_task_ctx.tasks_until_check = 0; // a CTA started during an eviction leaves at once
+  __preempt_task_ctx.tasks_run = 0;
+  return next_task(control);
 }
 
 // Thread 0 decomposes the task id it fetched over the original grid (x
@@ -102,6 +131,7 @@ PREEMPT_DEVICE bool __preempt_task_begin(unsigned int task, unsigned int slot) {
       published->block_x = task - plane * __preempt_task_ctx.grid_x;
       published->block_z = plane / __preempt_task_ctx.grid_y;
       published->block_y = plane - published->block_z * __preempt_task_ctx.grid_y;
+      __preempt_task_ctx.tasks_run++;
     }
     published->has_task = has_task;
     __preempt_task_ctx.current_slot = slot;
@@ -111,16 +141,34 @@ PREEMPT_DEVICE bool __preempt_task_begin(unsigned int task, unsigned int slot) {
 }
 
 // Takes the id of the CTA's next task as soon as the current one starts, so
-// that the atomic's round trip overlaps the task instead of preceding the next
-// (the persistent loop's fetch latency otherwise adds to every task).
+// that the atomic's round trip overlaps the task instead of preceding the next.
 PREEMPT_DEVICE unsigned int __preempt_task_prefetch(preempt_control_block *control) {
-  return is_first_thread() ? fetch_task(control) : 0;
+  return is_first_thread() ? next_task(control) : 0;
 }
 
 // Separates tasks when the body uses shared memory, barriers or reads the task
 // context late (in callees): no thread may touch the next task's shared data,
 // nor may thread 0 rewrite the context, while a sibling still runs this one.
 PREEMPT_DEVICE void __preempt_task_end(void) { cta_barrier(); }
+
+// Once per CTA, when it leaves: no task left, or its SM yielded. The CTA adds
+// the tasks it finished to the launch's count; the CTA that completes the
+// count publishes done_generation, which the application's stream waits for.
+// Every thread fences its results before the barrier, thread 0 after it
+// (the threadFenceReduction pattern), so the results are visible first.
+PREEMPT_DEVICE void __preempt_kernel_end(preempt_control_block *control) {
+  device_fence();
+  cta_barrier();
+  if (!is_first_thread() || __preempt_task_ctx.tasks_run == 0)
+    return;
+  unsigned int generation = __preempt_task_ctx.generation;
+  unsigned int finished = tagged_add(&control->done_word, generation, __preempt_task_ctx.tasks_run) +
+                          __preempt_task_ctx.tasks_run;
+  if (finished == __preempt_task_ctx.task_count) {
+    device_fence();
+    __scoped_atomic_store_n(&control->done_generation, generation, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  }
+}
 
 // The kernel's own block-index reads, right after the task's barrier.
 PREEMPT_DEVICE unsigned int __preempt_task_block_x(unsigned int slot) { return __preempt_task_ctx.slots[slot].block_x; }

@@ -1,5 +1,6 @@
-/* context.c: the runtime's one context object, its lock, error reporting and shutdown.
+/* context.c: the runtime's one context object: its lock, configuration, devices, launch ids and errors.
  * FLEP §3: one runtime per process holds per-device and per-kernel state. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,42 @@
 static preempt_runtime runtime_context = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static _Thread_local char last_error[512];
 
+/* Parses a whole decimal number in [minimum, maximum]; 0 on success. */
+static int parse_environment_number(const char *name, unsigned long minimum, unsigned long maximum,
+                                    unsigned long *value) {
+  const char *text = getenv(name);
+  if (!text || !*text)
+    return 1;
+  char *end;
+  errno = 0;
+  unsigned long parsed = strtoul(text, &end, 10);
+  if (errno || *end || parsed < minimum || parsed > maximum) {
+    preempt_report("ignoring %s='%s': expected a whole number from %lu to %lu", name, text, minimum, maximum);
+    return 1;
+  }
+  *value = parsed;
+  return 0;
+}
+
+static void configure(preempt_runtime *runtime) {
+  runtime->configured = 1;
+  runtime->check_interval_env = 0;
+  unsigned long value;
+  if (parse_environment_number("PREEMPT_CHECK_INTERVAL", 1, 1u << 20, &value) == 0)
+    runtime->check_interval_env = (uint32_t)value;
+  runtime->check_period_ns = 20000.0;
+  if (parse_environment_number("PREEMPT_CHECK_PERIOD_US", 1, 1000000, &value) == 0)
+    runtime->check_period_ns = value * 1000.0;
+  const char *stress = getenv("PREEMPT_STRESS");
+  runtime->stress.enabled = stress && strcmp(stress, "1") == 0;
+}
+
 preempt_runtime *preempt_runtime_lock(void) {
   pthread_mutex_lock(&runtime_context.lock);
   if (!runtime_context.gpu)
     runtime_context.gpu = preempt_gpu_backend();
+  if (!runtime_context.configured)
+    configure(&runtime_context);
   return &runtime_context;
 }
 
@@ -44,21 +77,78 @@ int preempt_report_gpu(const preempt_gpu_ops *gpu, int code, const char *what, c
 
 const char *preempt_last_error(void) { return last_error; }
 
+int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out) {
+  preempt_device_state *state = &runtime->devices[device];
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  if (!state->initialized) {
+    int status = gpu->sm_count(device, &state->sm_count);
+    if (status != 0)
+      return preempt_report_gpu(gpu, status, "reading the SM count", NULL);
+    status = preempt_control_pool_init(&state->control_pool, gpu, PREEMPT_CONTROL_POOL_CAPACITY);
+    if (status == -1) {
+      preempt_report("out of host memory for the control-block pool");
+      return gpu->out_of_memory;
+    }
+    if (status != 0)
+      return preempt_report_gpu(gpu, status, "allocating the control-block pool", NULL);
+    status = gpu->stream_create(&state->control_stream, 1);
+    if (status == 0)
+      status = gpu->stream_create(&state->resume_stream, 0);
+    if (status == 0)
+      status = gpu->event_create(&state->resume_ready, 0);
+    if (status != 0) {
+      preempt_control_pool_destroy(&state->control_pool, gpu);
+      return preempt_report_gpu(gpu, status, "creating the runtime's streams", NULL);
+    }
+    state->initialized = 1;
+  }
+  *out = state;
+  return 0;
+}
+
+preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t generation) {
+  return ((uint64_t)(device + 1) << 56) | ((uint64_t)slot << 32) | generation;
+}
+
+preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_launch_id launch,
+                                             preempt_device_state **device_out) {
+  int device = (int)(launch >> 56) - 1;
+  uint32_t slot = (uint32_t)(launch >> 32) & 0xffffff;
+  uint32_t generation = (uint32_t)launch;
+  if (device < 0 || device >= PREEMPT_MAX_DEVICES || !runtime->devices[device].initialized)
+    return NULL;
+  preempt_device_state *state = &runtime->devices[device];
+  if (slot >= state->control_pool.capacity)
+    return NULL;
+  preempt_launch_record *record = &state->control_pool.records[slot];
+  if (record->generation != generation || generation == 0)
+    return NULL;
+  *device_out = state;
+  return record;
+}
+
 preempt_status preempt_shutdown(void) {
+  preempt_stress_stop(&runtime_context);
   preempt_runtime *runtime = preempt_runtime_lock();
   for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
     preempt_device_state *state = &runtime->devices[device];
     if (!state->initialized)
       continue;
     preempt_control_pool_destroy(&state->control_pool, runtime->gpu);
+    runtime->gpu->event_destroy(state->resume_ready);
+    runtime->gpu->stream_destroy(state->control_stream);
+    runtime->gpu->stream_destroy(state->resume_stream);
     state->initialized = 0;
   }
   while (runtime->kernels) {
     preempt_kernel_state *kernel = runtime->kernels;
     runtime->kernels = kernel->next;
     kernel->desc->runtime_state = NULL;
+    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++)
+      free(kernel->on_device[device].param_sizes);
     free(kernel);
   }
+  runtime->configured = 0;
   preempt_runtime_unlock(runtime);
   return PREEMPT_OK;
 }

@@ -1,9 +1,20 @@
-/* control_pool.c: recycles per-launch control blocks; a slot is reused only after its launch has finished.
- * FLEP §4.1: the task counter must be zero when a launch starts; the kernel's last CTA re-zeroes it. */
+/* control_pool.c: the ring of control blocks and launch records; a block is reused once its launch is over.
+ * FLEP §4.1: each launch's task counter must be its own until every CTA of it has left. */
 #include "control_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+static int create_events(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
+  int status = gpu->event_create(&record->wave_done_event, 1); /* timed: samples task length */
+  if (status == 0)
+    status = gpu->event_create(&record->done_event, 0);
+  if (status == 0)
+    status = gpu->event_create(&record->resume_event, 0);
+  if (status == 0)
+    status = gpu->event_create(&record->start_event, 1);
+  return status;
+}
 
 int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity) {
   memset(pool, 0, sizeof *pool);
@@ -11,50 +22,117 @@ int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops 
   int status = gpu->device_alloc((void **)&pool->device_blocks, bytes);
   if (status == 0)
     status = gpu->device_zero(pool->device_blocks, bytes);
-  pool->done_events = calloc(capacity, sizeof *pool->done_events);
-  pool->in_flight = calloc(capacity, 1);
-  if (status == 0 && (!pool->done_events || !pool->in_flight))
-    status = -1; /* host out of memory; the caller reports it */
-  for (uint32_t slot = 0; status == 0 && slot < capacity; slot++)
-    status = gpu->event_create(&pool->done_events[slot]);
+  pool->records = calloc(capacity, sizeof *pool->records);
+  if (status == 0 && !pool->records)
+    status = -1;
   pool->capacity = capacity;
+  for (uint32_t slot = 0; status == 0 && slot < capacity; slot++) {
+    pool->records[slot].control = &pool->device_blocks[slot];
+    status = create_events(&pool->records[slot], gpu);
+  }
   if (status != 0)
     preempt_control_pool_destroy(pool, gpu);
   return status;
 }
 
 void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_ops *gpu) {
-  for (uint32_t slot = 0; pool->done_events && slot < pool->capacity; slot++) {
-    if (pool->done_events[slot]) {
-      if (pool->in_flight[slot])
-        gpu->event_synchronize(pool->done_events[slot]);
-      gpu->event_destroy(pool->done_events[slot]);
+  for (uint32_t slot = 0; pool->records && slot < pool->capacity; slot++) {
+    preempt_launch_record *record = &pool->records[slot];
+    if (record->in_flight && !preempt_launch_suspended(record)) {
+      gpu->event_synchronize(record->done_event);
+      if (record->resumed)
+        gpu->event_synchronize(record->resume_event);
     }
+    void *events[] = {record->wave_done_event, record->done_event, record->resume_event, record->start_event};
+    for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
+      if (events[index])
+        gpu->event_destroy(events[index]);
+    free(record->values);
+    free(record->params);
   }
   if (pool->device_blocks)
     gpu->device_free(pool->device_blocks);
-  free(pool->done_events);
-  free(pool->in_flight);
+  free(pool->records);
   memset(pool, 0, sizeof *pool);
 }
 
-int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t *slot) {
-  uint32_t chosen = pool->next_slot;
-  if (pool->in_flight[chosen]) {
-    int status = gpu->event_synchronize(pool->done_events[chosen]);
-    if (status != 0)
-      return status;
-    pool->in_flight[chosen] = 0;
-  }
-  pool->next_slot = (chosen + 1) % pool->capacity;
-  *slot = chosen;
+int preempt_launch_finished(const preempt_launch_record *record, const preempt_gpu_ops *gpu) {
+  if (gpu->event_query(record->done_event) != 0)
+    return 0;
+  return !record->resumed || gpu->event_query(record->resume_event) == 0;
+}
+
+int preempt_launch_suspended(const preempt_launch_record *record) {
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    if (record->yield_mask[word])
+      return 1;
   return 0;
 }
 
-int preempt_control_pool_mark_in_flight(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t slot,
-                                        void *stream) {
-  int status = gpu->event_record(pool->done_events[slot], stream);
-  if (status == 0)
-    pool->in_flight[slot] = 1;
-  return status;
+int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t *slot) {
+  for (uint32_t offset = 0; offset < pool->capacity; offset++) {
+    uint32_t candidate = (pool->next_slot + offset) % pool->capacity;
+    preempt_launch_record *record = &pool->records[candidate];
+    if (record->in_flight && !preempt_launch_suspended(record) && preempt_launch_finished(record, gpu))
+      record->in_flight = 0;
+    if (!record->in_flight) {
+      pool->next_slot = (candidate + 1) % pool->capacity;
+      *slot = candidate;
+      return 0;
+    }
+  }
+  /* Every block is in use: wait for the oldest launch that can finish. */
+  for (uint32_t offset = 0; offset < pool->capacity; offset++) {
+    uint32_t candidate = (pool->next_slot + offset) % pool->capacity;
+    preempt_launch_record *record = &pool->records[candidate];
+    if (preempt_launch_suspended(record))
+      continue;
+    int status = gpu->event_synchronize(record->done_event);
+    if (status == 0 && record->resumed)
+      status = gpu->event_synchronize(record->resume_event);
+    if (status != 0)
+      return status;
+    record->in_flight = 0;
+    pool->next_slot = (candidate + 1) % pool->capacity;
+    *slot = candidate;
+    return 0;
+  }
+  return gpu->not_ready;
+}
+
+int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t param_count, const size_t *sizes,
+                                       void *const *args) {
+  size_t total = 0;
+  for (uint32_t index = 0; index < param_count; index++)
+    total += (sizes[index] + 15) & ~(size_t)15; /* keep every copy 16-byte aligned */
+  if (total > record->values_capacity) {
+    unsigned char *values = realloc(record->values, total);
+    if (!values)
+      return -1;
+    record->values = values;
+    record->values_capacity = total;
+  }
+  size_t params = param_count + PREEMPT_KERNEL_EXTRA_PARAMS;
+  if (params > record->params_capacity) {
+    void **pointers = realloc(record->params, params * sizeof *pointers);
+    if (!pointers)
+      return -1;
+    record->params = pointers;
+    record->params_capacity = params;
+  }
+  size_t offset = 0;
+  for (uint32_t index = 0; index < param_count; index++) {
+    memcpy(record->values + offset, args[index], sizes[index]);
+    record->params[index] = record->values + offset;
+    offset += (sizes[index] + 15) & ~(size_t)15;
+  }
+  void **extra = record->params + param_count;
+  extra[0] = &record->control;
+  extra[1] = &record->task_count;
+  extra[2] = &record->grid[0];
+  extra[3] = &record->grid[1];
+  extra[4] = &record->grid[2];
+  extra[5] = &record->generation;
+  extra[6] = &record->check_interval;
+  return 0;
 }

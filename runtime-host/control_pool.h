@@ -1,32 +1,65 @@
-/* control_pool.h: a ring of per-launch control blocks in device memory, reused once their launch is done.
- * FLEP §4.1 / EffiSha §5.2: each launch needs its own task counter, zero when the kernel starts. */
+/* control_pool.h: per-launch control blocks in device memory and what the host keeps about each launch.
+ * FLEP §4.1 / EffiSha §5.2: each launch has its own task counter and yield words; a block is reused after. */
 #ifndef PREEMPT_CONTROL_POOL_H
 #define PREEMPT_CONTROL_POOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gpu.h"
 #include "preempt/control_block.h"
 
+/* Everything needed to relaunch CTAs of a launch and to know where it is. */
+typedef struct preempt_launch_record {
+  uint32_t generation;   /* of the launch now using the block; 0 before first use */
+  int in_flight;         /* launched and not yet seen finished */
+  const preempt_kernel_desc *desc;
+  void *stream;          /* the application's */
+  preempt_dim3 block;
+  size_t shared_bytes;
+  uint32_t ctas_per_sm, full_ctas;
+  /* The launch parameters, in the kernel's order: its own values (copied:
+   * the caller's pointers die with the call), then control_block.h's. */
+  unsigned char *values;
+  size_t values_capacity;
+  void **params;
+  size_t params_capacity;
+  void *control;
+  uint32_t task_count, grid[3], check_interval;
+  uint32_t yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* as last written */
+  int resumed;           /* CTAs were relaunched on the resume stream */
+  void *wave_done_event; /* after the first wave, on the application's stream */
+  void *done_event;      /* after the wait for done_generation: every task finished */
+  void *resume_event;    /* after the last relaunch */
+  void *start_event;     /* timed, before the first wave, when sampling task length */
+} preempt_launch_record;
+
 typedef struct preempt_control_pool {
   preempt_control_block *device_blocks; /* capacity blocks in device memory, zeroed once */
-  void **done_events;                    /* recorded after the launch that used the slot */
-  uint8_t *in_flight;
+  preempt_launch_record *records;
   uint32_t capacity;
   uint32_t next_slot;
 } preempt_control_pool;
 
-/* All return the GPU API's code (0 = success). */
+/* All return the GPU API's code (0 = success; -1: host out of memory). */
 int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity);
 void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_ops *gpu);
 
-/* Takes the next slot, waiting for its previous launch to finish if it is
- * still running (only when `capacity` launches are in flight). The kernel
- * leaves its block zeroed when it finishes (runtime-dev/task_loop.cu). */
+/* Whether a record's launch has finished: every task done and every CTA gone. */
+int preempt_launch_finished(const preempt_launch_record *record, const preempt_gpu_ops *gpu);
+
+/* Whether a record's launch is evicted and was not resumed: its block cannot
+ * be reused until the application resumes it. */
+int preempt_launch_suspended(const preempt_launch_record *record);
+
+/* Takes a block whose last launch has finished, waiting for the oldest one
+ * still running when all are busy. Fails with `not_ready` when every block
+ * belongs to an evicted launch that was never resumed. */
 int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t *slot);
 
-/* Marks the slot busy until the work queued so far on `stream` is done. */
-int preempt_control_pool_mark_in_flight(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t slot,
-                                        void *stream);
+/* Makes room for `param_count` parameters of the given sizes, plus the
+ * control_block.h ones, in the slot's record, and points them at its copies. */
+int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t param_count, const size_t *sizes,
+                                       void *const *args);
 
 #endif

@@ -1,5 +1,5 @@
 /* gpu.h: the small GPU interface the runtime is written against; gpu_cuda.c and gpu_hip.c implement it.
- * Keeps FLEP §3's launch logic (launch.c) free of vendor API calls. */
+ * Keeps FLEP §3/§4's launch, eviction and resumption logic (launch.c, eviction.c) free of vendor calls. */
 #ifndef PREEMPT_GPU_H
 #define PREEMPT_GPU_H
 
@@ -8,25 +8,39 @@
 
 #include "preempt.h"
 
-/* Every call returns the vendor API's error code (0 = success). */
+/* Every call returns the vendor API's error code (0 = success). Pointers
+ * named device_* are device addresses; streams and events are the vendor's
+ * handles. */
 typedef struct preempt_gpu_ops {
   const char *api_name;
   /* The API's own codes for the errors the runtime raises itself. */
-  int invalid_value, out_of_memory, invalid_configuration, not_supported;
+  int invalid_value, out_of_memory, invalid_configuration, not_supported, not_ready;
   const char *(*error_string)(int code);
   int (*current_device)(int *device);
   int (*sm_count)(int device, uint32_t *count);
   /* Reads the kernel's marker: *abi_version = 0 when it has none. */
   int (*kernel_marker)(const void *host_stub, const char *marker_name, uint32_t *abi_version);
+  /* Byte size of each of the kernel's first `count` parameters. */
+  int (*kernel_param_sizes)(const void *host_stub, uint32_t count, size_t *sizes);
   int (*occupancy)(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
                    uint32_t *ctas_per_sm);
   int (*device_alloc)(void **pointer, size_t bytes);
   int (*device_free)(void *pointer);
   int (*device_zero)(void *pointer, size_t bytes); /* synchronous; used once per pool */
-  int (*event_create)(void **event);
+  /* A non-blocking stream; `urgent` asks for the highest priority. */
+  int (*stream_create)(void **stream, int urgent);
+  int (*stream_destroy)(void *stream);
+  /* Stream memory operations: write a word, or hold the stream until a word
+   * equals a value. */
+  int (*stream_write_u32)(void *stream, void *device_word, uint32_t value);
+  int (*stream_wait_u32)(void *stream, void *device_word, uint32_t value);
+  int (*stream_wait_event)(void *stream, void *event);
+  int (*event_create)(void **event, int timed);
   int (*event_destroy)(void *event);
   int (*event_record)(void *event, void *stream);
+  int (*event_query)(void *event); /* 0 when done, not_ready while pending */
   int (*event_synchronize)(void *event);
+  int (*event_elapsed_ms)(void *start, void *end, float *milliseconds);
   int (*launch)(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
                 size_t dynamic_shared_bytes, void *stream);
 } preempt_gpu_ops;

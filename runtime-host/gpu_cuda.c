@@ -1,5 +1,5 @@
 /* gpu_cuda.c: the CUDA implementation of gpu.h, on the CUDA runtime API (driver calls through entry points).
- * Supplies FLEP §3's launch primitives: occupancy, device memory, stream-ordered copies, launches. */
+ * Supplies FLEP §3/§4's primitives: occupancy, stream memory operations for yield words, launches. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -16,12 +16,49 @@ static int cuda_sm_count(int device, uint32_t *count) {
   return status;
 }
 
-typedef CUresult (*func_get_module_fn)(CUmodule *, CUfunction);
-typedef CUresult (*module_get_global_fn)(CUdeviceptr *, size_t *, CUmodule, const char *);
+/* Driver entry points the runtime API does not wrap. Looked up once; the
+ * lookup is idempotent, so a race between threads only repeats it. */
+static struct {
+  CUresult (*func_get_module)(CUmodule *, CUfunction);
+  CUresult (*module_get_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
+  CUresult (*func_get_param_info)(CUfunction, size_t, size_t *, size_t *);
+  CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+} driver;
+
+static int driver_entry(const char *name, void **function) {
+  enum cudaDriverEntryPointQueryResult found;
+  cudaError_t status = cudaGetDriverEntryPointByVersion(name, function, 12040, cudaEnableDefault, &found);
+  if (status != cudaSuccess)
+    return status;
+  return found == cudaDriverEntryPointSuccess ? cudaSuccess : cudaErrorSymbolNotFound;
+}
+
+static int load_driver(void) {
+  if (driver.stream_wait_value32)
+    return cudaSuccess;
+  int status = driver_entry("cuFuncGetModule", (void **)&driver.func_get_module);
+  if (status == cudaSuccess)
+    status = driver_entry("cuModuleGetGlobal", (void **)&driver.module_get_global);
+  if (status == cudaSuccess)
+    status = driver_entry("cuFuncGetParamInfo", (void **)&driver.func_get_param_info);
+  if (status == cudaSuccess)
+    status = driver_entry("cuStreamWriteValue32", (void **)&driver.stream_write_value32);
+  if (status == cudaSuccess)
+    status = driver_entry("cuStreamWaitValue32", (void **)&driver.stream_wait_value32);
+  return status;
+}
+
+static int cuda_function(const void *host_stub, CUfunction *function) {
+  int status = load_driver();
+  if (status != cudaSuccess)
+    return status;
+  return cudaGetFuncBySymbol((cudaFunction_t *)function, host_stub);
+}
 
 /* A private non-blocking stream, so that reading a marker never waits for,
- * nor orders, the application's work. Created once per call: markers are read
- * once per kernel and device. */
+ * nor orders, the application's work. Markers are read once per kernel and
+ * device. */
 static int read_marker(CUdeviceptr address, uint32_t *value) {
   cudaStream_t stream;
   cudaError_t status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -35,36 +72,35 @@ static int read_marker(CUdeviceptr address, uint32_t *value) {
 }
 
 static int cuda_kernel_marker(const void *host_stub, const char *marker_name, uint32_t *abi_version) {
-  static func_get_module_fn func_get_module;
-  static module_get_global_fn module_get_global;
-  enum cudaDriverEntryPointQueryResult found;
-  cudaError_t status;
   *abi_version = 0;
-  if (!func_get_module) {
-    status = cudaGetDriverEntryPointByVersion("cuFuncGetModule", (void **)&func_get_module, 12000,
-                                              cudaEnableDefault, &found);
-    if (status != cudaSuccess || found != cudaDriverEntryPointSuccess)
-      return status != cudaSuccess ? status : cudaErrorSymbolNotFound;
-    status = cudaGetDriverEntryPointByVersion("cuModuleGetGlobal", (void **)&module_get_global, 12000,
-                                              cudaEnableDefault, &found);
-    if (status != cudaSuccess || found != cudaDriverEntryPointSuccess)
-      return status != cudaSuccess ? status : cudaErrorSymbolNotFound;
-  }
-  cudaFunction_t function;
-  status = cudaGetFuncBySymbol(&function, host_stub);
+  CUfunction function;
+  int status = cuda_function(host_stub, &function);
   if (status != cudaSuccess)
     return status;
   CUmodule module;
-  if (func_get_module(&module, (CUfunction)function) != CUDA_SUCCESS)
+  if (driver.func_get_module(&module, function) != CUDA_SUCCESS)
     return cudaErrorInvalidDeviceFunction;
   CUdeviceptr address;
   size_t bytes;
-  CUresult lookup = module_get_global(&address, &bytes, module, marker_name);
+  CUresult lookup = driver.module_get_global(&address, &bytes, module, marker_name);
   if (lookup == CUDA_ERROR_NOT_FOUND)
     return cudaSuccess; /* no marker: the plugin left this kernel as written */
   if (lookup != CUDA_SUCCESS || bytes != sizeof *abi_version)
     return cudaErrorInvalidSymbol;
   return read_marker(address, abi_version);
+}
+
+static int cuda_kernel_param_sizes(const void *host_stub, uint32_t count, size_t *sizes) {
+  CUfunction function;
+  int status = cuda_function(host_stub, &function);
+  if (status != cudaSuccess)
+    return status;
+  for (uint32_t index = 0; index < count; index++) {
+    size_t offset;
+    if (driver.func_get_param_info(function, index, &offset, &sizes[index]) != CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
 }
 
 static int cuda_occupancy(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
@@ -83,14 +119,54 @@ static int cuda_device_zero(void *pointer, size_t bytes) {
   return status != cudaSuccess ? status : cudaDeviceSynchronize();
 }
 
-static int cuda_event_create(void **event) {
-  return cudaEventCreateWithFlags((cudaEvent_t *)event, cudaEventDisableTiming);
+static int cuda_stream_create(void **stream, int urgent) {
+  int least = 0, greatest = 0;
+  cudaError_t status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  if (status != cudaSuccess)
+    return status;
+  return cudaStreamCreateWithPriority((cudaStream_t *)stream, cudaStreamNonBlocking, urgent ? greatest : least);
+}
+static int cuda_stream_destroy(void *stream) { return cudaStreamDestroy((cudaStream_t)stream); }
+
+static int cuda_stream_write_u32(void *stream, void *device_word, uint32_t value) {
+  int status = load_driver();
+  if (status != cudaSuccess)
+    return status;
+  CUresult result = driver.stream_write_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
+                                                CU_STREAM_WRITE_VALUE_DEFAULT);
+  return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+}
+
+static int cuda_stream_wait_u32(void *stream, void *device_word, uint32_t value) {
+  int status = load_driver();
+  if (status != cudaSuccess)
+    return status;
+  /* FLUSH: the kernel's results written before done_generation must be
+   * visible to the work this wait releases. */
+  CUresult result = driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
+                                               CU_STREAM_WAIT_VALUE_EQ | CU_STREAM_WAIT_VALUE_FLUSH);
+  if (result == CUDA_ERROR_INVALID_VALUE) /* FLUSH unsupported on this device */
+    result = driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
+                                        CU_STREAM_WAIT_VALUE_EQ);
+  return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+}
+
+static int cuda_stream_wait_event(void *stream, void *event) {
+  return cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
+}
+
+static int cuda_event_create(void **event, int timed) {
+  return cudaEventCreateWithFlags((cudaEvent_t *)event, timed ? cudaEventDefault : cudaEventDisableTiming);
 }
 static int cuda_event_destroy(void *event) { return cudaEventDestroy((cudaEvent_t)event); }
 static int cuda_event_record(void *event, void *stream) {
   return cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
 }
+static int cuda_event_query(void *event) { return cudaEventQuery((cudaEvent_t)event); }
 static int cuda_event_synchronize(void *event) { return cudaEventSynchronize((cudaEvent_t)event); }
+static int cuda_event_elapsed_ms(void *start, void *end, float *milliseconds) {
+  return cudaEventElapsedTime(milliseconds, (cudaEvent_t)start, (cudaEvent_t)end);
+}
 
 static int cuda_launch(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
                        size_t dynamic_shared_bytes, void *stream) {
@@ -105,18 +181,27 @@ static const preempt_gpu_ops cuda_ops = {
     .out_of_memory = cudaErrorMemoryAllocation,
     .invalid_configuration = cudaErrorInvalidConfiguration,
     .not_supported = cudaErrorNotSupported,
+    .not_ready = cudaErrorNotReady,
     .error_string = cuda_error_string,
     .current_device = cuda_current_device,
     .sm_count = cuda_sm_count,
     .kernel_marker = cuda_kernel_marker,
+    .kernel_param_sizes = cuda_kernel_param_sizes,
     .occupancy = cuda_occupancy,
     .device_alloc = cuda_device_alloc,
     .device_free = cuda_device_free,
     .device_zero = cuda_device_zero,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_write_u32 = cuda_stream_write_u32,
+    .stream_wait_u32 = cuda_stream_wait_u32,
+    .stream_wait_event = cuda_stream_wait_event,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
     .event_synchronize = cuda_event_synchronize,
+    .event_elapsed_ms = cuda_event_elapsed_ms,
     .launch = cuda_launch,
 };
 

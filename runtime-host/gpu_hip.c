@@ -26,6 +26,14 @@ static int hip_kernel_marker(const void *host_stub, const char *marker_name, uin
   return hipErrorNotSupported;
 }
 
+/* Same HIP 5.2 gap: no way from a stub to its parameter sizes. */
+static int hip_kernel_param_sizes(const void *host_stub, uint32_t count, size_t *sizes) {
+  (void)host_stub;
+  (void)count;
+  (void)sizes;
+  return hipErrorNotSupported;
+}
+
 static int hip_occupancy(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
                          uint32_t *ctas_per_sm) {
   int blocks = 0;
@@ -42,12 +50,34 @@ static int hip_device_zero(void *pointer, size_t bytes) {
   return status != hipSuccess ? status : hipDeviceSynchronize();
 }
 
-static int hip_event_create(void **event) {
-  return hipEventCreateWithFlags((hipEvent_t *)event, hipEventDisableTiming);
+static int hip_stream_create(void **stream, int urgent) {
+  int least = 0, greatest = 0;
+  hipError_t status = hipDeviceGetStreamPriorityRange(&least, &greatest);
+  if (status != hipSuccess)
+    return status;
+  return hipStreamCreateWithPriority((hipStream_t *)stream, hipStreamNonBlocking, urgent ? greatest : least);
+}
+static int hip_stream_destroy(void *stream) { return hipStreamDestroy((hipStream_t)stream); }
+static int hip_stream_write_u32(void *stream, void *device_word, uint32_t value) {
+  return hipStreamWriteValue32((hipStream_t)stream, device_word, value, 0);
+}
+static int hip_stream_wait_u32(void *stream, void *device_word, uint32_t value) {
+  return hipStreamWaitValue32((hipStream_t)stream, device_word, value, hipStreamWaitValueEq, 0xffffffffu);
+}
+static int hip_stream_wait_event(void *stream, void *event) {
+  return hipStreamWaitEvent((hipStream_t)stream, (hipEvent_t)event, 0);
+}
+
+static int hip_event_create(void **event, int timed) {
+  return hipEventCreateWithFlags((hipEvent_t *)event, timed ? hipEventDefault : hipEventDisableTiming);
 }
 static int hip_event_destroy(void *event) { return hipEventDestroy((hipEvent_t)event); }
 static int hip_event_record(void *event, void *stream) { return hipEventRecord((hipEvent_t)event, (hipStream_t)stream); }
+static int hip_event_query(void *event) { return hipEventQuery((hipEvent_t)event); }
 static int hip_event_synchronize(void *event) { return hipEventSynchronize((hipEvent_t)event); }
+static int hip_event_elapsed_ms(void *start, void *end, float *milliseconds) {
+  return hipEventElapsedTime(milliseconds, (hipEvent_t)start, (hipEvent_t)end);
+}
 
 static int hip_launch(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
                       size_t dynamic_shared_bytes, void *stream) {
@@ -62,18 +92,27 @@ static const preempt_gpu_ops hip_ops = {
     .out_of_memory = hipErrorOutOfMemory,
     .invalid_configuration = hipErrorInvalidConfiguration,
     .not_supported = hipErrorNotSupported,
+    .not_ready = hipErrorNotReady,
     .error_string = hip_error_string,
     .current_device = hip_current_device,
     .sm_count = hip_sm_count,
     .kernel_marker = hip_kernel_marker,
+    .kernel_param_sizes = hip_kernel_param_sizes,
     .occupancy = hip_occupancy,
     .device_alloc = hip_device_alloc,
     .device_free = hip_device_free,
     .device_zero = hip_device_zero,
+    .stream_create = hip_stream_create,
+    .stream_destroy = hip_stream_destroy,
+    .stream_write_u32 = hip_stream_write_u32,
+    .stream_wait_u32 = hip_stream_wait_u32,
+    .stream_wait_event = hip_stream_wait_event,
     .event_create = hip_event_create,
     .event_destroy = hip_event_destroy,
     .event_record = hip_event_record,
+    .event_query = hip_event_query,
     .event_synchronize = hip_event_synchronize,
+    .event_elapsed_ms = hip_event_elapsed_ms,
     .launch = hip_launch,
 };
 

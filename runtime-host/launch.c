@@ -1,5 +1,5 @@
 /* launch.c: preempt_launch_kernel, which runs a converted kernel as a persistent grid sized by occupancy.
- * FLEP §4.1 (persistent CTAs fill the GPU, tasks come from a counter), EffiSha §6 (launch through the runtime). */
+ * FLEP §4.1 (persistent CTAs fill the GPU), EffiSha §6 (launch through the runtime, stream order kept). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +7,12 @@
 #include "preempt/task_grid.h"
 #include "runtime.h"
 
-/* Launches in flight per device before a launch waits for the oldest. */
-#define PREEMPT_CONTROL_POOL_CAPACITY 1024
 #define PREEMPT_KERNEL_DESC_VERSION 1u
+#define PREEMPT_MAX_CHECK_INTERVAL 1024u
+
+static _Thread_local preempt_launch_id last_launch;
+
+preempt_launch_id preempt_last_launch(void) { return last_launch; }
 
 static preempt_kernel_state *kernel_state(preempt_runtime *runtime, preempt_kernel_desc *desc) {
   if (desc->runtime_state)
@@ -24,74 +27,102 @@ static preempt_kernel_state *kernel_state(preempt_runtime *runtime, preempt_kern
   return state;
 }
 
-static int device_state(preempt_runtime *runtime, int device, preempt_device_state **out) {
-  preempt_device_state *state = &runtime->devices[device];
-  if (!state->initialized) {
-    int status = runtime->gpu->sm_count(device, &state->sm_count);
-    if (status != 0)
-      return preempt_report_gpu(runtime->gpu, status, "reading the SM count", NULL);
-    status = preempt_control_pool_init(&state->control_pool, runtime->gpu, PREEMPT_CONTROL_POOL_CAPACITY);
-    if (status == -1) {
-      preempt_report("out of host memory for the control-block pool");
-      return runtime->gpu->out_of_memory;
-    }
-    if (status != 0)
-      return preempt_report_gpu(runtime->gpu, status, "allocating the control-block pool", NULL);
-    state->initialized = 1;
-  }
-  *out = state;
-  return 0;
-}
-
-/* Finds out once per device whether the plugin converted this kernel. */
+/* Finds out once per device whether the plugin converted this kernel, and
+ * the sizes of its parameters, which a relaunch needs. */
 static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel, int device) {
-  if (kernel->on_device[device].resolved)
+  preempt_kernel_on_device *on_device = &kernel->on_device[device];
+  if (on_device->resolved)
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
+  const preempt_gpu_ops *gpu = runtime->gpu;
   char marker_name[4096];
   int length = snprintf(marker_name, sizeof marker_name, "%s%s", PREEMPT_KERNEL_MARKER_PREFIX, desc->name);
   if (length < 0 || (size_t)length >= sizeof marker_name) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
-    return runtime->gpu->invalid_value;
+    return gpu->invalid_value;
   }
   uint32_t abi_version = 0;
-  int status = runtime->gpu->kernel_marker(desc->host_stub, marker_name, &abi_version);
+  int status = gpu->kernel_marker(desc->host_stub, marker_name, &abi_version);
   if (status != 0)
-    return preempt_report_gpu(runtime->gpu, status, "looking up the preempt marker", desc->name);
+    return preempt_report_gpu(gpu, status, "looking up the preempt marker", desc->name);
   if (abi_version != 0 && abi_version != PREEMPT_KERNEL_ABI_VERSION) {
     preempt_report("kernel '%s' was converted for kernel ABI %u but this runtime speaks %u: rebuild it with the "
                    "matching libpreempt.so",
                    desc->name, abi_version, PREEMPT_KERNEL_ABI_VERSION);
-    return runtime->gpu->not_supported;
+    return gpu->not_supported;
   }
-  kernel->on_device[device].converted = abi_version != 0;
-  kernel->on_device[device].resolved = 1;
+  if (abi_version != 0 && desc->param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
+    preempt_report("kernel '%s' has %u parameters, more than the %u supported", desc->name, desc->param_count,
+                   PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS);
+    return gpu->invalid_value;
+  }
+  if (abi_version != 0 && desc->param_count > 0) {
+    on_device->param_sizes = calloc(desc->param_count, sizeof *on_device->param_sizes);
+    if (!on_device->param_sizes) {
+      preempt_report("out of host memory resolving kernel '%s'", desc->name);
+      return gpu->out_of_memory;
+    }
+    status = gpu->kernel_param_sizes(desc->host_stub, desc->param_count, on_device->param_sizes);
+    if (status != 0) {
+      free(on_device->param_sizes);
+      on_device->param_sizes = NULL;
+      return preempt_report_gpu(gpu, status, "reading the parameter sizes", desc->name);
+    }
+  }
+  on_device->converted = abi_version != 0;
+  on_device->resolved = 1;
   return 0;
 }
 
-static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device,
+/* EffiSha §6.3's adaptive checking: a yield check every `period / task
+ * length` tasks, once a sampled launch has measured the task length; every
+ * task until then. An override (API or PREEMPT_CHECK_INTERVAL) wins. */
+static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *kernel,
+                               preempt_kernel_on_device *on_device, preempt_device_state *device) {
+  if (kernel->check_interval_override)
+    return kernel->check_interval_override;
+  if (runtime->check_interval_env)
+    return runtime->check_interval_env;
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  if (on_device->sampling) {
+    preempt_launch_record *sample = &device->control_pool.records[on_device->sample_slot];
+    if (sample->generation != on_device->sample_generation || sample->resumed) {
+      on_device->sampling = 0; /* reused or evicted: the timing says nothing about tasks */
+    } else if (gpu->event_query(sample->wave_done_event) == 0) {
+      float milliseconds = 0;
+      if (gpu->event_elapsed_ms(sample->start_event, sample->wave_done_event, &milliseconds) == 0 &&
+          sample->task_count > 0)
+        on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
+      on_device->sampling = 0;
+    }
+  }
+  if (on_device->task_nanoseconds <= 0)
+    return 1;
+  double tasks = runtime->check_period_ns / on_device->task_nanoseconds;
+  if (tasks < 1)
+    return 1;
+  return tasks > PREEMPT_MAX_CHECK_INTERVAL ? PREEMPT_MAX_CHECK_INTERVAL : (uint32_t)tasks;
+}
+
+static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device_index,
                              preempt_grid_dims grid, preempt_dim3 block, void **args, size_t shared_bytes,
                              void *stream) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   const preempt_kernel_desc *desc = kernel->desc;
+  preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
   uint64_t task_count = preempt_grid_task_count(grid);
   if (task_count > PREEMPT_MAX_TASKS) {
     preempt_report("kernel '%s': grid of %llu blocks exceeds the %u a preemptible launch supports", desc->name,
                    (unsigned long long)task_count, PREEMPT_MAX_TASKS);
     return gpu->invalid_configuration;
   }
-  if (desc->param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
-    preempt_report("kernel '%s' has %u parameters, more than the %u supported", desc->name, desc->param_count,
-                   PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS);
-    return gpu->invalid_value;
-  }
-  preempt_device_state *device_info = NULL;
-  int status = device_state(runtime, device, &device_info);
+  preempt_device_state *device = NULL;
+  int status = preempt_device_state_get(runtime, device_index, &device);
   if (status != 0)
     return status;
+  preempt_stress_start_if_requested(runtime);
 
   uint32_t block_threads = block.x * block.y * block.z;
-  preempt_kernel_on_device *on_device = &kernel->on_device[device];
   if (on_device->cached_block_threads != block_threads || on_device->cached_shared_bytes != shared_bytes) {
     status = gpu->occupancy(desc->host_stub, block_threads, shared_bytes, &on_device->ctas_per_sm);
     if (status != 0)
@@ -101,40 +132,71 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   }
   /* Occupancy 0 means the block cannot run at all: launch one CTA anyway so
    * the GPU API reports its own error for this configuration. */
-  uint32_t ctas = preempt_persistent_cta_count(on_device->ctas_per_sm, device_info->sm_count, task_count);
+  uint32_t ctas = preempt_persistent_cta_count(on_device->ctas_per_sm, device->sm_count, task_count);
   if (ctas == 0)
     ctas = 1;
 
   uint32_t slot;
-  status = preempt_control_pool_acquire(&device_info->control_pool, gpu, &slot);
+  status = preempt_control_pool_acquire(&device->control_pool, gpu, &slot);
+  if (status == gpu->not_ready) {
+    preempt_report("every control block belongs to an evicted launch that was never resumed: resume some "
+                   "before launching kernel '%s'", desc->name);
+    return status;
+  }
   if (status != 0)
     return preempt_report_gpu(gpu, status, "waiting for a free control block", desc->name);
-  void **extended_args = malloc((desc->param_count + PREEMPT_KERNEL_EXTRA_PARAMS) * sizeof *extended_args);
-  if (!extended_args) {
+  preempt_launch_record *record = &device->control_pool.records[slot];
+  if (preempt_launch_record_store_params(record, desc->param_count, on_device->param_sizes, args) != 0) {
     preempt_report("out of host memory launching kernel '%s'", desc->name);
     return gpu->out_of_memory;
   }
-  if (desc->param_count)
-    memcpy(extended_args, args, desc->param_count * sizeof *extended_args);
-  /* The launch parameters of control_block.h, after the kernel's own. */
-  void *control = &device_info->control_pool.device_blocks[slot];
-  unsigned int task_count_param = (unsigned int)task_count;
-  unsigned int grid_param[3] = {grid.x, grid.y, grid.z};
-  extended_args[desc->param_count] = &control;
-  extended_args[desc->param_count + 1] = &task_count_param;
-  extended_args[desc->param_count + 2] = &grid_param[0];
-  extended_args[desc->param_count + 3] = &grid_param[1];
-  extended_args[desc->param_count + 4] = &grid_param[2];
+  uint32_t interval = check_interval(runtime, kernel, on_device, device);
+  record->generation = record->generation + 1 ? record->generation + 1 : 1;
+  record->desc = desc;
+  record->stream = stream;
+  record->block = block;
+  record->shared_bytes = shared_bytes;
+  record->ctas_per_sm = on_device->ctas_per_sm;
+  record->full_ctas = ctas;
+  record->task_count = (uint32_t)task_count;
+  record->grid[0] = grid.x;
+  record->grid[1] = grid.y;
+  record->grid[2] = grid.z;
+  record->check_interval = interval;
+  memset(record->yield_mask, 0, sizeof record->yield_mask);
+  record->resumed = 0;
+
+  int sample = !on_device->sampling && on_device->task_nanoseconds <= 0;
+  if (sample && (status = gpu->event_record(record->start_event, stream)) != 0)
+    return preempt_report_gpu(gpu, status, "timing the launch", desc->name);
   preempt_dim3 persistent_grid = {ctas, 1, 1};
-  status = gpu->launch(desc->host_stub, persistent_grid, block, extended_args, shared_bytes, stream);
-  free(extended_args);
+  status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes, stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "launching the persistent grid", desc->name);
-  status = preempt_control_pool_mark_in_flight(&device_info->control_pool, gpu, slot, stream);
+  /* From here the launch runs: failures below are reported, and the launch
+   * is kept in flight so that its control block is not reused under it. */
+  record->in_flight = 1;
+  status = gpu->event_record(record->wave_done_event, stream);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "recording the launch's first wave", desc->name);
+  /* Stream order: the application's later work waits until every task is
+   * done, however often the launch is evicted and resumed (DESIGN.md). */
+  status = gpu->stream_wait_u32(stream, &((preempt_control_block *)record->control)->done_generation,
+                                record->generation);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "ordering the stream after the launch", desc->name);
+  status = gpu->event_record(record->done_event, stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "recording the launch's completion", desc->name);
+  if (sample) {
+    on_device->sampling = 1;
+    on_device->sample_slot = slot;
+    on_device->sample_generation = record->generation;
+  }
   on_device->last_persistent_ctas = ctas;
+  on_device->last_check_interval = interval;
   on_device->launches++;
+  last_launch = preempt_launch_id_make(device_index, slot, record->generation);
   return 0;
 }
 
@@ -143,6 +205,7 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
   preempt_runtime *runtime = preempt_runtime_lock();
   const preempt_gpu_ops *gpu = runtime->gpu;
   int status = 0;
+  last_launch = 0;
   if (!desc || desc->desc_version != PREEMPT_KERNEL_DESC_VERSION || !desc->host_stub || !desc->name) {
     preempt_report("launch with an invalid kernel descriptor (built by another libpreempt.so version?)");
     status = gpu->invalid_value;
@@ -195,13 +258,32 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
   } else if (!kernel || !kernel->on_device[device].resolved) {
     result = PREEMPT_ERROR_INVALID_ARGUMENT; /* never launched on this device */
   } else {
+    const preempt_kernel_on_device *on_device = &kernel->on_device[device];
     memset(info, 0, sizeof *info);
-    info->converted = kernel->on_device[device].converted;
-    info->ctas_per_sm = kernel->on_device[device].ctas_per_sm;
+    info->converted = on_device->converted;
+    info->ctas_per_sm = on_device->ctas_per_sm;
     info->sm_count = runtime->devices[device].sm_count;
-    info->last_persistent_ctas = kernel->on_device[device].last_persistent_ctas;
-    info->launches = kernel->on_device[device].launches;
+    info->last_persistent_ctas = on_device->last_persistent_ctas;
+    info->launches = on_device->launches;
+    info->check_interval = on_device->last_check_interval;
+    info->task_microseconds = on_device->task_nanoseconds / 1000.0;
   }
+  preempt_runtime_unlock(runtime);
+  return result;
+}
+
+preempt_status preempt_set_check_interval(const void *kernel, uint32_t tasks) {
+  if (!kernel)
+    return PREEMPT_ERROR_INVALID_ARGUMENT;
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_status result = PREEMPT_ERROR_INVALID_ARGUMENT;
+  for (preempt_kernel_state *state = runtime->kernels; state; state = state->next)
+    if (state->desc->host_stub == kernel) {
+      state->check_interval_override = tasks;
+      result = PREEMPT_OK;
+    }
+  if (result != PREEMPT_OK)
+    preempt_report("preempt_set_check_interval: kernel %p has not been launched through preempt yet", kernel);
   preempt_runtime_unlock(runtime);
   return result;
 }

@@ -1,5 +1,5 @@
 /* runtime.h: internals of the host runtime: its one context object, per-kernel state, error reporting.
- * FLEP §3: the runtime keeps what it learns per kernel and per device between launches. */
+ * FLEP §3-4 and EffiSha §6: the runtime keeps per kernel and per device what launches and evictions need. */
 #ifndef PREEMPT_RUNTIME_H
 #define PREEMPT_RUNTIME_H
 
@@ -13,20 +13,28 @@
 #define PREEMPT_MAX_DEVICES 64
 /* Kernel parameter space is 32 KiB on current GPUs: at most 8192 4-byte parameters. */
 #define PREEMPT_MAX_KERNEL_PARAMS 8192
+#define PREEMPT_CONTROL_POOL_CAPACITY 1024
 
 typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
+  size_t *param_sizes; /* of the kernel's own parameters, once converted */
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
   uint32_t last_persistent_ctas;
+  uint32_t last_check_interval;
   uint64_t launches;
+  /* Task length, sampled on a launch (EffiSha §6.3's online sampling). */
+  double task_nanoseconds;
+  int sampling;               /* a sampled launch is in flight */
+  uint32_t sample_slot, sample_generation;
 } preempt_kernel_on_device;
 
 typedef struct preempt_kernel_state {
   struct preempt_kernel_state *next; /* every state, for preempt_shutdown */
   preempt_kernel_desc *desc;
+  uint32_t check_interval_override; /* 0: adaptive */
   preempt_kernel_on_device on_device[PREEMPT_MAX_DEVICES];
 } preempt_kernel_state;
 
@@ -34,14 +42,28 @@ typedef struct preempt_device_state {
   int initialized;
   uint32_t sm_count;
   preempt_control_pool control_pool;
+  void *control_stream; /* urgent: carries yield-mask writes while kernels run */
+  void *resume_stream;  /* relaunched CTAs */
+  void *resume_ready;   /* event: the resume's mask clearing has landed */
 } preempt_device_state;
+
+typedef struct preempt_stress {
+  int enabled;
+  int running;
+  pthread_t thread;
+  uint64_t evictions, spatial_evictions, resumptions;
+} preempt_stress;
 
 /* The runtime's one context object. */
 typedef struct preempt_runtime {
   pthread_mutex_t lock;
   const preempt_gpu_ops *gpu;
+  int configured;                /* environment read */
+  uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
+  double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
+  preempt_stress stress;
 } preempt_runtime;
 
 /* Locks the context and returns it. */
@@ -53,5 +75,24 @@ void preempt_runtime_unlock(preempt_runtime *runtime);
 int preempt_report_gpu(const preempt_gpu_ops *gpu, int code, const char *what, const char *kernel_name);
 /* Records a runtime error that has no GPU API code. */
 void preempt_report(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* Sets up the device's control blocks and streams on first use. */
+int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out);
+
+/* Launch ids: device, control-block slot and generation. */
+preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t generation);
+/* The record of a launch that is still the one using its control block, or NULL. */
+preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_launch_id launch,
+                                             preempt_device_state **device_out);
+
+/* Eviction and resumption of one launch, with the context locked. */
+preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
+                                    preempt_launch_record *record, const preempt_sm_mask *sms);
+preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_state *device,
+                                     preempt_launch_record *record);
+
+/* Starts the random eviction thread if PREEMPT_STRESS=1 (once). */
+void preempt_stress_start_if_requested(preempt_runtime *runtime);
+void preempt_stress_stop(preempt_runtime *runtime);
 
 #endif

@@ -1,5 +1,5 @@
 /* preempt.h: the public C API of preempt's host runtime, the one header applications include.
- * Launch path of FLEP §3/§4.1 and EffiSha §6: the runtime sizes the persistent grid and owns control blocks. */
+ * FLEP §3-4 and EffiSha §5-6: persistent launches, temporal and spatial eviction, resumption, states. */
 #ifndef PREEMPT_H
 #define PREEMPT_H
 
@@ -18,6 +18,7 @@ typedef enum preempt_status {
   PREEMPT_ERROR_GPU = 2,           /* the GPU API failed; the message has its text */
   PREEMPT_ERROR_OUT_OF_MEMORY = 3,
   PREEMPT_ERROR_UNSUPPORTED = 4,   /* e.g. a kernel built for another ABI version */
+  PREEMPT_ERROR_FINISHED = 5,      /* the launch has finished: nothing left to evict or resume */
 } preempt_status;
 
 typedef struct preempt_dim3 {
@@ -43,7 +44,29 @@ typedef struct preempt_kernel_info {
   uint32_t sm_count;
   uint32_t last_persistent_ctas; /* CTAs of the last persistent launch */
   uint64_t launches;
+  uint32_t check_interval;    /* tasks between yield checks in the last launch */
+  double task_microseconds;   /* measured task length, 0 until measured */
 } preempt_kernel_info;
+
+/* A converted launch: valid from its launch until the runtime reuses its
+ * control block, which happens only after it has finished. 0 is no launch. */
+typedef uint64_t preempt_launch_id;
+
+/* SM ids (%smid), one bit each; ids need not be dense, so size a mask by the
+ * largest id, not by the SM count. */
+#define PREEMPT_SM_MASK_WORDS 8
+typedef struct preempt_sm_mask {
+  uint32_t words[PREEMPT_SM_MASK_WORDS];
+} preempt_sm_mask;
+
+typedef enum preempt_launch_state {
+  PREEMPT_LAUNCH_RUNNING = 0,
+  /* Eviction requested: CTAs on the named SMs leave after their current
+   * task. A spatial eviction stays in this state until resumed. */
+  PREEMPT_LAUNCH_EVICTING = 1,
+  PREEMPT_LAUNCH_EVICTED = 2, /* evicted from every SM and no CTA left running */
+  PREEMPT_LAUNCH_DONE = 3,    /* every task finished */
+} preempt_launch_state;
 
 /* The host pass calls this in place of cudaLaunchKernel / hipLaunchKernel,
  * with the same arguments but the descriptor first. `stream` is a
@@ -52,6 +75,33 @@ int preempt_launch_kernel(preempt_kernel_desc *kernel, preempt_dim3 grid, preemp
                           size_t dynamic_shared_bytes, void *stream);
 
 preempt_status preempt_get_kernel_info(preempt_kernel_desc *kernel, preempt_kernel_info *info);
+
+/* The id of this thread's last launch if it was converted, else 0. */
+preempt_launch_id preempt_last_launch(void);
+
+/* Asks the launch's CTAs on the SMs in `sms` (NULL: every SM) to leave after
+ * their current task; returns at once. Work the application queued after the
+ * launch in its stream still waits for every task: resume the launch, or that
+ * stream never moves on. Evicting more SMs later adds to the set. */
+preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sms);
+
+/* Clears the eviction and relaunches CTAs to refill the SMs that were evicted
+ * (all of them after a temporal eviction). Unfinished tasks run exactly once. */
+preempt_status preempt_resume(preempt_launch_id launch);
+
+preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state);
+
+/* The same for every unfinished converted launch the calling process made on
+ * `stream` (a cudaStream_t; 0 is the legacy default stream) on the current device. */
+preempt_status preempt_evict_stream(void *stream, const preempt_sm_mask *sms);
+preempt_status preempt_resume_stream(void *stream);
+
+/* Yield checks: every `tasks` tasks for this kernel (its <<<>>> handle, e.g.
+ * `(const void *)my_kernel`); 0 returns it to the adaptive default, which
+ * aims at a check every PREEMPT_CHECK_PERIOD_US microseconds (default 20) from
+ * the task length measured on the kernel's first launch (EffiSha §6.3). The
+ * environment variable PREEMPT_CHECK_INTERVAL fixes it for every kernel. */
+preempt_status preempt_set_check_interval(const void *kernel, uint32_t tasks);
 
 /* The last error this thread met in the runtime, with the GPU API's text, or
  * "" when none. Errors are also printed to stderr unless PREEMPT_QUIET=1. */

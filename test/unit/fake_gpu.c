@@ -1,5 +1,5 @@
 /* fake_gpu.c: a gpu.h backend that records calls instead of touching a GPU, for runtime unit tests.
- * Lets CI check FLEP §3's launch logic (grid sizing, control blocks, pass-through) on a machine with no GPU. */
+ * Lets CI check FLEP §3-4's launch, eviction and resumption logic on a machine with no GPU. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +17,12 @@ static int fake_kernel_marker(const void *stub, const char *marker_name, uint32_
   *abi_version = fake_gpu.marker_abi;
   return 0;
 }
+static int fake_param_sizes(const void *stub, uint32_t count, size_t *sizes) {
+  (void)stub;
+  for (uint32_t index = 0; index < count; index++)
+    sizes[index] = 8; /* the tests pass 8-byte parameters */
+  return 0;
+}
 static int fake_occupancy(const void *stub, uint32_t threads, size_t shared, uint32_t *ctas_per_sm) {
   (void)stub; (void)threads; (void)shared;
   fake_gpu.occupancy_queries++;
@@ -32,28 +38,60 @@ static int fake_device_alloc(void **pointer, size_t bytes) {
 static int fake_free(void *pointer) { free(pointer); return 0; }
 static int fake_device_zero(void *pointer, size_t bytes) {
   memset(pointer, 0, bytes);
-  fake_gpu.zeroed_bytes += (int)bytes;
+  fake_gpu.zeroed_bytes += bytes;
   return 0;
 }
-static int fake_event_create(void **event) { *event = calloc(1, sizeof(int)); return 0; }
+static int fake_stream_create(void **stream, int urgent) {
+  (void)urgent;
+  *stream = calloc(1, 1);
+  fake_gpu.streams_created++;
+  return 0;
+}
+/* "Device memory" is host memory here: a stream write lands at once. */
+static int fake_stream_write(void *stream, void *word, uint32_t value) {
+  (void)stream;
+  *(uint32_t *)word = value;
+  fake_gpu.mask_writes++;
+  return 0;
+}
+static int fake_stream_wait(void *stream, void *word, uint32_t value) {
+  fake_gpu.stream_waits++;
+  fake_gpu.last_wait_stream = stream;
+  fake_gpu.last_wait_word = word;
+  fake_gpu.last_wait_value = value;
+  return 0;
+}
+static int fake_stream_wait_event(void *stream, void *event) { (void)stream; (void)event; return 0; }
+static int fake_event_create(void **event, int timed) { (void)timed; *event = calloc(1, sizeof(int)); return 0; }
 static int fake_event_record(void *event, void *stream) { (void)event; (void)stream; fake_gpu.event_records++; return 0; }
+static int fake_event_query(void *event) { (void)event; return fake_gpu.events_pending ? FAKE_ERROR_NOT_READY : 0; }
 static int fake_event_synchronize(void *event) { (void)event; fake_gpu.event_waits++; return 0; }
-static int fake_launch(const void *stub, preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared,
-                       void *stream) {
-  (void)stub; (void)stream;
+static int fake_event_elapsed(void *start, void *end, float *milliseconds) {
+  (void)start; (void)end;
+  *milliseconds = fake_gpu.elapsed_ms;
+  return 0;
+}
+static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared,
+                              void *stream) {
+  (void)stub;
   fake_gpu.launches++;
-  fake_gpu.last_grid = grid;
-  fake_gpu.last_block = block;
-  fake_gpu.last_shared = shared;
-  fake_gpu.last_args = args;
-  for (int index = 0; args && index < 4 && index <= fake_gpu.expected_params; index++)
-    fake_gpu.last_arg_values[index] = args[index];
+  fake_launch *last = &fake_gpu.last;
+  memset(last, 0, sizeof *last);
+  last->grid = grid;
+  last->block = block;
+  last->shared = shared;
+  last->stream = stream;
   if (args && fake_gpu.expected_params >= 0) {
     int first = fake_gpu.expected_params;
-    fake_gpu.last_control = *(preempt_control_block **)args[first];
-    fake_gpu.last_task_count = *(unsigned int *)args[first + 1];
+    last->persistent = 1;
+    if (first > 0)
+      last->first_param = *(long long *)args[0];
+    last->control = *(preempt_control_block **)args[first];
+    last->task_count = *(unsigned int *)args[first + 1];
     for (int axis = 0; axis < 3; axis++)
-      fake_gpu.last_original_grid[axis] = *(unsigned int *)args[first + 2 + axis];
+      last->grid_param[axis] = *(unsigned int *)args[first + 2 + axis];
+    last->generation = *(unsigned int *)args[first + 5];
+    last->check_interval = *(unsigned int *)args[first + 6];
   }
   if (block.x * block.y * block.z > 1024)
     return FAKE_ERROR_LAUNCH; /* what a real API says about an impossible block */
@@ -66,19 +104,28 @@ static const preempt_gpu_ops fake_ops = {
     .out_of_memory = FAKE_ERROR_OUT_OF_MEMORY,
     .invalid_configuration = FAKE_ERROR_INVALID_CONFIGURATION,
     .not_supported = FAKE_ERROR_NOT_SUPPORTED,
+    .not_ready = FAKE_ERROR_NOT_READY,
     .error_string = fake_error_string,
     .current_device = fake_current_device,
     .sm_count = fake_sm_count,
     .kernel_marker = fake_kernel_marker,
+    .kernel_param_sizes = fake_param_sizes,
     .occupancy = fake_occupancy,
     .device_alloc = fake_device_alloc,
     .device_free = fake_free,
     .device_zero = fake_device_zero,
+    .stream_create = fake_stream_create,
+    .stream_destroy = fake_free,
+    .stream_write_u32 = fake_stream_write,
+    .stream_wait_u32 = fake_stream_wait,
+    .stream_wait_event = fake_stream_wait_event,
     .event_create = fake_event_create,
     .event_destroy = fake_free,
     .event_record = fake_event_record,
+    .event_query = fake_event_query,
     .event_synchronize = fake_event_synchronize,
-    .launch = fake_launch,
+    .event_elapsed_ms = fake_event_elapsed,
+    .launch = fake_launch_kernel,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &fake_ops; }

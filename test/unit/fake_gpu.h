@@ -1,5 +1,5 @@
 /* fake_gpu.h: what the fake GPU backend records, for runtime unit tests.
- * See fake_gpu.c; the runtime under test is runtime-host/ (FLEP §3 launch path). */
+ * See fake_gpu.c; the runtime under test is runtime-host/ (FLEP §3-4 launch, eviction, resumption). */
 #ifndef PREEMPT_FAKE_GPU_H
 #define PREEMPT_FAKE_GPU_H
 
@@ -12,20 +12,31 @@ enum {
   FAKE_ERROR_INVALID_CONFIGURATION = 103,
   FAKE_ERROR_NOT_SUPPORTED = 104,
   FAKE_ERROR_LAUNCH = 105,
+  FAKE_ERROR_NOT_READY = 106,
 };
+
+typedef struct fake_launch {
+  preempt_dim3 grid, block;
+  size_t shared;
+  void *stream;
+  int persistent;                 /* had the extra parameters */
+  long long first_param;          /* the kernel's first parameter, read as 8 bytes when it has one */
+  preempt_control_block *control; /* the parameters after the kernel's own */
+  unsigned int task_count, grid_param[3], generation, check_interval;
+} fake_launch;
 
 typedef struct fake_gpu_state {
   uint32_t sm_count, ctas_per_sm, marker_abi;
   int fail_device_alloc;
-  int expected_params; /* the kernel's own parameter count when the launch is persistent, else -1 */
-  int launches, event_records, event_waits, marker_lookups, occupancy_queries;
-  preempt_dim3 last_grid, last_block;
-  size_t last_shared;
-  void **last_args;          /* the array passed (may be freed after the call) */
-  void *last_arg_values[4];  /* its first entries, copied during the call */
-  preempt_control_block *last_control; /* the launch parameters after the kernel's own */
-  unsigned int last_task_count, last_original_grid[3];
-  int zeroed_bytes;
+  int events_pending;      /* event_query answers not_ready */
+  float elapsed_ms;        /* what timed event pairs measure */
+  int expected_params;     /* the kernel's own parameter count when the launch is persistent, else -1 */
+  int launches, event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
+  int mask_writes, stream_waits;
+  void *last_wait_stream, *last_wait_word;
+  uint32_t last_wait_value;
+  fake_launch last;
+  size_t zeroed_bytes;
   char last_marker_name[256];
 } fake_gpu_state;
 

@@ -1,5 +1,6 @@
 /* test_launch.c: unit tests of the host runtime's launch path (runtime-host/launch.c) over a fake GPU.
- * FLEP §4.1: converted kernels run as persistent grids with a fresh control block; others run as written. */
+ * FLEP §4.1: converted kernels run as persistent grids with their own control block; others run as written. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -24,54 +25,135 @@ static void reset_fake(uint32_t marker_abi) {
 }
 
 int main(void) {
-  /* A converted kernel: persistent grid sized by occupancy, control block appended and staged. */
+  unsetenv("PREEMPT_CHECK_INTERVAL");
+  unsetenv("PREEMPT_STRESS");
+  /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   reset_fake(PREEMPT_KERNEL_ABI_VERSION);
   {
     preempt_kernel_desc desc = make_desc(&stub_a, "_Z3addPfS_S_i", 2);
-    float *a = NULL;
-    int n = 5;
-    void *args[] = {&a, &n};
+    long long first = 1234, second = 5;
+    void *args[] = {&first, &second};
     fake_gpu.expected_params = 2;
-    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64, NULL), 0);
+    void *app_stream = &first; /* any handle */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
+                                       app_stream), 0);
     CHECK_EQ_U64(fake_gpu.launches, 1);
     CHECK(strcmp(fake_gpu.last_marker_name, "__preempt_kernel__Z3addPfS_S_i") == 0);
-    CHECK_EQ_U64(fake_gpu.last_grid.x, 8 * 132);
-    CHECK(fake_gpu.last_grid.y == 1 && fake_gpu.last_grid.z == 1);
-    CHECK_EQ_U64(fake_gpu.last_block.x, 256);
-    CHECK_EQ_U64(fake_gpu.last_shared, 64);
-    CHECK(fake_gpu.last_arg_values[0] == &a && fake_gpu.last_arg_values[1] == &n);
-    CHECK(fake_gpu.last_control != NULL);
-    CHECK_EQ_U64(fake_gpu.last_control->task_counter, 0); /* the pool starts zeroed */
-    CHECK(fake_gpu.zeroed_bytes >= (int)sizeof(preempt_control_block));
-    CHECK_EQ_U64(fake_gpu.last_task_count, 4096 * 3 * 2);
-    CHECK(fake_gpu.last_original_grid[0] == 4096 && fake_gpu.last_original_grid[1] == 3 &&
-          fake_gpu.last_original_grid[2] == 2);
-    CHECK_EQ_U64(fake_gpu.event_records, 1);
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
+    CHECK(fake_gpu.last.grid.y == 1 && fake_gpu.last.grid.z == 1);
+    CHECK_EQ_U64(fake_gpu.last.block.x, 256);
+    CHECK_EQ_U64(fake_gpu.last.shared, 64);
+    CHECK(fake_gpu.last.stream == app_stream);
+    CHECK_EQ_U64(fake_gpu.last.first_param, 1234); /* the kernel's own values, copied */
+    CHECK(fake_gpu.last.control != NULL);
+    CHECK(fake_gpu.zeroed_bytes >= sizeof(preempt_control_block)); /* the pool starts zeroed */
+    CHECK_EQ_U64(fake_gpu.last.task_count, 4096 * 3 * 2);
+    CHECK(fake_gpu.last.grid_param[0] == 4096 && fake_gpu.last.grid_param[1] == 3 && fake_gpu.last.grid_param[2] == 2);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 1); /* every task until the task length is known */
+    preempt_launch_id launch = preempt_last_launch();
+    CHECK(launch != 0);
+    CHECK_EQ_U64((uint32_t)launch, fake_gpu.last.generation);
+    /* Stream order: the application's stream waits for done_generation. */
+    CHECK_EQ_U64(fake_gpu.stream_waits, 1);
+    CHECK(fake_gpu.last_wait_stream == app_stream);
+    CHECK(fake_gpu.last_wait_word == &fake_gpu.last.control->done_generation);
+    CHECK_EQ_U64(fake_gpu.last_wait_value, fake_gpu.last.generation);
 
-    /* Small grid: never more CTAs than tasks; the marker is looked up once,
-     * occupancy once per launch configuration. */
-    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10, 1, 1}, (preempt_dim3){256, 1, 1}, args, 64, NULL), 0);
-    CHECK_EQ_U64(fake_gpu.last_grid.x, 10);
-    CHECK_EQ_U64(fake_gpu.marker_lookups, 1);
-    CHECK_EQ_U64(fake_gpu.occupancy_queries, 1);
+    /* Temporal eviction: every yield-mask word set, on the runtime's stream. */
+    fake_gpu.events_pending = 1;
+    preempt_control_block *control = fake_gpu.last.control;
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+      CHECK_EQ_U64(control->yield_mask[word], 0xffffffffu);
+    preempt_launch_state state;
+    CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+    CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTING); /* its CTAs have not left yet */
+
+    /* Resume: mask cleared, a full persistent grid relaunched with the same
+     * values and generation on another stream; a changed argument after the
+     * launch call does not leak in. */
+    first = 99;
+    int launches_before = fake_gpu.launches;
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+      CHECK_EQ_U64(control->yield_mask[word], 0);
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
+    CHECK(fake_gpu.last.stream != app_stream);
+    CHECK_EQ_U64(fake_gpu.last.first_param, 1234);
+    CHECK_EQ_U64(fake_gpu.last.generation, (uint32_t)launch);
+    CHECK(fake_gpu.last.control == control);
+    CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+    CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING);
+
+    /* Spatial eviction of SMs 3 and 40: only those bits; the resume refills
+     * two SMs at the kernel's occupancy. */
+    preempt_sm_mask two = {{0}};
+    two.words[0] = 1u << 3;
+    two.words[1] = 1u << 8;
+    CHECK_EQ_U64(preempt_evict(launch, &two), PREEMPT_OK);
+    CHECK(control->yield_mask[0] == (1u << 3) && control->yield_mask[1] == (1u << 8) && control->yield_mask[2] == 0);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 2 * 8);
+
+    /* Once every event has fired, the launch is finished: nothing to evict. */
+    fake_gpu.events_pending = 0;
+    CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+    CHECK_EQ_U64(state, PREEMPT_LAUNCH_DONE);
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_ERROR_FINISHED);
+
+    /* The evicted launch's timing was discarded; the next one is sampled:
+     * 0.01 ms for 24576 tasks on 1056 CTAs is 0.43 us a task, so the launch
+     * after it checks every 20 us / 0.43 us = 46 tasks. */
+    fake_gpu.elapsed_ms = 0.01f;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
+                                       app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 1);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
+                                       app_stream), 0);
     preempt_kernel_info info;
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
-    CHECK(info.converted == 1 && info.launches == 2 && info.last_persistent_ctas == 10 && info.sm_count == 132);
+    CHECK(info.task_microseconds > 0.42 && info.task_microseconds < 0.44);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 46);
+    CHECK_EQ_U64(preempt_set_check_interval(&stub_a, 7), PREEMPT_OK);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10, 1, 1}, (preempt_dim3){256, 1, 1}, args, 64,
+                                       app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 7);
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 10); /* never more CTAs than tasks */
+    CHECK_EQ_U64(fake_gpu.occupancy_queries, 1);
+    CHECK_EQ_U64(fake_gpu.marker_lookups, 1);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.converted == 1 && info.launches == 4 && info.last_persistent_ctas == 10 && info.sm_count == 132);
+    CHECK_EQ_U64(preempt_set_check_interval(&stub_b, 7), PREEMPT_ERROR_INVALID_ARGUMENT); /* never launched */
 
-    /* Each launch gets its own control block until the pool wraps around;
-     * then a slot is reused only after waiting for its launch. */
-    preempt_control_block *first = fake_gpu.last_control;
-    for (int launch = 0; launch < 1100; launch++)
-      preempt_launch_kernel(&desc, (preempt_dim3){10, 1, 1}, (preempt_dim3){256, 1, 1}, args, 64, NULL);
-    CHECK(fake_gpu.last_control != first);
-    CHECK(fake_gpu.event_waits >= 1100 + 2 - 1024);
+    /* Per stream: every unfinished launch on it. */
+    fake_gpu.events_pending = 1;
+    int writes_before = fake_gpu.mask_writes;
+    CHECK_EQ_U64(preempt_evict_stream(app_stream, NULL), PREEMPT_OK);
+    CHECK(fake_gpu.mask_writes > writes_before);
+    launches_before = fake_gpu.launches;
+    CHECK_EQ_U64(preempt_resume_stream(app_stream), PREEMPT_OK);
+    CHECK(fake_gpu.launches > launches_before);
+
+    /* An evicted launch that is never resumed keeps its control block: the
+     * pool skips it instead of waiting forever. */
+    preempt_launch_id held = preempt_last_launch();
+    CHECK_EQ_U64(preempt_evict(held, NULL), PREEMPT_OK);
+    preempt_control_block *held_control = fake_gpu.last.control;
+    for (int launch_index = 0; launch_index < 1100; launch_index++)
+      preempt_launch_kernel(&desc, (preempt_dim3){10, 1, 1}, (preempt_dim3){256, 1, 1}, args, 64, app_stream);
+    CHECK(fake_gpu.last.control != held_control);
+    CHECK(fake_gpu.event_waits >= 1100 - 1024);
+    CHECK_EQ_U64(preempt_resume(held), PREEMPT_OK);
+    fake_gpu.events_pending = 0;
 
     /* An empty grid goes to the API unchanged, so that it reports its own error. */
-    int launches_before = fake_gpu.launches;
+    launches_before = fake_gpu.launches;
     fake_gpu.expected_params = -1;
     preempt_launch_kernel(&desc, (preempt_dim3){0, 1, 1}, (preempt_dim3){256, 1, 1}, args, 0, NULL);
     CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
-    CHECK(fake_gpu.last_args == args && fake_gpu.last_grid.x == 0);
+    CHECK(fake_gpu.last.grid.x == 0 && !fake_gpu.last.persistent);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
 
     /* More tasks than the 32-bit task counter allows: a clear error, no launch. */
     launches_before = fake_gpu.launches;
@@ -87,16 +169,38 @@ int main(void) {
     CHECK(strstr(preempt_last_error(), "fake launch failure") != NULL);
   }
 
-  /* A kernel the plugin refused: launched exactly as written. */
+  /* PREEMPT_CHECK_INTERVAL fixes the interval for every kernel; a malformed value is refused. */
+  setenv("PREEMPT_CHECK_INTERVAL", "12", 1);
+  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 12);
+  }
+  setenv("PREEMPT_CHECK_INTERVAL", "12x", 1);
+  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 1);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_CHECK_INTERVAL") != NULL);
+  }
+  unsetenv("PREEMPT_CHECK_INTERVAL");
+
+  /* A kernel the plugin refused: launched exactly as written, not evictable. */
   reset_fake(0);
   {
     preempt_kernel_desc desc = make_desc(&stub_b, "_Z7refusedv", 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){77, 2, 1}, (preempt_dim3){64, 1, 1}, NULL, 0, NULL), 0);
-    CHECK(fake_gpu.last_grid.x == 77 && fake_gpu.last_grid.y == 2);
-    CHECK_EQ_U64(fake_gpu.event_records, 0); /* no control block taken */
+    CHECK(fake_gpu.last.grid.x == 77 && fake_gpu.last.grid.y == 2);
+    CHECK_EQ_U64(fake_gpu.stream_waits, 0);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
     preempt_kernel_info info;
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
     CHECK_EQ_U64(info.converted, 0);
+    CHECK_EQ_U64(preempt_evict(12345, NULL), PREEMPT_ERROR_FINISHED); /* no such launch */
   }
 
   /* A kernel converted for another kernel ABI: refused with a clear error. */
@@ -128,6 +232,9 @@ int main(void) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
     CHECK_EQ_U64(fake_gpu.launches, 1);
     CHECK(preempt_get_kernel_info(NULL, NULL) == PREEMPT_ERROR_INVALID_ARGUMENT);
+    preempt_launch_state state;
+    CHECK(preempt_query(0, &state) == PREEMPT_ERROR_INVALID_ARGUMENT);
+    CHECK(preempt_query(preempt_last_launch(), NULL) == PREEMPT_ERROR_INVALID_ARGUMENT);
   }
   preempt_shutdown();
   CHECK_DONE("test_launch");

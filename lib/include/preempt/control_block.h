@@ -6,25 +6,38 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 2u
+#define PREEMPT_KERNEL_ABI_VERSION 3u
 
 /* A converted kernel takes these parameters after its own, in this order:
- * the control block, the task count and the original grid (x, y, z). Passing
- * the launch's values by value leaves nothing to copy before the launch, which
- * also keeps launches valid inside CUDA graphs. */
-#define PREEMPT_KERNEL_EXTRA_PARAMS 5
+ * the control block, the task count, the original grid (x, y, z), the launch's
+ * generation and the yield-check interval in tasks. Passing the launch's
+ * values by value leaves nothing to copy before a launch or a relaunch. */
+#define PREEMPT_KERNEL_EXTRA_PARAMS 7
+
+/* Control-block words the runtime may address (byte offsets, for stream
+ * memory operations). */
+#define PREEMPT_MAX_SM_IDS 256
+#define PREEMPT_YIELD_MASK_WORDS (PREEMPT_MAX_SM_IDS / 32)
+
+/* Lives in device memory, one per launch in flight, reused by later launches.
+ * The 64-bit words carry the launch's generation in their upper half: the
+ * first CTA of a new launch to find an older generation there installs its
+ * own, so no reset is needed between launches, and relaunched CTAs of an
+ * evicted launch (same generation) continue where the others stopped. */
+typedef struct preempt_control_block {
+  unsigned long long task_word;  /* generation << 32 | next task id */
+  unsigned long long done_word;  /* generation << 32 | tasks finished */
+  unsigned int done_generation;  /* = generation once every task is finished */
+  unsigned int reserved[3];
+  unsigned int yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* bit s: CTAs on SM s leave at their next check */
+} preempt_control_block;
 
 /* Converted kernels carry a device global with this prefix and the kernel's
  * symbol name; its presence is how the runtime tells converted kernels apart. */
 #define PREEMPT_KERNEL_MARKER_PREFIX "__preempt_kernel_"
 
-/* Lives in device memory, one per launch in flight. Zero when the launch
- * starts: zeroed once when allocated, and reset by the last CTA to finish. */
-typedef struct preempt_control_block {
-  unsigned int task_counter; /* next task id; one atomic add per task */
-  unsigned int ctas_done;    /* persistent CTAs that have finished */
-  unsigned int reserved[6];
-} preempt_control_block;
+/* Task id a CTA gets instead of a task when it must yield. */
+#define PREEMPT_NO_TASK 0xffffffffu
 
 /* One task as thread 0 publishes it to its CTA. */
 typedef struct preempt_task_slot {
@@ -39,6 +52,8 @@ typedef struct preempt_task_context {
   unsigned int grid_x, grid_y, grid_z;
   unsigned int task_count;
   unsigned int current_slot; /* for callees, which read the context mid-task */
+  /* Thread 0's own bookkeeping, kept here because helpers hold no state. */
+  unsigned int generation, check_interval, tasks_until_check, tasks_run;
   preempt_task_slot slots[2];
 } preempt_task_context;
 

@@ -8,17 +8,22 @@
 
 // REMARK: remark: kernel '_Z3addPKfS0_Pfi' converted to persistent-thread form
 
-// IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 2
-// IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z)
-// The first task id is fetched before the loop, each next one as its predecessor starts.
+// IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 3
+// IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
+// The first task id is fetched before the loop, each next one as its predecessor starts,
+// after a look at the yield mask word of the CTA's SM; ids are tagged with the launch's
+// generation (64-bit word).
 // IR: preempt.entry:
-// IR: atomicrmw add ptr %preempt.control, i32 1 monotonic
+// IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
+// IR: load atomic i32, ptr {{.*}} monotonic
+// IR: atomicrmw add ptr %preempt.control, i64 1 monotonic
 // IR: preempt.task:
 // IR-NEXT: %preempt.task.id = phi i32
 // IR-NEXT: %preempt.task.slot = phi i32 [ 0, %{{.*}} ], [ %preempt.next.slot, %preempt.task.end ]
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // IR: preempt.task.start:
-// IR: atomicrmw add ptr %preempt.control, i32 1 monotonic
+// IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
+// IR: atomicrmw add ptr %preempt.control, i64 1 monotonic
 // IR: preempt.body:
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // No shared memory and no barrier in the body: the barrier that publishes each
@@ -27,18 +32,20 @@
 // IR: preempt.task.end:
 // IR-NEXT: %preempt.next.slot = xor i32 %preempt.task.slot, 1
 // IR-NEXT: br label %preempt.task
-// The last CTA to finish zeroes the control block for the next launch.
+// On the way out: results fenced, the CTA's finished tasks added to the launch's
+// count, and done_generation published when that completes the launch.
 // IR: preempt.exit:
 // IR: call void @llvm.nvvm.membar.gl()
-// IR: atomicrmw add ptr {{.*}}, i32 1 {{.*}}monotonic
+// IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// IR: atomicrmw add ptr {{.*}}, i64 {{.*}} monotonic
 // IR: call void @llvm.nvvm.membar.gl()
-// IR: store atomic i32 0, ptr %preempt.control {{.*}}monotonic
+// IR: store atomic i32 {{.*}}, ptr {{.*}} monotonic
 // IR: ret void
 
-// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 2;
+// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 3;
 // PTX: .entry _Z3addPKfS0_Pfi(
 // PTX-NOT: %ctaid.x
-// PTX: atom.global.add.u32
+// PTX: atom.global.add.u64
 // PTX-NOT: %ctaid.x
 
 __global__ void add(const float *a, const float *b, float *c, int n) {

@@ -8,20 +8,21 @@
 // REMARK-DAG: kernel '_Z6grid2dPj' converted to persistent-thread form
 // REMARK-DAG: kernel '_Z6grid3dPj' converted to persistent-thread form
 
-// Only the exit path reads the hardware grid size (to count finished persistent CTAs).
 // IR-LABEL: define {{.*}} @_Z6grid2dPj(
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // IR-NOT: llvm.nvvm.read.ptx.sreg.nctaid
 // IR-NOT: call {{.*}}@__preempt_
 // IR: preempt.exit:
-// IR: llvm.nvvm.read.ptx.sreg.nctaid.x
+// IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
+// IR-NOT: llvm.nvvm.read.ptx.sreg.nctaid
 // IR: ret void
 // IR-LABEL: define {{.*}} @_Z6grid3dPj(
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // IR-NOT: llvm.nvvm.read.ptx.sreg.nctaid
 // IR-NOT: call {{.*}}@__preempt_
 // IR: preempt.exit:
-// IR: llvm.nvvm.read.ptx.sreg.nctaid.x
+// IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
+// IR-NOT: llvm.nvvm.read.ptx.sreg.nctaid
 // IR: ret void
 
 __global__ void grid2d(unsigned *out) {

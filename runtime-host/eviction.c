@@ -1,0 +1,172 @@
+/* eviction.c: temporal and spatial eviction of running launches, resumption, and launch states.
+ * FLEP §4.1 Fig. 4 (yield flag; per-SM yield through %smid), EffiSha §6.1 (kernel states). */
+#include <string.h>
+
+#include "runtime.h"
+
+static void full_mask(preempt_sm_mask *mask) { memset(mask->words, 0xff, sizeof mask->words); }
+
+static int mask_is_full(const uint32_t *words) {
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    if (words[word] != 0xffffffffu)
+      return 0;
+  return 1;
+}
+
+static uint32_t mask_popcount(const uint32_t *words) {
+  uint32_t count = 0;
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    count += (uint32_t)__builtin_popcount(words[word]);
+  return count;
+}
+
+preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
+                                    preempt_launch_record *record, const preempt_sm_mask *sms) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  if (!record->in_flight || preempt_launch_finished(record, gpu))
+    return PREEMPT_ERROR_FINISHED;
+  preempt_sm_mask requested;
+  if (sms)
+    requested = *sms;
+  else
+    full_mask(&requested);
+  preempt_control_block *control = record->control;
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
+    uint32_t wanted = record->yield_mask[word] | requested.words[word];
+    if (wanted == record->yield_mask[word])
+      continue;
+    /* The urgent stream runs beside the kernel: the word lands while it runs. */
+    int status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], wanted);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
+      return PREEMPT_ERROR_GPU;
+    }
+    record->yield_mask[word] = wanted;
+  }
+  return PREEMPT_OK;
+}
+
+preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_state *device,
+                                     preempt_launch_record *record) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  if (!preempt_launch_suspended(record))
+    return record->in_flight ? PREEMPT_OK : PREEMPT_ERROR_FINISHED;
+  /* Refill what was yielded: every SM after a temporal eviction, else the
+   * evicted SMs at the kernel's occupancy. CTAs that find no task left just
+   * leave, so an estimate on the high side costs little. */
+  uint32_t evicted_sms = mask_popcount(record->yield_mask);
+  uint32_t ctas = record->full_ctas;
+  if (!mask_is_full(record->yield_mask) && (uint64_t)evicted_sms * record->ctas_per_sm < ctas)
+    ctas = evicted_sms * record->ctas_per_sm;
+  if (ctas == 0)
+    ctas = 1;
+
+  preempt_control_block *control = record->control;
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
+    if (!record->yield_mask[word])
+      continue;
+    int status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], 0);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "clearing the yield mask", record->desc->name);
+      return PREEMPT_ERROR_GPU;
+    }
+  }
+  memset(record->yield_mask, 0, sizeof record->yield_mask);
+  /* The relaunch must not start before the mask is clear, or its CTAs would
+   * leave at once: order the resume stream after the control stream. */
+  int status = gpu->event_record(device->resume_ready, device->control_stream);
+  if (status == 0)
+    status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "ordering the relaunch", record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
+  preempt_dim3 grid = {ctas, 1, 1};
+  status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
+                       device->resume_stream);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
+  record->resumed = 1;
+  status = gpu->event_record(record->resume_event, device->resume_stream);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "recording the relaunch", record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
+  return PREEMPT_OK;
+}
+
+preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sms) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_device_state *device;
+  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
+  preempt_status result = record ? preempt_evict_record(runtime, device, record, sms) : PREEMPT_ERROR_FINISHED;
+  preempt_runtime_unlock(runtime);
+  return result;
+}
+
+preempt_status preempt_resume(preempt_launch_id launch) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_device_state *device;
+  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
+  preempt_status result = record ? preempt_resume_record(runtime, device, record) : PREEMPT_ERROR_FINISHED;
+  preempt_runtime_unlock(runtime);
+  return result;
+}
+
+preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state) {
+  if (!state)
+    return PREEMPT_ERROR_INVALID_ARGUMENT;
+  preempt_runtime *runtime = preempt_runtime_lock();
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_device_state *device;
+  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
+  preempt_status result = PREEMPT_OK;
+  if (!record) {
+    /* Its control block went to a newer launch: it had finished. */
+    *state = PREEMPT_LAUNCH_DONE;
+    result = launch ? PREEMPT_OK : PREEMPT_ERROR_INVALID_ARGUMENT;
+  } else if (!record->in_flight || preempt_launch_finished(record, gpu)) {
+    *state = PREEMPT_LAUNCH_DONE;
+  } else if (!preempt_launch_suspended(record)) {
+    *state = PREEMPT_LAUNCH_RUNNING;
+  } else if (mask_is_full(record->yield_mask) && gpu->event_query(record->wave_done_event) == 0 &&
+             (!record->resumed || gpu->event_query(record->resume_event) == 0)) {
+    *state = PREEMPT_LAUNCH_EVICTED;
+  } else {
+    *state = PREEMPT_LAUNCH_EVICTING;
+  }
+  preempt_runtime_unlock(runtime);
+  return result;
+}
+
+/* Applies `action` to every unfinished launch on `stream`, on the current device. */
+static preempt_status for_each_launch_on_stream(void *stream, const preempt_sm_mask *sms, int resume) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_status result = PREEMPT_OK;
+  int device_index;
+  if (gpu->current_device(&device_index) != 0 || device_index < 0 || device_index >= PREEMPT_MAX_DEVICES) {
+    result = PREEMPT_ERROR_GPU;
+  } else if (runtime->devices[device_index].initialized) {
+    preempt_device_state *device = &runtime->devices[device_index];
+    for (uint32_t slot = 0; slot < device->control_pool.capacity && result == PREEMPT_OK; slot++) {
+      preempt_launch_record *record = &device->control_pool.records[slot];
+      if (!record->in_flight || record->stream != stream)
+        continue;
+      preempt_status status = resume ? preempt_resume_record(runtime, device, record)
+                                     : preempt_evict_record(runtime, device, record, sms);
+      if (status != PREEMPT_ERROR_FINISHED)
+        result = status;
+    }
+  }
+  preempt_runtime_unlock(runtime);
+  return result;
+}
+
+preempt_status preempt_evict_stream(void *stream, const preempt_sm_mask *sms) {
+  return for_each_launch_on_stream(stream, sms, 0);
+}
+
+preempt_status preempt_resume_stream(void *stream) { return for_each_launch_on_stream(stream, NULL, 1); }

@@ -1,0 +1,110 @@
+/* stress.c: PREEMPT_STRESS=1 evicts and resumes every running launch at random moments, for testing.
+ * Exercises FLEP §4.1's temporal and spatial preemption under unmodified programs (bench/gpu_check.sh). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "runtime.h"
+
+static void sleep_microseconds(long microseconds) {
+  struct timespec pause = {microseconds / 1000000, (microseconds % 1000000) * 1000};
+  nanosleep(&pause, NULL);
+}
+
+/* xorshift: reproducible per process, no shared state with rand(). */
+static uint64_t next_random(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
+
+/* Evicts (all SMs, or a random half of them) or resumes every launch in flight. */
+static void act_on_launches(preempt_runtime *runtime, int resume, uint64_t *random) {
+  for (int device_index = 0; device_index < PREEMPT_MAX_DEVICES; device_index++) {
+    preempt_device_state *device = &runtime->devices[device_index];
+    if (!device->initialized)
+      continue;
+    for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
+      preempt_launch_record *record = &device->control_pool.records[slot];
+      if (!record->in_flight)
+        continue;
+      if (resume) {
+        if (preempt_launch_suspended(record) && preempt_resume_record(runtime, device, record) == PREEMPT_OK)
+          runtime->stress.resumptions++;
+        continue;
+      }
+      int spatial = next_random(random) & 1;
+      preempt_sm_mask mask = {{0}};
+      for (uint32_t sm = 0; spatial && sm < device->sm_count && sm < 32 * PREEMPT_SM_MASK_WORDS; sm++)
+        if (next_random(random) & 1)
+          mask.words[sm / 32] |= 1u << (sm % 32);
+      if (preempt_evict_record(runtime, device, record, spatial ? &mask : NULL) == PREEMPT_OK) {
+        runtime->stress.evictions++;
+        runtime->stress.spatial_evictions += spatial;
+      }
+    }
+  }
+}
+
+static void *stress_loop(void *argument) {
+  preempt_runtime *runtime = argument;
+  uint64_t random = 0x9e3779b97f4a7c15ull;
+  for (;;) {
+    sleep_microseconds(200 + (long)(next_random(&random) % 1800));
+    preempt_runtime *locked = preempt_runtime_lock();
+    int running = locked->stress.running;
+    if (running)
+      act_on_launches(locked, 0, &random);
+    preempt_runtime_unlock(locked);
+    if (!running)
+      break;
+    sleep_microseconds(50 + (long)(next_random(&random) % 450));
+    locked = preempt_runtime_lock();
+    act_on_launches(locked, 1, &random); /* always resume: the application may be waiting */
+    preempt_runtime_unlock(locked);
+  }
+  return runtime;
+}
+
+static void stop_at_exit(void) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  int was_running = runtime->stress.running;
+  preempt_runtime_unlock(runtime);
+  if (!was_running)
+    return;
+  preempt_stress_stop(runtime);
+  fprintf(stderr, "preempt: stress: %llu evictions (%llu spatial), %llu resumptions\n",
+          (unsigned long long)runtime->stress.evictions, (unsigned long long)runtime->stress.spatial_evictions,
+          (unsigned long long)runtime->stress.resumptions);
+}
+
+void preempt_stress_start_if_requested(preempt_runtime *runtime) {
+  if (!runtime->stress.enabled || runtime->stress.running)
+    return;
+  runtime->stress.running = 1;
+  if (pthread_create(&runtime->stress.thread, NULL, stress_loop, runtime) != 0) {
+    runtime->stress.running = 0;
+    runtime->stress.enabled = 0;
+    preempt_report("PREEMPT_STRESS=1: could not start the eviction thread");
+    return;
+  }
+  atexit(stop_at_exit);
+}
+
+/* Called without the lock held: the thread takes it. */
+void preempt_stress_stop(preempt_runtime *runtime) {
+  preempt_runtime *locked = preempt_runtime_lock();
+  int was_running = locked->stress.running;
+  locked->stress.running = 0;
+  preempt_runtime_unlock(locked);
+  (void)runtime;
+  if (was_running) {
+    pthread_join(locked->stress.thread, NULL);
+    /* Whatever the last round evicted is resumed, so nothing waits forever. */
+    uint64_t random = 1;
+    locked = preempt_runtime_lock();
+    act_on_launches(locked, 1, &random);
+    preempt_runtime_unlock(locked);
+  }
+}
