@@ -32,6 +32,14 @@ while read -r name converted refused; do
       echo "$name $build $round $status ${timing:-nan} ${tolerance:-0} $converted $refused $output $work/$name.$build.err" >> "$raw"
     done
   done
+  # Stress: the converted build again, evicted (temporal or a random half of
+  # the SMs) and resumed every 0.2-2 ms by the runtime itself (PREEMPT_STRESS).
+  output=$work/$name.stress.out
+  if [ "$name" = sample ]; then
+    if PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
+  elif PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
+  evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress.err" | grep -o '[0-9]*' || echo 0)
+  echo "$name stress 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress.err ${evictions:-0}" >> "$raw"
 done < "$bin/kernels.txt"
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu"
 status=$?

@@ -9,6 +9,9 @@ import struct
 import sys
 
 
+MIN_STRESS_EVICTIONS = 20
+
+
 def compare(original, converted, tolerance):
     """Bit-exact, or within a relative tolerance for programs that declare one (float atomics)."""
     with open(original, "rb") as a, open(converted, "rb") as b:
@@ -32,7 +35,9 @@ def main():
     raw_path, results_dir, gpu = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = {}
     for line in open(raw_path):
-        name, build, _round, status, timing, tolerance, converted, refused, output, errors = line.split()
+        fields = line.split()
+        name, build, _round, status, timing, tolerance, converted, refused, output, errors = fields[:10]
+        evictions = int(fields[10]) if len(fields) > 10 else 0
         entry = runs.setdefault(name, {"converted": int(converted), "refused": int(refused), "builds": {}})
         build_runs = entry["builds"].setdefault(build, {"times": [], "statuses": [], "outputs": [], "errors": []})
         build_runs["times"].append(float(timing))
@@ -40,6 +45,7 @@ def main():
         build_runs["tolerance"] = float(tolerance)
         build_runs["outputs"].append(output)
         build_runs["errors"].append(open(errors).read().strip()[-400:] if os.path.exists(errors) else "")
+        build_runs["evictions"] = evictions
     rows, failures = [], 0
     for name, entry in sorted(runs.items()):
         original, converted = entry["builds"]["original"], entry["builds"]["preempt"]
@@ -49,6 +55,19 @@ def main():
             ok, detail = compare(original["outputs"][-1], converted["outputs"][-1], original["tolerance"])
         else:
             detail = "; ".join(e for e in original["errors"] + converted["errors"] if e)[:400] or "a run failed"
+        # Under stress the converted build must still match, and must really
+        # have been evicted: at least 20 times.
+        stress = entry["builds"].get("stress")
+        stress_result, stress_evictions = "not run", 0
+        if stress:
+            stress_evictions = stress["evictions"]
+            if stress["statuses"][0] != "ok":
+                stress_result = "FAILED: " + stress["errors"][0][-200:]
+            else:
+                same, why = compare(original["outputs"][-1], stress["outputs"][0], original["tolerance"])
+                stress_result = "match" if same and stress_evictions >= MIN_STRESS_EVICTIONS else (
+                    f"MISMATCH ({why})" if not same else f"too few evictions ({stress_evictions})")
+            ok = ok and stress_result == "match"
         failures += not ok
         base = statistics.median(original["times"]) if ok else float("nan")
         conv = statistics.median(converted["times"]) if ok else float("nan")
@@ -58,6 +77,7 @@ def main():
             "original_ms_median": base, "original_ms_spread": [min(original["times"]), max(original["times"])],
             "preempt_ms_median": conv, "preempt_ms_spread": [min(converted["times"]), max(converted["times"])],
             "ratio": conv / base if ok and base > 0 else float("nan"),
+            "stress_result": stress_result, "stress_evictions": stress_evictions,
         })
     ratios = [r["ratio"] for r in rows if r["result"] == "match" and r["ratio"] == r["ratio"]]
     geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
@@ -69,13 +89,13 @@ def main():
     with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
         json.dump(summary, out, indent=2)
     lines = [f"# Correctness suite, {gpu}, {stamp}", "",
-             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio |",
-             "|---|---|---|---|---|---|"]
+             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio | under random evictions |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['kernels_converted']} / {r['kernels_refused']} | {r['result']} ({r['detail']}) | "
                      f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
                      f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
-                     f"{r['ratio']:.3f} |")
+                     f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions |")
     lines += ["", f"Geomean ratio (preempt / original): {geomean:.3f}; mismatches: {failures}"]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(results_dir, f"{stamp}-{slug}.md"), "w") as out:

@@ -17,6 +17,7 @@ inline constexpr llvm::StringLiteral KernelBegin = "__preempt_kernel_begin";
 inline constexpr llvm::StringLiteral KernelEnd = "__preempt_kernel_end";
 inline constexpr llvm::StringLiteral TaskBegin = "__preempt_task_begin";
 inline constexpr llvm::StringLiteral TaskPrefetch = "__preempt_task_prefetch";
+inline constexpr llvm::StringLiteral YieldCheck = "__preempt_yield_check";
 inline constexpr llvm::StringLiteral TaskEnd = "__preempt_task_end";
 inline constexpr llvm::StringLiteral TaskBlockIndex[3] = {"__preempt_task_block_x", "__preempt_task_block_y",
                                                           "__preempt_task_block_z"};

@@ -4,10 +4,12 @@
 // A converted kernel K(args...) becomes K(args..., control, task_count, grid_x, grid_y, grid_z,
 // generation, check_interval) (control_block.h):
 //   preempt.entry:      static allocas; task = __preempt_kernel_begin(control, <launch values>)
-//   preempt.task:       if (!__preempt_task_begin(task, slot)) goto preempt.exit
-//   preempt.task.start: block index loaded; next = __preempt_task_prefetch(control)
+//   preempt.task:       if (!__preempt_task_begin(control, task, slot)) goto preempt.exit
+//   preempt.task.start: block index loaded; yield_now = __preempt_yield_check(control);
+//                       next = __preempt_task_prefetch(control, yield_seen)
 //   <original body>     every `ret` jumps to preempt.task.end
-//   preempt.task.end:   [__preempt_task_end() when needed]; task = next; slot ^= 1; goto preempt.task
+//   preempt.task.end:   [__preempt_task_end() when needed]; task = next; yield_seen = yield_now;
+//                       slot ^= 1; goto preempt.task
 //   preempt.exit:       __preempt_kernel_end(control); ret
 // Every block-index and grid-size read, in K and in each function K calls,
 // reads the task context in shared memory instead (callees are cloned, so
@@ -246,16 +248,22 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, bool TaskEndBarri
   Task->addIncoming(FirstTask, Entry);
   PHINode *Slot = Builder.CreatePHI(Builder.getInt32Ty(), 2, "preempt.task.slot");
   Slot->addIncoming(Builder.getInt32(0), Entry);
-  Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Task, Slot});
+  PHINode *YieldSeen = Builder.CreatePHI(Builder.getInt32Ty(), 2, "preempt.yield.seen");
+  YieldSeen->addIncoming(Builder.getInt32(0), Entry);
+  Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control, Task, Slot});
   Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), TaskStart, Exit);
 
   // Every thread reads its block index right after the barrier, before thread
-  // 0 can rewrite it for the next task; then thread 0 prefetches that task.
+  // 0 can rewrite it for the next task; then thread 0 reads the yield mask
+  // (for the fetch after next) and issues the fetch of the next task, both
+  // left in flight while the task runs.
   Builder.SetInsertPoint(TaskStart);
   SmallVector<Value *, 3> BlockIndex;
   for (StringRef Name : helper::TaskBlockIndex)
     BlockIndex.push_back(Builder.CreateCall(helperFunction(M, Name), {Slot}));
-  Value *NextTask = Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control}, "preempt.next.task");
+  Value *YieldNow = Builder.CreateCall(helperFunction(M, helper::YieldCheck), {Control}, "preempt.yield.now");
+  Value *NextTask =
+      Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control, YieldSeen}, "preempt.next.task");
   Builder.CreateBr(Body);
 
   SmallVector<ReturnInst *, 4> Returns;
@@ -271,6 +279,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, bool TaskEndBarri
   if (TaskEndBarrier)
     Builder.CreateCall(helperFunction(M, helper::TaskEnd));
   Task->addIncoming(NextTask, TaskEnd);
+  YieldSeen->addIncoming(YieldNow, TaskEnd);
   Slot->addIncoming(Builder.CreateXor(Slot, Builder.getInt32(1), "preempt.next.slot"), TaskEnd);
   Builder.CreateBr(TaskHead);
 

@@ -53,27 +53,40 @@ PREEMPT_LOCAL unsigned int sm_id(void) {
 #endif
 }
 
-// Adds `amount` to the low half of a generation-tagged word (control_block.h)
-// and returns the low half before the add. A word still tagged with an older
-// launch's generation is replaced by this generation with `amount` already
-// added. Launches of one control block never overlap (the runtime waits for
-// the previous one), so any other tag is older.
-PREEMPT_LOCAL unsigned int tagged_add(unsigned long long *word, unsigned int generation, unsigned int amount) {
-  unsigned long long tag = (unsigned long long)generation << 32;
+#define TAG_MASK 0xffffffff00000000ull
+#define TAG(generation) ((unsigned long long)(generation) << 32)
+/* What a prefetch returns when the CTA must yield instead of taking a task. */
+#define YIELD_FETCH 0xffffffffffffffffull
+
+// The slow path of a fetch or count from a generation-tagged word
+// (control_block.h): the word still carries an older launch's generation.
+// Installs this generation with `amount` already added, unless a sibling CTA
+// got there first, in which case adds again. Returns the low half before this
+// CTA's amount. Launches of one control block never overlap (the runtime waits
+// for the previous one), so any other tag is older.
+PREEMPT_LOCAL unsigned int tagged_add_slow(unsigned long long *word, unsigned int generation, unsigned int amount) {
   for (;;) {
-    unsigned long long before = __scoped_atomic_fetch_add(word, (unsigned long long)amount, __ATOMIC_RELAXED,
-                                                          __MEMORY_SCOPE_DEVICE);
-    if ((before & 0xffffffff00000000ull) == tag)
-      return (unsigned int)before;
-    // Stale: our add went to the old launch's count. Install ours unless a
-    // sibling CTA got there first, in which case add again.
     unsigned long long seen = __scoped_atomic_load_n(word, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-    while ((seen & 0xffffffff00000000ull) != tag) {
-      if (__scoped_atomic_compare_exchange_n(word, &seen, tag | amount, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED,
-                                             __MEMORY_SCOPE_DEVICE))
-        return 0;
+    if ((seen & TAG_MASK) == TAG(generation)) {
+      unsigned long long before = __scoped_atomic_fetch_add(word, (unsigned long long)amount, __ATOMIC_RELAXED,
+                                                            __MEMORY_SCOPE_DEVICE);
+      if ((before & TAG_MASK) == TAG(generation))
+        return (unsigned int)before;
+      continue;
     }
+    if (__scoped_atomic_compare_exchange_n(word, &seen, TAG(generation) | amount, false, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE))
+      return 0;
   }
+}
+
+// Adds `amount` and returns the low half before it (see tagged_add_slow).
+PREEMPT_LOCAL unsigned int tagged_add(unsigned long long *word, unsigned int generation, unsigned int amount) {
+  unsigned long long before =
+      __scoped_atomic_fetch_add(word, (unsigned long long)amount, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  if ((before & TAG_MASK) == TAG(generation))
+    return (unsigned int)before;
+  return tagged_add_slow(word, generation, amount);
 }
 
 PREEMPT_LOCAL bool yield_requested(preempt_control_block *control) {
@@ -82,27 +95,24 @@ PREEMPT_LOCAL bool yield_requested(preempt_control_block *control) {
   return (word >> (sm % 32)) & 1u;
 }
 
-// Thread 0 only: the next task id, or PREEMPT_NO_TASK when the CTA's SM is
-// asked to yield. The mask is read every `check_interval` tasks (FLEP §4.1's
-// amortizing factor; EffiSha §6.3's adaptive checking picks it per kernel).
-PREEMPT_LOCAL unsigned int next_task(preempt_control_block *control) {
-  if (__preempt_task_ctx.tasks_until_check <= 1) {
-    __preempt_task_ctx.tasks_until_check = __preempt_task_ctx.check_interval;
-    if (yield_requested(control))
-      return PREEMPT_NO_TASK;
-  } else {
-    __preempt_task_ctx.tasks_until_check--;
-  }
-  return tagged_add(&control->task_word, __preempt_task_ctx.generation, 1);
+// Thread 0 only: issues the fetch of the next task id without waiting for it.
+// The raw word comes back to __preempt_task_begin, which needs the id anyway
+// and resolves a stale generation there; so the atomic's round trip overlaps
+// the current task.
+PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
+  if (yield_seen)
+    return YIELD_FETCH;
+  return __scoped_atomic_fetch_add(&control->task_word, 1ull, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
 }
 
 // Once per CTA, before the first task: publishes the launch's values, which
 // every gridDim read in the kernel and its callees reports (the first task's
-// barrier makes them visible), and takes the first task id. Returns that id in
-// thread 0; other threads get 0 and never use it.
-PREEMPT_DEVICE unsigned int __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
-                                                   unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-                                                   unsigned int generation, unsigned int check_interval) {
+// barrier makes them visible), and fetches the first task, unless the CTA's
+// SM is being evicted already. Returns the fetch in thread 0, 0 elsewhere.
+PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
+                                                         unsigned int grid_x, unsigned int grid_y,
+                                                         unsigned int grid_z, unsigned int generation,
+                                                         unsigned int check_interval) {
   if (!is_first_thread())
     return 0;
   __preempt_task_ctx.task_count = task_count;
@@ -111,20 +121,44 @@ PREEMPT_DEVICE unsigned int __preempt_kernel_begin(preempt_control_block *contro
   __preempt_task_ctx.grid_z = grid_z;
   __preempt_task_ctx.generation = generation;
   __preempt_task_ctx.check_interval = check_interval ? check_interval : 1;
-  __preempt_task_ctx.tasks_until_check = 0; // a CTA started during an eviction leaves at once
+  __preempt_task_ctx.tasks_until_check = __preempt_task_ctx.check_interval;
   __preempt_task_ctx.tasks_run = 0;
-  return next_task(control);
+  return issue_fetch(control, yield_requested(control));
 }
 
-// Thread 0 decomposes the task id it fetched over the original grid (x
+// Thread 0 only, as a task starts: whether the CTA's SM is asked to yield,
+// read every `check_interval` tasks (FLEP §4.1's amortizing factor;
+// EffiSha §6.3's adaptive checking picks it per kernel). The answer decides
+// the fetch at the next task's start, so the read overlaps this task too;
+// the CTA leaves at most two tasks after the request lands.
+PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control) {
+  if (!is_first_thread())
+    return 0;
+  if (--__preempt_task_ctx.tasks_until_check != 0)
+    return 0;
+  __preempt_task_ctx.tasks_until_check = __preempt_task_ctx.check_interval;
+  return yield_requested(control);
+}
+
+// Issues the fetch of the CTA's next task as the current one starts.
+PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block *control, unsigned int yield_seen) {
+  return is_first_thread() ? issue_fetch(control, yield_seen) : 0;
+}
+
+// Thread 0 resolves its fetch to a task id, decomposes it over the original grid (x
 // fastest, as lib/task_grid.c) into slot `slot` and the barrier broadcasts it.
 // Returns whether the CTA has a task to run. The loop alternates slots: a
 // sibling may still read the other one when tasks are separated by this
 // barrier alone, but never this one, which it read before reaching the
 // previous task's barrier.
-PREEMPT_DEVICE bool __preempt_task_begin(unsigned int task, unsigned int slot) {
+PREEMPT_DEVICE bool __preempt_task_begin(preempt_control_block *control, unsigned long long fetched,
+                                         unsigned int slot) {
   preempt_task_slot *published = &__preempt_task_ctx.slots[slot];
   if (is_first_thread()) {
+    unsigned int generation = __preempt_task_ctx.generation;
+    unsigned int task = fetched == YIELD_FETCH                       ? PREEMPT_NO_TASK
+                        : (fetched & TAG_MASK) == TAG(generation) ? (unsigned int)fetched
+                                                                  : tagged_add_slow(&control->task_word, generation, 1);
     unsigned int has_task = task < __preempt_task_ctx.task_count;
     if (has_task) {
       unsigned int plane = task / __preempt_task_ctx.grid_x;
@@ -138,12 +172,6 @@ PREEMPT_DEVICE bool __preempt_task_begin(unsigned int task, unsigned int slot) {
   }
   cta_barrier();
   return published->has_task != 0;
-}
-
-// Takes the id of the CTA's next task as soon as the current one starts, so
-// that the atomic's round trip overlaps the task instead of preceding the next.
-PREEMPT_DEVICE unsigned int __preempt_task_prefetch(preempt_control_block *control) {
-  return is_first_thread() ? next_task(control) : 0;
 }
 
 // Separates tasks when the body uses shared memory, barriers or reads the task

@@ -9,6 +9,21 @@
 #include "runtime.h"
 
 static preempt_runtime runtime_context = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* DESIGN.md's hardware-queue trap: an application stream held by the wait
+ * for done_generation blocks every stream mapped to the same hardware queue,
+ * the runtime's resume streams included. CUDA maps streams onto
+ * CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set); ask for the most, 32,
+ * before the application creates its CUDA context. Measured on the H100:
+ * with 1 connection a resume deadlocks, with 8 or 32 it did not (docs).
+ * Values the user set are kept. */
+__attribute__((constructor)) static void avoid_known_deadlocks(void) {
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  /* Lazy module loading blocks a launch of a not-yet-loaded kernel while a
+   * stream is held by a wait (seen on the H100 with driver 580): load every
+   * module at start instead. */
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
 static _Thread_local char last_error[512];
 
 /* Parses a whole decimal number in [minimum, maximum]; 0 on success. */
@@ -37,6 +52,8 @@ static void configure(preempt_runtime *runtime) {
   runtime->check_period_ns = 20000.0;
   if (parse_environment_number("PREEMPT_CHECK_PERIOD_US", 1, 1000000, &value) == 0)
     runtime->check_period_ns = value * 1000.0;
+  const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  runtime->single_hardware_queue = connections && strcmp(connections, "1") == 0;
   const char *stress = getenv("PREEMPT_STRESS");
   runtime->stress.enabled = stress && strcmp(stress, "1") == 0;
 }
@@ -93,8 +110,6 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
       return preempt_report_gpu(gpu, status, "allocating the control-block pool", NULL);
     status = gpu->stream_create(&state->control_stream, 1);
     if (status == 0)
-      status = gpu->stream_create(&state->resume_stream, 0);
-    if (status == 0)
       status = gpu->event_create(&state->resume_ready, 0);
     if (status != 0) {
       preempt_control_pool_destroy(&state->control_pool, gpu);
@@ -103,6 +118,32 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
     state->initialized = 1;
   }
   *out = state;
+  return 0;
+}
+
+int preempt_idle_resume_stream(preempt_runtime *runtime, preempt_device_state *device,
+                               struct preempt_resume_stream **out) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  for (uint32_t index = 0; index < device->resume_stream_count; index++)
+    if (gpu->event_query(device->resume_streams[index].idle_event) == 0) {
+      *out = &device->resume_streams[index];
+      return 0;
+    }
+  struct preempt_resume_stream *grown =
+      realloc(device->resume_streams, (device->resume_stream_count + 1) * sizeof *grown);
+  if (!grown) {
+    preempt_report("out of host memory for a resume stream");
+    return gpu->out_of_memory;
+  }
+  device->resume_streams = grown;
+  struct preempt_resume_stream *fresh = &grown[device->resume_stream_count];
+  int status = gpu->stream_create(&fresh->stream, 0);
+  if (status == 0 && (status = gpu->event_create(&fresh->idle_event, 0)) != 0)
+    gpu->stream_destroy(fresh->stream);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "creating a resume stream", NULL);
+  device->resume_stream_count++;
+  *out = fresh;
   return 0;
 }
 
@@ -137,7 +178,13 @@ preempt_status preempt_shutdown(void) {
     preempt_control_pool_destroy(&state->control_pool, runtime->gpu);
     runtime->gpu->event_destroy(state->resume_ready);
     runtime->gpu->stream_destroy(state->control_stream);
-    runtime->gpu->stream_destroy(state->resume_stream);
+    for (uint32_t index = 0; index < state->resume_stream_count; index++) {
+      runtime->gpu->event_destroy(state->resume_streams[index].idle_event);
+      runtime->gpu->stream_destroy(state->resume_streams[index].stream);
+    }
+    free(state->resume_streams);
+    state->resume_streams = NULL;
+    state->resume_stream_count = 0;
     state->initialized = 0;
   }
   while (runtime->kernels) {

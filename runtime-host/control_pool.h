@@ -31,7 +31,10 @@ typedef struct preempt_launch_record {
   void *wave_done_event; /* after the first wave, on the application's stream */
   void *done_event;      /* after the wait for done_generation: every task finished */
   void *resume_event;    /* after the last relaunch */
-  void *start_event;     /* timed, before the first wave, when sampling task length */
+  /* Before the first wave, on the application's stream: the work queued
+   * ahead of the launch is done. Relaunches wait for it (they run on another
+   * stream), and it times the first wave when the task length is sampled. */
+  void *ready_event;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

@@ -25,6 +25,12 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!record->in_flight || preempt_launch_finished(record, gpu))
     return PREEMPT_ERROR_FINISHED;
+  if (runtime->single_hardware_queue) {
+    /* Every stream shares one hardware queue: the relaunch would wait behind
+     * the application's stream, which waits for the relaunch (measured). */
+    preempt_report("eviction refused: CUDA_DEVICE_MAX_CONNECTIONS=1 would deadlock the resumption");
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
   preempt_sm_mask requested;
   if (sms)
     requested = *sms;
@@ -73,23 +79,33 @@ preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_st
   }
   memset(record->yield_mask, 0, sizeof record->yield_mask);
   /* The relaunch must not start before the mask is clear, or its CTAs would
-   * leave at once: order the resume stream after the control stream. */
-  int status = gpu->event_record(device->resume_ready, device->control_stream);
+   * leave at once, nor before the work the application queued ahead of the
+   * launch is done, or its tasks would read inputs not yet written: order the
+   * resume stream after the control stream and after the launch's start. */
+  struct preempt_resume_stream *resume;
+  int status = preempt_idle_resume_stream(runtime, device, &resume);
+  if (status != 0)
+    return PREEMPT_ERROR_GPU;
+  status = gpu->event_record(device->resume_ready, device->control_stream);
   if (status == 0)
-    status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
+    status = gpu->stream_wait_event(resume->stream, device->resume_ready);
+  if (status == 0)
+    status = gpu->stream_wait_event(resume->stream, record->ready_event);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "ordering the relaunch", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
   preempt_dim3 grid = {ctas, 1, 1};
   status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
-                       device->resume_stream);
+                       resume->stream);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
   record->resumed = 1;
-  status = gpu->event_record(record->resume_event, device->resume_stream);
+  status = gpu->event_record(record->resume_event, resume->stream);
+  if (status == 0)
+    status = gpu->event_record(resume->idle_event, resume->stream);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "recording the relaunch", record->desc->name);
     return PREEMPT_ERROR_GPU;

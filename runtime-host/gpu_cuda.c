@@ -141,13 +141,11 @@ static int cuda_stream_wait_u32(void *stream, void *device_word, uint32_t value)
   int status = load_driver();
   if (status != cudaSuccess)
     return status;
-  /* FLUSH: the kernel's results written before done_generation must be
-   * visible to the work this wait releases. */
+  /* No FLUSH flag: it concerns writes from remote (peer) devices and the
+   * H100 refuses it (CAN_FLUSH_REMOTE_WRITES = 0). The kernel fences its
+   * results before it publishes done_generation (runtime-dev/task_loop.cu). */
   CUresult result = driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
-                                               CU_STREAM_WAIT_VALUE_EQ | CU_STREAM_WAIT_VALUE_FLUSH);
-  if (result == CUDA_ERROR_INVALID_VALUE) /* FLUSH unsupported on this device */
-    result = driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
-                                        CU_STREAM_WAIT_VALUE_EQ);
+                                               CU_STREAM_WAIT_VALUE_EQ);
   return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
 }
 

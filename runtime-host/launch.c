@@ -90,7 +90,7 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
       on_device->sampling = 0; /* reused or evicted: the timing says nothing about tasks */
     } else if (gpu->event_query(sample->wave_done_event) == 0) {
       float milliseconds = 0;
-      if (gpu->event_elapsed_ms(sample->start_event, sample->wave_done_event, &milliseconds) == 0 &&
+      if (gpu->event_elapsed_ms(sample->ready_event, sample->wave_done_event, &milliseconds) == 0 &&
           sample->task_count > 0)
         on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
       on_device->sampling = 0;
@@ -167,8 +167,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->resumed = 0;
 
   int sample = !on_device->sampling && on_device->task_nanoseconds <= 0;
-  if (sample && (status = gpu->event_record(record->start_event, stream)) != 0)
-    return preempt_report_gpu(gpu, status, "timing the launch", desc->name);
+  if ((status = gpu->event_record(record->ready_event, stream)) != 0)
+    return preempt_report_gpu(gpu, status, "recording the launch's start", desc->name);
   preempt_dim3 persistent_grid = {ctas, 1, 1};
   status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes, stream);
   if (status != 0)

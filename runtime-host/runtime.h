@@ -43,8 +43,15 @@ typedef struct preempt_device_state {
   uint32_t sm_count;
   preempt_control_pool control_pool;
   void *control_stream; /* urgent: carries yield-mask writes while kernels run */
-  void *resume_stream;  /* relaunched CTAs */
   void *resume_ready;   /* event: the resume's mask clearing has landed */
+  /* Relaunches, one stream each while they wait or run: a relaunch waits for
+   * its launch's start, which may wait for another launch's relaunch, so two
+   * relaunches must never queue in one stream. */
+  struct preempt_resume_stream {
+    void *stream;
+    void *idle_event; /* recorded after the stream's last relaunch */
+  } *resume_streams;
+  uint32_t resume_stream_count;
 } preempt_device_state;
 
 typedef struct preempt_stress {
@@ -61,6 +68,7 @@ typedef struct preempt_runtime {
   int configured;                /* environment read */
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
+  int single_hardware_queue;     /* CUDA_DEVICE_MAX_CONNECTIONS=1: resumes would deadlock */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
@@ -78,6 +86,10 @@ void preempt_report(const char *format, ...) __attribute__((format(printf, 1, 2)
 
 /* Sets up the device's control blocks and streams on first use. */
 int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out);
+
+/* A resume stream with nothing queued, created when none is idle. */
+int preempt_idle_resume_stream(preempt_runtime *runtime, preempt_device_state *device,
+                               struct preempt_resume_stream **out);
 
 /* Launch ids: device, control-block slot and generation. */
 preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t generation);

@@ -189,6 +189,19 @@ int main(void) {
   }
   unsetenv("PREEMPT_CHECK_INTERVAL");
 
+  /* One hardware queue for every stream: a resume would deadlock, so eviction is refused. */
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    fake_gpu.events_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
+    CHECK_EQ_U64(preempt_evict(preempt_last_launch(), NULL), PREEMPT_ERROR_UNSUPPORTED);
+    CHECK(strstr(preempt_last_error(), "CUDA_DEVICE_MAX_CONNECTIONS") != NULL);
+  }
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+
   /* A kernel the plugin refused: launched exactly as written, not evictable. */
   reset_fake(0);
   {

@@ -10,16 +10,17 @@
 
 // IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 3
 // IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
-// The first task id is fetched before the loop, each next one as its predecessor starts,
-// after a look at the yield mask word of the CTA's SM; ids are tagged with the launch's
-// generation (64-bit word).
+// The first task id is fetched before the loop, each next one as its predecessor starts;
+// ids are tagged with the launch's generation (64-bit word). Each task start also reads
+// the yield-mask word of the CTA's SM, which decides the fetch at the next start.
 // IR: preempt.entry:
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
 // IR: load atomic i32, ptr {{.*}} monotonic
 // IR: atomicrmw add ptr %preempt.control, i64 1 monotonic
 // IR: preempt.task:
-// IR-NEXT: %preempt.task.id = phi i32
+// IR-NEXT: %preempt.task.id = phi i64
 // IR-NEXT: %preempt.task.slot = phi i32 [ 0, %{{.*}} ], [ %preempt.next.slot, %preempt.task.end ]
+// IR-NEXT: %preempt.yield.seen = phi i32 [ 0, %{{.*}} ], [ %{{.*}}, %preempt.task.end ]
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // IR: preempt.task.start:
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
