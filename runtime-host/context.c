@@ -8,7 +8,8 @@
 
 #include "runtime.h"
 
-static preempt_runtime runtime_context = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static preempt_runtime runtime_context = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                          .relauncher = {.wake = PTHREAD_COND_INITIALIZER}};
 
 /* DESIGN.md's hardware-queue trap: an application stream held by the wait
  * for done_generation blocks every stream mapped to the same hardware queue,
@@ -55,7 +56,8 @@ static void configure(preempt_runtime *runtime) {
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->single_hardware_queue = connections && strcmp(connections, "1") == 0;
   const char *stress = getenv("PREEMPT_STRESS");
-  runtime->stress.enabled = stress && strcmp(stress, "1") == 0;
+  runtime->stress.enabled = stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0);
+  runtime->stress.verbose = stress && strcmp(stress, "2") == 0;
 }
 
 preempt_runtime *preempt_runtime_lock(void) {
@@ -110,6 +112,8 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
       return preempt_report_gpu(gpu, status, "allocating the control-block pool", NULL);
     status = gpu->stream_create(&state->control_stream, 1);
     if (status == 0)
+      status = gpu->stream_create(&state->resume_stream, 0);
+    if (status == 0)
       status = gpu->event_create(&state->resume_ready, 0);
     if (status != 0) {
       preempt_control_pool_destroy(&state->control_pool, gpu);
@@ -118,32 +122,6 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
     state->initialized = 1;
   }
   *out = state;
-  return 0;
-}
-
-int preempt_idle_resume_stream(preempt_runtime *runtime, preempt_device_state *device,
-                               struct preempt_resume_stream **out) {
-  const preempt_gpu_ops *gpu = runtime->gpu;
-  for (uint32_t index = 0; index < device->resume_stream_count; index++)
-    if (gpu->event_query(device->resume_streams[index].idle_event) == 0) {
-      *out = &device->resume_streams[index];
-      return 0;
-    }
-  struct preempt_resume_stream *grown =
-      realloc(device->resume_streams, (device->resume_stream_count + 1) * sizeof *grown);
-  if (!grown) {
-    preempt_report("out of host memory for a resume stream");
-    return gpu->out_of_memory;
-  }
-  device->resume_streams = grown;
-  struct preempt_resume_stream *fresh = &grown[device->resume_stream_count];
-  int status = gpu->stream_create(&fresh->stream, 0);
-  if (status == 0 && (status = gpu->event_create(&fresh->idle_event, 0)) != 0)
-    gpu->stream_destroy(fresh->stream);
-  if (status != 0)
-    return preempt_report_gpu(gpu, status, "creating a resume stream", NULL);
-  device->resume_stream_count++;
-  *out = fresh;
   return 0;
 }
 
@@ -171,6 +149,14 @@ preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_l
 preempt_status preempt_shutdown(void) {
   preempt_stress_stop(&runtime_context);
   preempt_runtime *runtime = preempt_runtime_lock();
+  if (runtime->relauncher.running) {
+    runtime->relauncher.stopping = 1;
+    pthread_cond_signal(&runtime->relauncher.wake);
+    preempt_runtime_unlock(runtime);
+    pthread_join(runtime->relauncher.thread, NULL);
+    runtime = preempt_runtime_lock();
+    runtime->relauncher.running = runtime->relauncher.stopping = 0;
+  }
   for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
     preempt_device_state *state = &runtime->devices[device];
     if (!state->initialized)
@@ -178,13 +164,7 @@ preempt_status preempt_shutdown(void) {
     preempt_control_pool_destroy(&state->control_pool, runtime->gpu);
     runtime->gpu->event_destroy(state->resume_ready);
     runtime->gpu->stream_destroy(state->control_stream);
-    for (uint32_t index = 0; index < state->resume_stream_count; index++) {
-      runtime->gpu->event_destroy(state->resume_streams[index].idle_event);
-      runtime->gpu->stream_destroy(state->resume_streams[index].stream);
-    }
-    free(state->resume_streams);
-    state->resume_streams = NULL;
-    state->resume_stream_count = 0;
+    runtime->gpu->stream_destroy(state->resume_stream);
     state->initialized = 0;
   }
   while (runtime->kernels) {

@@ -57,7 +57,7 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
 }
 
 int preempt_launch_finished(const preempt_launch_record *record, const preempt_gpu_ops *gpu) {
-  if (gpu->event_query(record->done_event) != 0)
+  if (record->relaunch_pending || gpu->event_query(record->done_event) != 0)
     return 0;
   return !record->resumed || gpu->event_query(record->resume_event) == 0;
 }
@@ -73,6 +73,8 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
   for (uint32_t offset = 0; offset < pool->capacity; offset++) {
     uint32_t candidate = (pool->next_slot + offset) % pool->capacity;
     preempt_launch_record *record = &pool->records[candidate];
+    if (record->launching)
+      continue;
     if (record->in_flight && !preempt_launch_suspended(record) && preempt_launch_finished(record, gpu))
       record->in_flight = 0;
     if (!record->in_flight) {
@@ -85,7 +87,7 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
   for (uint32_t offset = 0; offset < pool->capacity; offset++) {
     uint32_t candidate = (pool->next_slot + offset) % pool->capacity;
     preempt_launch_record *record = &pool->records[candidate];
-    if (preempt_launch_suspended(record))
+    if (record->launching || record->relaunch_pending || preempt_launch_suspended(record))
       continue;
     int status = gpu->event_synchronize(record->done_event);
     if (status == 0 && record->resumed)

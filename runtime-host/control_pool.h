@@ -13,6 +13,8 @@
 typedef struct preempt_launch_record {
   uint32_t generation;   /* of the launch now using the block; 0 before first use */
   int in_flight;         /* launched and not yet seen finished */
+  int launching;         /* being enqueued, with the context unlocked */
+  int unordered;         /* the stream wait failed: evicting would break stream order */
   const preempt_kernel_desc *desc;
   void *stream;          /* the application's */
   preempt_dim3 block;
@@ -28,6 +30,11 @@ typedef struct preempt_launch_record {
   uint32_t task_count, grid[3], check_interval;
   uint32_t yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* as last written */
   int resumed;           /* CTAs were relaunched on the resume stream */
+  /* Resumed, relaunch not enqueued yet: it waits until the launch has
+   * started, so that the resume stream never holds a relaunch that cannot
+   * run (one waiting on another launch's relaunch would deadlock). */
+  int relaunch_pending;
+  uint32_t relaunch_ctas;
   void *wave_done_event; /* after the first wave, on the application's stream */
   void *done_event;      /* after the wait for done_generation: every task finished */
   void *resume_event;    /* after the last relaunch */

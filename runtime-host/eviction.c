@@ -1,6 +1,7 @@
 /* eviction.c: temporal and spatial eviction of running launches, resumption, and launch states.
  * FLEP §4.1 Fig. 4 (yield flag; per-SM yield through %smid), EffiSha §6.1 (kernel states). */
 #include <string.h>
+#include <time.h>
 
 #include "runtime.h"
 
@@ -25,6 +26,11 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!record->in_flight || preempt_launch_finished(record, gpu))
     return PREEMPT_ERROR_FINISHED;
+  if (record->unordered) {
+    preempt_report("eviction refused for kernel '%s': its stream could not be ordered after it",
+                   record->desc->name);
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
   if (runtime->single_hardware_queue) {
     /* Every stream shares one hardware queue: the relaunch would wait behind
      * the application's stream, which waits for the relaunch (measured). */
@@ -50,6 +56,74 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
     record->yield_mask[word] = wanted;
   }
   return PREEMPT_OK;
+}
+
+/* Enqueues one relaunch: after the mask clearing (control stream) and on the
+ * resume stream, which it never blocks since its launch has started. */
+static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
+  int status = gpu->event_record(device->resume_ready, device->control_stream);
+  if (status == 0)
+    status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
+  preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
+  if (status == 0)
+    status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
+                         device->resume_stream);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
+  record->resumed = 1;
+  record->relaunch_pending = 0;
+  status = gpu->event_record(record->resume_event, device->resume_stream);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "recording the relaunch", record->desc->name);
+  return 0;
+}
+
+uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime) {
+  uint32_t waiting = 0;
+  for (int device_index = 0; device_index < PREEMPT_MAX_DEVICES; device_index++) {
+    preempt_device_state *device = &runtime->devices[device_index];
+    if (!device->initialized)
+      continue;
+    for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
+      preempt_launch_record *record = &device->control_pool.records[slot];
+      if (!record->relaunch_pending)
+        continue;
+      /* The launch's start event: the work queued ahead of it is done. */
+      if (runtime->gpu->event_query(record->ready_event) != 0 || enqueue_relaunch(runtime->gpu, device, record) != 0)
+        waiting++;
+    }
+  }
+  return waiting;
+}
+
+static void *relauncher_loop(void *argument) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  (void)argument;
+  while (!runtime->relauncher.stopping) {
+    if (preempt_enqueue_ready_relaunches(runtime) == 0) {
+      pthread_cond_wait(&runtime->relauncher.wake, &runtime->lock);
+      continue;
+    }
+    preempt_runtime_unlock(runtime);
+    struct timespec pause = {0, 20000};
+    nanosleep(&pause, NULL);
+    runtime = preempt_runtime_lock();
+  }
+  preempt_runtime_unlock(runtime);
+  return NULL;
+}
+
+/* Context locked. */
+static int wake_relauncher(preempt_runtime *runtime) {
+  if (!runtime->relauncher.running) {
+    if (pthread_create(&runtime->relauncher.thread, NULL, relauncher_loop, NULL) != 0) {
+      preempt_report("could not start the relaunch thread");
+      return -1;
+    }
+    runtime->relauncher.running = 1;
+  }
+  pthread_cond_signal(&runtime->relauncher.wake);
+  return 0;
 }
 
 preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_state *device,
@@ -78,38 +152,13 @@ preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_st
     }
   }
   memset(record->yield_mask, 0, sizeof record->yield_mask);
-  /* The relaunch must not start before the mask is clear, or its CTAs would
-   * leave at once, nor before the work the application queued ahead of the
-   * launch is done, or its tasks would read inputs not yet written: order the
-   * resume stream after the control stream and after the launch's start. */
-  struct preempt_resume_stream *resume;
-  int status = preempt_idle_resume_stream(runtime, device, &resume);
-  if (status != 0)
+  if (!record->relaunch_pending || ctas > record->relaunch_ctas)
+    record->relaunch_ctas = ctas;
+  record->relaunch_pending = 1;
+  /* Enqueued now if the launch has started, else by the relaunch thread
+   * when it does: the application may be blocked in a synchronize. */
+  if (preempt_enqueue_ready_relaunches(runtime) > 0 && wake_relauncher(runtime) != 0)
     return PREEMPT_ERROR_GPU;
-  status = gpu->event_record(device->resume_ready, device->control_stream);
-  if (status == 0)
-    status = gpu->stream_wait_event(resume->stream, device->resume_ready);
-  if (status == 0)
-    status = gpu->stream_wait_event(resume->stream, record->ready_event);
-  if (status != 0) {
-    preempt_report_gpu(gpu, status, "ordering the relaunch", record->desc->name);
-    return PREEMPT_ERROR_GPU;
-  }
-  preempt_dim3 grid = {ctas, 1, 1};
-  status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
-                       resume->stream);
-  if (status != 0) {
-    preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
-    return PREEMPT_ERROR_GPU;
-  }
-  record->resumed = 1;
-  status = gpu->event_record(record->resume_event, resume->stream);
-  if (status == 0)
-    status = gpu->event_record(resume->idle_event, resume->stream);
-  if (status != 0) {
-    preempt_report_gpu(gpu, status, "recording the relaunch", record->desc->name);
-    return PREEMPT_ERROR_GPU;
-  }
   return PREEMPT_OK;
 }
 

@@ -167,31 +167,47 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->resumed = 0;
 
   int sample = !on_device->sampling && on_device->task_nanoseconds <= 0;
-  if ((status = gpu->event_record(record->ready_event, stream)) != 0)
-    return preempt_report_gpu(gpu, status, "recording the launch's start", desc->name);
-  preempt_dim3 persistent_grid = {ctas, 1, 1};
-  status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes, stream);
-  if (status != 0)
-    return preempt_report_gpu(gpu, status, "launching the persistent grid", desc->name);
-  /* From here the launch runs: failures below are reported, and the launch
-   * is kept in flight so that its control block is not reused under it. */
-  record->in_flight = 1;
-  status = gpu->event_record(record->wave_done_event, stream);
-  if (status != 0)
-    return preempt_report_gpu(gpu, status, "recording the launch's first wave", desc->name);
-  /* Stream order: the application's later work waits until every task is
-   * done, however often the launch is evicted and resumed (DESIGN.md). */
-  status = gpu->stream_wait_u32(stream, &((preempt_control_block *)record->control)->done_generation,
-                                record->generation);
-  if (status != 0)
-    return preempt_report_gpu(gpu, status, "ordering the stream after the launch", desc->name);
-  status = gpu->event_record(record->done_event, stream);
-  if (status != 0)
-    return preempt_report_gpu(gpu, status, "recording the launch's completion", desc->name);
   if (sample) {
     on_device->sampling = 1;
     on_device->sample_slot = slot;
     on_device->sample_generation = record->generation;
+  }
+  /* Enqueue with the context unlocked: a launch call can block while the
+   * GPU's queue is full, and the queue may drain only once another thread
+   * (the stress thread, or the application's) resumes an evicted launch. */
+  record->launching = 1;
+  preempt_runtime_unlock(runtime);
+  const char *failed = NULL;
+  preempt_dim3 persistent_grid = {ctas, 1, 1};
+  int launched = 0;
+  if ((status = gpu->event_record(record->ready_event, stream)) != 0) {
+    failed = "recording the launch's start";
+  } else if ((status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
+                                   stream)) != 0) {
+    failed = "launching the persistent grid";
+  } else if ((launched = 1, status = gpu->event_record(record->wave_done_event, stream)) != 0) {
+    failed = "recording the launch's first wave";
+  } else if ((status = gpu->stream_wait_u32(stream, &((preempt_control_block *)record->control)->done_generation,
+                                            record->generation)) != 0) {
+    /* Stream order: the application's later work waits until every task is
+     * done, however often the launch is evicted and resumed (DESIGN.md). */
+    failed = "ordering the stream after the launch";
+  } else if ((status = gpu->event_record(record->done_event, stream)) != 0) {
+    failed = "recording the launch's completion";
+  }
+  preempt_runtime *relocked = preempt_runtime_lock();
+  (void)relocked;
+  record->launching = 0;
+  /* Once the grid is launched it runs: keep it in flight so that its
+   * control block is not reused under it, even if a later step failed. */
+  record->in_flight = launched;
+  record->unordered = failed && launched;
+  if (record->unordered)
+    gpu->event_record(record->done_event, stream); /* best effort: "done" = the first wave ended */
+  if (failed) {
+    if (sample && !launched)
+      on_device->sampling = 0;
+    return preempt_report_gpu(gpu, status, failed, desc->name);
   }
   on_device->last_persistent_ctas = ctas;
   on_device->last_check_interval = interval;

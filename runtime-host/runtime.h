@@ -43,19 +43,13 @@ typedef struct preempt_device_state {
   uint32_t sm_count;
   preempt_control_pool control_pool;
   void *control_stream; /* urgent: carries yield-mask writes while kernels run */
-  void *resume_ready;   /* event: the resume's mask clearing has landed */
-  /* Relaunches, one stream each while they wait or run: a relaunch waits for
-   * its launch's start, which may wait for another launch's relaunch, so two
-   * relaunches must never queue in one stream. */
-  struct preempt_resume_stream {
-    void *stream;
-    void *idle_event; /* recorded after the stream's last relaunch */
-  } *resume_streams;
-  uint32_t resume_stream_count;
+  void *resume_stream;  /* relaunched CTAs; holds only relaunches that can start */
+  void *resume_ready;   /* event: the mask clearing before a relaunch has landed */
 } preempt_device_state;
 
 typedef struct preempt_stress {
   int enabled;
+  int verbose; /* PREEMPT_STRESS=2: log every action */
   int running;
   pthread_t thread;
   uint64_t evictions, spatial_evictions, resumptions;
@@ -72,6 +66,12 @@ typedef struct preempt_runtime {
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
+  /* Enqueues relaunches as their launches start (eviction.c). */
+  struct {
+    int running, stopping;
+    pthread_t thread;
+    pthread_cond_t wake;
+  } relauncher;
 } preempt_runtime;
 
 /* Locks the context and returns it. */
@@ -87,9 +87,9 @@ void preempt_report(const char *format, ...) __attribute__((format(printf, 1, 2)
 /* Sets up the device's control blocks and streams on first use. */
 int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out);
 
-/* A resume stream with nothing queued, created when none is idle. */
-int preempt_idle_resume_stream(preempt_runtime *runtime, preempt_device_state *device,
-                               struct preempt_resume_stream **out);
+/* Enqueues the relaunches whose launch has started; returns how many still
+ * wait. Context locked. */
+uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime);
 
 /* Launch ids: device, control-block slot and generation. */
 preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t generation);

@@ -32,6 +32,8 @@ static void act_on_launches(preempt_runtime *runtime, int resume, uint64_t *rand
       if (resume) {
         if (preempt_launch_suspended(record) && preempt_resume_record(runtime, device, record) == PREEMPT_OK)
           runtime->stress.resumptions++;
+        if (runtime->stress.verbose)
+          fprintf(stderr, "preempt: stress: resumed slot %u generation %u\n", slot, record->generation);
         continue;
       }
       int spatial = next_random(random) & 1;
@@ -42,6 +44,9 @@ static void act_on_launches(preempt_runtime *runtime, int resume, uint64_t *rand
       if (preempt_evict_record(runtime, device, record, spatial ? &mask : NULL) == PREEMPT_OK) {
         runtime->stress.evictions++;
         runtime->stress.spatial_evictions += spatial;
+        if (runtime->stress.verbose)
+          fprintf(stderr, "preempt: stress: evicted slot %u generation %u (%s)\n", slot, record->generation,
+                  spatial ? "spatial" : "temporal");
       }
     }
   }

@@ -2,6 +2,7 @@
  * FLEP §4.1: converted kernels run as persistent grids with their own control block; others run as written. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "fake_gpu.h"
@@ -13,6 +14,13 @@ static preempt_kernel_desc make_desc(const void *stub, const char *name, uint32_
   preempt_kernel_desc desc = {.desc_version = 1, .gpu_api = 1, .param_count = params,
                               .kernel_abi = PREEMPT_KERNEL_ABI_VERSION, .host_stub = stub, .name = name};
   return desc;
+}
+
+/* The relaunch thread works under the runtime's lock: taking it (any API
+ * call) waits for a relaunch in progress to finish. */
+static void wait_for_relauncher(void) {
+  preempt_launch_state state;
+  preempt_query(0, &state);
 }
 
 static void reset_fake(uint32_t marker_abi) {
@@ -69,31 +77,45 @@ int main(void) {
     CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
     CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTING); /* its CTAs have not left yet */
 
-    /* Resume: mask cleared, a full persistent grid relaunched with the same
-     * values and generation on another stream; a changed argument after the
-     * launch call does not leak in. */
+    /* Resume before the launch has started (its start event pending): the
+     * mask is cleared at once, the relaunch waits for the start, and the
+     * relaunch thread enqueues it when the start event fires. A changed
+     * argument after the launch call does not leak in. */
     first = 99;
     int launches_before = fake_gpu.launches;
     CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
     for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
       CHECK_EQ_U64(control->yield_mask[word], 0);
-    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+    CHECK_EQ_U64(fake_gpu.launches, launches_before);
+    CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+    CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING);
+    fake_gpu.events_pending = 0;
+    for (int wait = 0; wait < 1000 && fake_gpu.launches == launches_before; wait++)
+      usleep(1000);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1); /* a full persistent grid, same values and generation */
     CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
     CHECK(fake_gpu.last.stream != app_stream);
     CHECK_EQ_U64(fake_gpu.last.first_param, 1234);
     CHECK_EQ_U64(fake_gpu.last.generation, (uint32_t)launch);
     CHECK(fake_gpu.last.control == control);
-    CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
-    CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING);
 
-    /* Spatial eviction of SMs 3 and 40: only those bits; the resume refills
-     * two SMs at the kernel's occupancy. */
+    /* Spatial eviction of SMs 3 and 40 of a started launch: only those bits;
+     * the resume relaunches at once, refilling two SMs at the kernel's occupancy. */
+    fake_gpu.events_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
+                                       app_stream), 0);
+    launch = preempt_last_launch();
+    control = fake_gpu.last.control;
     preempt_sm_mask two = {{0}};
     two.words[0] = 1u << 3;
     two.words[1] = 1u << 8;
     CHECK_EQ_U64(preempt_evict(launch, &two), PREEMPT_OK);
     CHECK(control->yield_mask[0] == (1u << 3) && control->yield_mask[1] == (1u << 8) && control->yield_mask[2] == 0);
+    fake_gpu.events_pending = 0; /* started (and, to the fake, finished) */
+    launches_before = fake_gpu.launches;
     CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
     CHECK_EQ_U64(fake_gpu.last.grid.x, 2 * 8);
 
     /* Once every event has fired, the launch is finished: nothing to evict. */
@@ -102,9 +124,9 @@ int main(void) {
     CHECK_EQ_U64(state, PREEMPT_LAUNCH_DONE);
     CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_ERROR_FINISHED);
 
-    /* The evicted launch's timing was discarded; the next one is sampled:
-     * 0.01 ms for 24576 tasks on 1056 CTAs is 0.43 us a task, so the launch
-     * after it checks every 20 us / 0.43 us = 46 tasks. */
+    /* Both launches were resumed: their timings say nothing about tasks. The
+     * next one is sampled: 0.01 ms for 24576 tasks on 1056 CTAs is 0.43 us a
+     * task, so the launch after it checks every 20 us / 0.43 us = 46 tasks. */
     fake_gpu.elapsed_ms = 0.01f;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
                                        app_stream), 0);
@@ -123,7 +145,7 @@ int main(void) {
     CHECK_EQ_U64(fake_gpu.occupancy_queries, 1);
     CHECK_EQ_U64(fake_gpu.marker_lookups, 1);
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
-    CHECK(info.converted == 1 && info.launches == 4 && info.last_persistent_ctas == 10 && info.sm_count == 132);
+    CHECK(info.converted == 1 && info.launches == 5 && info.last_persistent_ctas == 10 && info.sm_count == 132);
     CHECK_EQ_U64(preempt_set_check_interval(&stub_b, 7), PREEMPT_ERROR_INVALID_ARGUMENT); /* never launched */
 
     /* Per stream: every unfinished launch on it. */
@@ -131,9 +153,9 @@ int main(void) {
     int writes_before = fake_gpu.mask_writes;
     CHECK_EQ_U64(preempt_evict_stream(app_stream, NULL), PREEMPT_OK);
     CHECK(fake_gpu.mask_writes > writes_before);
-    launches_before = fake_gpu.launches;
+    writes_before = fake_gpu.mask_writes;
     CHECK_EQ_U64(preempt_resume_stream(app_stream), PREEMPT_OK);
-    CHECK(fake_gpu.launches > launches_before);
+    CHECK(fake_gpu.mask_writes > writes_before); /* masks cleared; relaunches wait for the starts */
 
     /* An evicted launch that is never resumed keeps its control block: the
      * pool skips it instead of waiting forever. */
@@ -146,6 +168,7 @@ int main(void) {
     CHECK(fake_gpu.event_waits >= 1100 - 1024);
     CHECK_EQ_U64(preempt_resume(held), PREEMPT_OK);
     fake_gpu.events_pending = 0;
+    wait_for_relauncher();
 
     /* An empty grid goes to the API unchanged, so that it reports its own error. */
     launches_before = fake_gpu.launches;
