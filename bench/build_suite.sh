@@ -29,6 +29,10 @@ done
 status=0
 for job in "${jobs[@]}"; do wait "$job" || status=1; done
 [ $status -eq 0 ] || { echo "build_suite.sh: a program failed to build" >&2; exit 1; }
+# The preemption benchmark: baselines without the plugin, evictions with it.
+clang++-22 "${flags[@]}" "$root/bench/preemption/preempt_bench.cu" -o "$out/original/preempt_bench" "${libs[@]}"
+clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
+  "$root/bench/preemption/preempt_bench.cu" -o "$out/preempt/preempt_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   name=$(basename "$source" .cu)
   converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)

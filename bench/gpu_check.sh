@@ -41,7 +41,15 @@ while read -r name converted refused; do
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress.err ${evictions:-0}" >> "$raw"
 done < "$bin/kernels.txt"
-python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu"
+# Preemption benchmark: baselines (no plugin) and evictions (plugin + API).
+for build in original preempt; do
+  if ! timeout -s KILL 300 "$bin/$build/preempt_bench" > "$work/bench_$build.json" 2> "$work/bench_$build.err"; then
+    echo "gpu_check.sh: preempt_bench ($build) failed:" >&2
+    cat "$work/bench_$build.err" >&2
+    echo '{"failed": true}' > "$work/bench_$build.json"
+  fi
+done
+python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json"
 status=$?
 rm -rf "$work"
 exit $status

@@ -31,6 +31,43 @@ def compare(original, converted, tolerance):
     return worst <= tolerance, f"max relative difference {worst:.3g} (tolerance {tolerance:g})"
 
 
+def preemption_table(bench):
+    """The preemption benchmark's scenarios, host-observed, in microseconds."""
+    if not bench:
+        return []
+    original, converted = bench.get("original", {}), bench.get("preempt", {})
+    lines = ["", "## Preemption (bench/preemption/preempt_bench.cu)", ""]
+    if original.get("failed") or converted.get("failed"):
+        return lines + ["preempt_bench failed: see the log."]
+    lines += [f"Long kernel: {original.get('long_kernel_us', 0) / 1000:.1f} ms original, "
+              f"{converted.get('long_kernel_us', 0) / 1000:.1f} ms converted; task length "
+              f"{converted.get('task_us', 0):.1f} us (converted), {converted.get('ctas_per_sm')} CTAs/SM x "
+              f"{converted.get('sms')} SMs.", "",
+              "| short kernel's turnaround | original build: median (p99) us | x alone | converted build: median (p99) us | x alone |",
+              "|---|---|---|---|---|"]
+    def cell(result, key, alone_key="short_alone"):
+        value, alone = result.get(key), result.get(alone_key)
+        if not value:
+            return "n/a | n/a"
+        return f"{value['median_us']:.0f} ({value['p99_us']:.0f}) | {value['median_us'] / alone['median_us']:.1f}"
+    for label, key in (("alone", "short_alone"), ("(a) same-priority streams", "short_same_priority"),
+                       ("(b) CUDA stream priorities", "short_stream_priority"),
+                       ("(c) temporal eviction", "short_temporal_eviction"),
+                       ("(d) spatial eviction, just enough SMs", "short_spatial_eviction")):
+        lines.append(f"| {label} | {cell(original, key)} | {cell(converted, key)} |")
+    temporal, spatial = converted.get("pair_temporal"), converted.get("pair_spatial")
+    if temporal and spatial:
+        lines += ["", f"Pair total (long + short), converted: temporal {temporal['median_us']:.0f} us, spatial "
+                      f"{spatial['median_us']:.0f} us (spatial / temporal = {spatial['median_us'] / temporal['median_us']:.3f}); "
+                      f"same-priority co-run {converted['pair_same_priority']['median_us']:.0f} us."]
+    latency = converted.get("eviction_latency")
+    if latency:
+        lines += ["", f"Eviction latency (request to every CTA gone, host-observed), {latency['n']} evictions: median "
+                      f"{latency['median_us']:.0f} us, p99 {latency['p99_us']:.0f} us, max {latency['max_us']:.0f} us, "
+                      f"task length {converted.get('task_us', 0):.0f} us."]
+    return lines
+
+
 def main():
     raw_path, results_dir, gpu = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = {}
@@ -84,7 +121,16 @@ def main():
     stamp = datetime.date.today().isoformat()
     slug = gpu.replace(" ", "-").replace("/", "-")
     os.makedirs(results_dir, exist_ok=True)
+    bench = {}
+    if len(sys.argv) > 5:
+        for build, path in (("original", sys.argv[4]), ("preempt", sys.argv[5])):
+            try:
+                bench[build] = json.load(open(path))
+            except (OSError, ValueError):
+                bench[build] = {"failed": True}
+        failures += sum(1 for b in bench.values() if b.get("failed") or b.get("wrong_blocks_sampled", 0))
     summary = {"date": stamp, "gpu": gpu, "programs": rows, "geomean_ratio": geomean, "failures": failures,
+               "preemption": bench,
                "method": "median of per-run medians over alternating rounds; spread = min..max of those medians"}
     with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
         json.dump(summary, out, indent=2)
@@ -96,7 +142,8 @@ def main():
                      f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
                      f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
                      f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions |")
-    lines += ["", f"Geomean ratio (preempt / original): {geomean:.3f}; mismatches: {failures}"]
+    lines += ["", f"Geomean ratio (preempt / original): {geomean:.3f}; failures: {failures}"]
+    lines += preemption_table(bench)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(results_dir, f"{stamp}-{slug}.md"), "w") as out:
         out.write(text)

@@ -1,6 +1,7 @@
 /* context.c: the runtime's one context object: its lock, configuration, devices, launch ids and errors.
  * FLEP §3: one runtime per process holds per-device and per-kernel state. */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,11 @@ static void configure(preempt_runtime *runtime) {
 }
 
 preempt_runtime *preempt_runtime_lock(void) {
-  pthread_mutex_lock(&runtime_context.lock);
+  if (pthread_mutex_trylock(&runtime_context.lock) != 0) {
+    __atomic_add_fetch(&runtime_context.lock_waiters, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&runtime_context.lock);
+    __atomic_sub_fetch(&runtime_context.lock_waiters, 1, __ATOMIC_RELAXED);
+  }
   if (!runtime_context.gpu)
     runtime_context.gpu = preempt_gpu_backend();
   if (!runtime_context.configured)
@@ -69,7 +74,13 @@ preempt_runtime *preempt_runtime_lock(void) {
   return &runtime_context;
 }
 
-void preempt_runtime_unlock(preempt_runtime *runtime) { pthread_mutex_unlock(&runtime->lock); }
+/* Mutexes are not fair: a thread launching in a tight loop would take the
+ * lock back before a blocked evict, resume or the stress thread gets it. */
+void preempt_runtime_unlock(preempt_runtime *runtime) {
+  pthread_mutex_unlock(&runtime->lock);
+  if (__atomic_load_n(&runtime->lock_waiters, __ATOMIC_RELAXED))
+    sched_yield();
+}
 
 static void publish_error(void) {
   const char *quiet = getenv("PREEMPT_QUIET");

@@ -58,6 +58,7 @@ typedef struct preempt_stress {
 /* The runtime's one context object. */
 typedef struct preempt_runtime {
   pthread_mutex_t lock;
+  int lock_waiters; /* threads blocked on the lock: an unlocking thread yields to them */
   const preempt_gpu_ops *gpu;
   int configured;                /* environment read */
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */

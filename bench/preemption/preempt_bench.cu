@@ -1,0 +1,236 @@
+// preempt_bench.cu: eviction latency, high-priority turnaround and spatial vs temporal eviction on one GPU.
+// FLEP §6.3-6.4, EffiSha §8: built twice (bench/build_suite.sh): without the plugin it measures the baselines,
+// with it (PREEMPT_API defined) it evicts through preempt.h. Prints one JSON object.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef PREEMPT_API
+#include "preempt.h"
+#endif
+
+#define CHECK_CUDA(call)                                                                           \
+  do {                                                                                             \
+    cudaError_t status_ = (call);                                                                  \
+    if (status_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "preempt_bench: %s failed at line %d: %s\n", #call, __LINE__,           \
+                   cudaGetErrorString(status_));                                                   \
+      std::exit(2);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+using Clock = std::chrono::steady_clock;
+static double since_us(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Compute-bound work whose length per block is `iterations`: the task length.
+// Each block writes one value, so a task lost or run twice shows in the result.
+__global__ void long_kernel(unsigned *out, unsigned iterations) {
+  unsigned value = blockIdx.x * 2654435761u + threadIdx.x;
+  for (unsigned i = 0; i < iterations; i++)
+    value = value * 1664525u + 1013904223u;
+  __shared__ unsigned partial[256];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned sum = 0;
+    for (int t = 0; t < 256; t++)
+      sum += partial[t];
+    out[blockIdx.x] += sum;
+  }
+}
+
+__global__ void short_kernel(float *data, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    data[i] = data[i] * 0.5f + 1.0f;
+}
+
+static unsigned expected_block(unsigned block, unsigned iterations) {
+  unsigned sum = 0;
+  for (unsigned t = 0; t < 256; t++) {
+    unsigned value = block * 2654435761u + t;
+    for (unsigned i = 0; i < iterations; i++)
+      value = value * 1664525u + 1013904223u;
+    sum += value;
+  }
+  return sum;
+}
+
+struct Stats {
+  double median, p99, min, max;
+  size_t count;
+};
+static Stats stats(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  Stats s{0, 0, 0, 0, values.size()};
+  if (values.empty())
+    return s;
+  s.median = values[values.size() / 2];
+  s.p99 = values[std::min(values.size() - 1, (size_t)(values.size() * 0.99))];
+  s.min = values.front();
+  s.max = values.back();
+  return s;
+}
+static std::string json(const char *name, const Stats &s) {
+  char text[256];
+  std::snprintf(text, sizeof text, "\"%s\": {\"median_us\": %.1f, \"p99_us\": %.1f, \"min_us\": %.1f, \"max_us\": %.1f, \"n\": %zu}",
+                name, s.median, s.p99, s.min, s.max, s.count);
+  return text;
+}
+
+int main() {
+  const unsigned long_blocks = 132 * 8 * 400;  // 400 tasks per persistent CTA: a launch of 20-40 ms
+  const unsigned latency_scale = 8;            // the eviction-latency launch: 8x longer
+  const unsigned iterations = 20000;           // sets the task length, measured below
+  const int short_blocks = 32, short_threads = 256, short_n = short_blocks * short_threads;
+  const int trials = 25;
+
+  unsigned *out;
+  float *data;
+  CHECK_CUDA(cudaMalloc(&out, latency_scale * long_blocks * sizeof(unsigned)));
+  CHECK_CUDA(cudaMalloc(&data, short_n * sizeof(float)));
+  CHECK_CUDA(cudaMemset(out, 0, latency_scale * long_blocks * sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(data, 0, short_n * sizeof(float)));
+  int lowest, highest;
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  cudaStream_t long_stream, short_stream, urgent_stream;
+  CHECK_CUDA(cudaStreamCreateWithPriority(&long_stream, cudaStreamNonBlocking, lowest));
+  CHECK_CUDA(cudaStreamCreateWithPriority(&short_stream, cudaStreamNonBlocking, lowest));
+  CHECK_CUDA(cudaStreamCreateWithPriority(&urgent_stream, cudaStreamNonBlocking, highest));
+  cudaEvent_t long_done, short_done;
+  CHECK_CUDA(cudaEventCreate(&long_done));
+  CHECK_CUDA(cudaEventCreate(&short_done));
+  int long_launches = 0;
+
+  // Warm up both kernels (module load, occupancy, task-length sampling).
+  long_kernel<<<long_blocks, 256, 0, long_stream>>>(out, iterations);
+  long_launches++;
+  short_kernel<<<short_blocks, short_threads, 0, short_stream>>>(data, short_n);
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  // Standalone times.
+  std::vector<double> short_alone, long_alone;
+  for (int t = 0; t < trials; t++) {
+    auto start = Clock::now();
+    short_kernel<<<short_blocks, short_threads, 0, short_stream>>>(data, short_n);
+    CHECK_CUDA(cudaStreamSynchronize(short_stream));
+    short_alone.push_back(since_us(start));
+  }
+  for (int t = 0; t < 3; t++) {
+    auto start = Clock::now();
+    long_kernel<<<long_blocks, 256, 0, long_stream>>>(out, iterations);
+    long_launches++;
+    CHECK_CUDA(cudaStreamSynchronize(long_stream));
+    long_alone.push_back(since_us(start));
+  }
+  Stats long_stats = stats(long_alone);
+  int ctas_per_sm = 0, sm_count = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, long_kernel, 256, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+  // Each resident CTA runs tasks one after another: task length = time / tasks per CTA slot.
+  double task_us = long_stats.median / ((double)long_blocks / (ctas_per_sm * sm_count));
+
+  std::mt19937 random(12345);
+  std::uniform_int_distribution<int> delay_us(1000, 10000); // the short kernel arrives mid-way
+
+  // A short kernel arriving while the long one runs: launch, wait a random
+  // moment, then measure the short kernel's turnaround under `policy`.
+  auto turnaround = [&](cudaStream_t stream, int policy) {
+    std::vector<double> samples, pair_totals;
+    for (int t = 0; t < trials; t++) {
+      auto pair_start = Clock::now();
+      long_kernel<<<long_blocks, 256, 0, long_stream>>>(out, iterations);
+      long_launches++;
+      CHECK_CUDA(cudaEventRecord(long_done, long_stream));
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us(random)));
+      auto start = Clock::now();
+#ifdef PREEMPT_API
+      preempt_launch_id launch = preempt_last_launch();
+      if (policy == 1) {
+        preempt_evict(launch, nullptr);
+      } else if (policy == 2) {
+        // Just enough SMs for the short kernel: its blocks at its occupancy.
+        int short_per_sm = 0;
+        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&short_per_sm, short_kernel, short_threads, 0));
+        int needed = (short_blocks + short_per_sm - 1) / std::max(short_per_sm, 1);
+        preempt_sm_mask mask = {};
+        for (int sm = 0; sm < needed; sm++)
+          mask.words[sm / 32] |= 1u << (sm % 32);
+        preempt_evict(launch, &mask);
+      }
+#else
+      (void)policy;
+#endif
+      short_kernel<<<short_blocks, short_threads, 0, stream>>>(data, short_n);
+      CHECK_CUDA(cudaEventRecord(short_done, stream));
+      CHECK_CUDA(cudaEventSynchronize(short_done));
+      samples.push_back(since_us(start));
+#ifdef PREEMPT_API
+      if (policy != 0)
+        preempt_resume(launch);
+#endif
+      CHECK_CUDA(cudaEventSynchronize(long_done));
+      pair_totals.push_back(since_us(pair_start));
+    }
+    return std::make_pair(stats(samples), stats(pair_totals));
+  };
+
+  std::string report = "{";
+  char text[512];
+  std::snprintf(text, sizeof text, "\"long_kernel_us\": %.1f, \"task_us\": %.1f, \"ctas_per_sm\": %d, \"sms\": %d, ",
+                long_stats.median, task_us, ctas_per_sm, sm_count);
+  report += text;
+  report += json("short_alone", stats(short_alone)) + ", ";
+  auto same = turnaround(short_stream, 0);
+  report += json("short_same_priority", same.first) + ", " + json("pair_same_priority", same.second) + ", ";
+  auto prioritized = turnaround(urgent_stream, 0);
+  report += json("short_stream_priority", prioritized.first) + ", " + json("pair_stream_priority", prioritized.second);
+#ifdef PREEMPT_API
+  auto temporal = turnaround(short_stream, 1);
+  report += ", " + json("short_temporal_eviction", temporal.first) + ", " + json("pair_temporal", temporal.second);
+  auto spatial = turnaround(short_stream, 2);
+  report += ", " + json("short_spatial_eviction", spatial.first) + ", " + json("pair_spatial", spatial.second);
+
+  // Eviction latency: from the request to every CTA gone (host-observed:
+  // the launch reaches EVICTED), at random moments of a long launch.
+  std::vector<double> latencies;
+  long_kernel<<<long_blocks * latency_scale, 256, 0, long_stream>>>(out, iterations);
+  long_launches++; // its first long_blocks blocks add to the same cells as the others
+  preempt_launch_id launch = preempt_last_launch();
+  std::uniform_int_distribution<int> gap_us(300, 2000);
+  for (int e = 0; e < 80; e++) {
+    std::this_thread::sleep_for(std::chrono::microseconds(gap_us(random)));
+    preempt_launch_state state;
+    auto start = Clock::now();
+    if (preempt_evict(launch, nullptr) != PREEMPT_OK)
+      break; // finished
+    do {
+      preempt_query(launch, &state);
+    } while (state == PREEMPT_LAUNCH_EVICTING && since_us(start) < 1e6);
+    if (state == PREEMPT_LAUNCH_EVICTED)
+      latencies.push_back(since_us(start));
+    preempt_resume(launch);
+  }
+  CHECK_CUDA(cudaStreamSynchronize(long_stream));
+  report += ", " + json("eviction_latency", stats(latencies));
+#endif
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  // Every long launch added each block's value once: check all of them.
+  std::vector<unsigned> result(long_blocks);
+  CHECK_CUDA(cudaMemcpy(result.data(), out, long_blocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (unsigned block = 0; block < long_blocks; block += 97)
+    wrong += result[block] != expected_block(block, iterations) * (unsigned)long_launches;
+  std::snprintf(text, sizeof text, ", \"long_launches\": %d, \"wrong_blocks_sampled\": %d}", long_launches, wrong);
+  report += text;
+  std::printf("%s\n", report.c_str());
+  return wrong == 0 ? 0 : 3;
+}
