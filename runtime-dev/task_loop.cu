@@ -95,19 +95,46 @@ PREEMPT_LOCAL bool yield_requested(preempt_control_block *control) {
   return (word >> (sm % 32)) & 1u;
 }
 
-// Thread 0 only: issues the fetch of the next task id without waiting for it.
-// The raw word comes back to __preempt_task_begin, which needs the id anyway
-// and resolves a stale generation there; so the atomic's round trip overlaps
-// the current task.
+/* A prefetch result that is a task of the CTA's current batch, not an
+ * atomic's raw word: tagged with a generation the runtime never uses. */
+#define LOCAL_TAG TAG(0xfffffffeu)
+
+// How many tasks the next fetch takes: up to the check interval, fewer as the
+// tasks run out, so that no CTA is left with a long batch at the end
+// (guided self-scheduling over the CTA's own view of the counter).
+PREEMPT_LOCAL unsigned int batch_size(void) {
+  unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
+                               ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
+                               : 1;
+#if defined(__NVPTX__)
+  unsigned int ctas = __nvvm_read_ptx_sreg_nctaid_x();
+#else
+  unsigned int ctas = __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
+#endif
+  unsigned int guided = remaining / (2 * ctas);
+  if (guided < 1)
+    guided = 1;
+  return guided < __preempt_task_ctx.check_interval ? guided : __preempt_task_ctx.check_interval;
+}
+
+// Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
+// new batch, issued without waiting for it: the raw word comes back to
+// __preempt_task_begin, which resolves it (a stale generation included), so
+// the atomic's round trip overlaps the current task. A yield is honoured only
+// between batches: a batch, once taken, is always run.
 PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
+  if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
+    return LOCAL_TAG | __preempt_task_ctx.batch_next++;
   if (yield_seen)
     return YIELD_FETCH;
-  return __scoped_atomic_fetch_add(&control->task_word, 1ull, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __preempt_task_ctx.batch_taken = batch_size();
+  return __scoped_atomic_fetch_add(&control->task_word, (unsigned long long)__preempt_task_ctx.batch_taken,
+                                   __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
 }
 
 // Once per CTA, before the first task: publishes the launch's values, which
 // every gridDim read in the kernel and its callees reports (the first task's
-// barrier makes them visible), and fetches the first task, unless the CTA's
+// barrier makes them visible), and fetches the first batch, unless the CTA's
 // SM is being evicted already. Returns the fetch in thread 0, 0 elsewhere.
 PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
                                                          unsigned int grid_x, unsigned int grid_y,
@@ -121,22 +148,19 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   __preempt_task_ctx.grid_z = grid_z;
   __preempt_task_ctx.generation = generation;
   __preempt_task_ctx.check_interval = check_interval ? check_interval : 1;
-  __preempt_task_ctx.tasks_until_check = __preempt_task_ctx.check_interval;
+  __preempt_task_ctx.batch_next = __preempt_task_ctx.batch_end = 0;
   __preempt_task_ctx.tasks_run = 0;
   return issue_fetch(control, yield_requested(control));
 }
 
-// Thread 0 only, as a task starts: whether the CTA's SM is asked to yield,
-// read every `check_interval` tasks (FLEP §4.1's amortizing factor;
-// EffiSha §6.3's adaptive checking picks it per kernel). The answer decides
-// the fetch at the next task's start, so the read overlaps this task too;
-// the CTA leaves at most two tasks after the request lands.
+// Thread 0 only, as a task starts (before its prefetch): whether the CTA's SM
+// is asked to yield. The answer decides the fetch at the next task's start, so
+// it is read only when that fetch will take a new batch: when at most one id
+// of the current batch is left. The read overlaps this task; the CTA leaves
+// within a batch and one task of the request landing.
 PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control) {
-  if (!is_first_thread())
+  if (!is_first_thread() || __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > 1)
     return 0;
-  if (--__preempt_task_ctx.tasks_until_check != 0)
-    return 0;
-  __preempt_task_ctx.tasks_until_check = __preempt_task_ctx.check_interval;
   return yield_requested(control);
 }
 
@@ -156,9 +180,20 @@ PREEMPT_DEVICE bool __preempt_task_begin(preempt_control_block *control, unsigne
   preempt_task_slot *published = &__preempt_task_ctx.slots[slot];
   if (is_first_thread()) {
     unsigned int generation = __preempt_task_ctx.generation;
-    unsigned int task = fetched == YIELD_FETCH                       ? PREEMPT_NO_TASK
-                        : (fetched & TAG_MASK) == TAG(generation) ? (unsigned int)fetched
-                                                                  : tagged_add_slow(&control->task_word, generation, 1);
+    unsigned int task;
+    if (fetched == YIELD_FETCH) {
+      task = PREEMPT_NO_TASK;
+    } else if ((fetched & TAG_MASK) == LOCAL_TAG) {
+      task = (unsigned int)fetched;
+    } else {
+      // A new batch: its first task now, the rest from issue_fetch.
+      unsigned int taken = __preempt_task_ctx.batch_taken;
+      task = (fetched & TAG_MASK) == TAG(generation) ? (unsigned int)fetched
+                                                      : tagged_add_slow(&control->task_word, generation, taken);
+      unsigned int end = task + taken;
+      __preempt_task_ctx.batch_next = task + 1;
+      __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;
+    }
     unsigned int has_task = task < __preempt_task_ctx.task_count;
     if (has_task) {
       unsigned int plane = task / __preempt_task_ctx.grid_x;

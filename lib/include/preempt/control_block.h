@@ -6,11 +6,12 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 3u
+#define PREEMPT_KERNEL_ABI_VERSION 4u
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
- * generation and the yield-check interval in tasks. Passing the launch's
+ * generation and the check interval: the most tasks a CTA takes per fetch,
+ * with one yield check per fetch (FLEP §4.1's amortizing factor L). Passing the launch's
  * values by value leaves nothing to copy before a launch or a relaunch. */
 #define PREEMPT_KERNEL_EXTRA_PARAMS 7
 
@@ -52,8 +53,10 @@ typedef struct preempt_task_context {
   unsigned int grid_x, grid_y, grid_z;
   unsigned int task_count;
   unsigned int current_slot; /* for callees, which read the context mid-task */
-  /* Thread 0's own bookkeeping, kept here because helpers hold no state. */
-  unsigned int generation, check_interval, tasks_until_check, tasks_run;
+  /* Thread 0's own bookkeeping, kept here because helpers hold no state:
+   * the batch of task ids it holds [batch_next, batch_end), the largest batch
+   * it may take (the check interval), the tasks it finished. */
+  unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run;
   preempt_task_slot slots[2];
 } preempt_task_context;
 

@@ -8,15 +8,15 @@
 
 // REMARK: remark: kernel '_Z3addPKfS0_Pfi' converted to persistent-thread form
 
-// IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 3
+// IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 4
 // IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
-// The first task id is fetched before the loop, each next one as its predecessor starts;
-// ids are tagged with the launch's generation (64-bit word). Each task start also reads
-// the yield-mask word of the CTA's SM, which decides the fetch at the next start.
+// The first batch of task ids is fetched before the loop, each next one as the task before
+// it starts; ids are tagged with the launch's generation (64-bit word). A task start also
+// reads the yield-mask word of the CTA's SM when the next start must take a new batch.
 // IR: preempt.entry:
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
 // IR: load atomic i32, ptr {{.*}} monotonic
-// IR: atomicrmw add ptr %preempt.control, i64 1 monotonic
+// IR: atomicrmw add ptr %preempt.control, i64 %{{.*}} monotonic
 // IR: preempt.task:
 // IR-NEXT: %preempt.task.id = phi i64
 // IR-NEXT: %preempt.task.slot = phi i32 [ 0, %{{.*}} ], [ %preempt.next.slot, %preempt.task.end ]
@@ -24,7 +24,7 @@
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // IR: preempt.task.start:
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
-// IR: atomicrmw add ptr %preempt.control, i64 1 monotonic
+// IR: atomicrmw add ptr %preempt.control, i64 %{{.*}} monotonic
 // IR: preempt.body:
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // No shared memory and no barrier in the body: the barrier that publishes each
@@ -43,7 +43,7 @@
 // IR: store atomic i32 {{.*}}, ptr {{.*}} monotonic
 // IR: ret void
 
-// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 3;
+// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 4;
 // PTX: .entry _Z3addPKfS0_Pfi(
 // PTX-NOT: %ctaid.x
 // PTX: atom.global.add.u64
