@@ -49,7 +49,16 @@ for build in original preempt; do
     echo '{"failed": true}' > "$work/bench_$build.json"
   fi
 done
-python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json"
+# The hardware-queue trap: 40 streams held at once; with the runtime's 32
+# hardware queues, and with one (where the runtime refuses eviction).
+for connections in 32 1; do
+  CUDA_DEVICE_MAX_CONNECTIONS=$connections timeout -s KILL 120 "$bin/preempt/queue_trap" \
+    > "$work/trap_$connections.json" 2> "$work/trap_$connections.err" ||
+    { echo "gpu_check.sh: queue_trap with $connections connections failed or hung:" >&2; cat "$work/trap_$connections.err" >&2;
+      [ -s "$work/trap_$connections.json" ] || echo '{"failed": true}' > "$work/trap_$connections.json"; }
+done
+python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
+  "$work/trap_32.json" "$work/trap_1.json"
 status=$?
 rm -rf "$work"
 exit $status

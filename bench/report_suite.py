@@ -60,11 +60,23 @@ def preemption_table(bench):
         lines += ["", f"Pair total (long + short), converted: temporal {temporal['median_us']:.0f} us, spatial "
                       f"{spatial['median_us']:.0f} us (spatial / temporal = {spatial['median_us'] / temporal['median_us']:.3f}); "
                       f"same-priority co-run {converted['pair_same_priority']['median_us']:.0f} us."]
-    latency = converted.get("eviction_latency")
-    if latency:
-        lines += ["", f"Eviction latency (request to every CTA gone, host-observed), {latency['n']} evictions: median "
-                      f"{latency['median_us']:.0f} us, p99 {latency['p99_us']:.0f} us, max {latency['max_us']:.0f} us, "
-                      f"task length {converted.get('task_us', 0):.0f} us."]
+    for key, task in (("eviction_latency", converted.get("task_us", 0)),
+                      ("eviction_latency_short_tasks", converted.get("task_us", 0) / 10)):
+        latency = converted.get(key)
+        if latency:
+            lines += ["", f"Eviction latency (request to every CTA gone, host-observed), {latency['n']} evictions, "
+                          f"tasks of about {task:.1f} us: median {latency['median_us']:.0f} us, p99 "
+                          f"{latency['p99_us']:.0f} us, max {latency['max_us']:.0f} us."]
+    for trap in bench.get("queue_trap", []):
+        if trap.get("failed"):
+            lines += ["", "Hardware-queue trap: the run failed or hung."]
+            continue
+        lines += ["", f"Hardware-queue trap, CUDA_DEVICE_MAX_CONNECTIONS={trap['connections']}: "
+                      f"{trap['evicted']} of {trap['app_streams']} application streams evicted "
+                      f"({trap['evict_refused']} refused); unrelated streams that ran while they were held: "
+                      f"{trap['unrelated_streams_ran_while_held']}/{trap['app_streams']}; after resuming, "
+                      f"{trap['app_streams_finished']}/{trap['app_streams']} finished in {trap['resume_to_done_ms']:.0f} ms, "
+                      f"stream-order errors {trap['order_errors']}."]
     return lines
 
 
@@ -132,6 +144,16 @@ def main():
             except (OSError, ValueError):
                 bench[build] = {"failed": True}
         failures += sum(1 for b in bench.values() if b.get("failed") or b.get("wrong_blocks_sampled", 0))
+    traps = []
+    for path in sys.argv[6:]:
+        try:
+            traps.append(json.load(open(path)))
+        except (OSError, ValueError):
+            traps.append({"failed": True})
+    for trap in traps:
+        stuck = trap.get("failed") or trap.get("app_streams_finished") != trap.get("app_streams") or trap.get("order_errors")
+        failures += bool(stuck)
+    bench["queue_trap"] = traps
     summary = {"date": stamp, "gpu": gpu, "programs": rows, "geomean_ratio": geomean, "failures": failures,
                "preemption": bench,
                "method": "median of per-run medians over alternating rounds; spread = min..max of those medians"}

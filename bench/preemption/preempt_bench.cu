@@ -193,33 +193,52 @@ int main() {
   auto prioritized = turnaround(urgent_stream, 0);
   report += json("short_stream_priority", prioritized.first) + ", " + json("pair_stream_priority", prioritized.second);
 #ifdef PREEMPT_API
+  int short_wrong = 0;
   auto temporal = turnaround(short_stream, 1);
   report += ", " + json("short_temporal_eviction", temporal.first) + ", " + json("pair_temporal", temporal.second);
   auto spatial = turnaround(short_stream, 2);
   report += ", " + json("short_spatial_eviction", spatial.first) + ", " + json("pair_spatial", spatial.second);
 
   // Eviction latency: from the request to every CTA gone (host-observed:
-  // the launch reaches EVICTED), at random moments of a long launch.
-  std::vector<double> latencies;
-  long_kernel<<<long_blocks * latency_scale, 256, 0, long_stream>>>(out, iterations);
+  // the launch reaches EVICTED), at random moments of a long launch, for the
+  // long kernel's tasks and for tasks 10x shorter.
+  auto eviction_latency = [&](unsigned blocks, unsigned task_iterations, unsigned *buffer) {
+    std::vector<double> latencies;
+    long_kernel<<<blocks, 256, 0, long_stream>>>(buffer, task_iterations);
+    preempt_launch_id launch = preempt_last_launch();
+    std::uniform_int_distribution<int> gap_us(300, 2000);
+    for (int e = 0; e < 80; e++) {
+      std::this_thread::sleep_for(std::chrono::microseconds(gap_us(random)));
+      preempt_launch_state state;
+      auto start = Clock::now();
+      if (preempt_evict(launch, nullptr) != PREEMPT_OK)
+        break; // finished
+      do {
+        preempt_query(launch, &state);
+      } while (state == PREEMPT_LAUNCH_EVICTING && since_us(start) < 1e6);
+      if (state == PREEMPT_LAUNCH_EVICTED)
+        latencies.push_back(since_us(start));
+      preempt_resume(launch);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(long_stream));
+    return stats(latencies);
+  };
+  report += ", " + json("eviction_latency", eviction_latency(long_blocks * latency_scale, iterations, out));
   long_launches++; // its first long_blocks blocks add to the same cells as the others
-  preempt_launch_id launch = preempt_last_launch();
-  std::uniform_int_distribution<int> gap_us(300, 2000);
-  for (int e = 0; e < 80; e++) {
-    std::this_thread::sleep_for(std::chrono::microseconds(gap_us(random)));
-    preempt_launch_state state;
-    auto start = Clock::now();
-    if (preempt_evict(launch, nullptr) != PREEMPT_OK)
-      break; // finished
-    do {
-      preempt_query(launch, &state);
-    } while (state == PREEMPT_LAUNCH_EVICTING && since_us(start) < 1e6);
-    if (state == PREEMPT_LAUNCH_EVICTED)
-      latencies.push_back(since_us(start));
-    preempt_resume(launch);
-  }
-  CHECK_CUDA(cudaStreamSynchronize(long_stream));
-  report += ", " + json("eviction_latency", stats(latencies));
+  // Tasks 10x shorter, in a buffer of their own, checked below.
+  unsigned *short_task_out;
+  CHECK_CUDA(cudaMalloc(&short_task_out, latency_scale * long_blocks * sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(short_task_out, 0, latency_scale * long_blocks * sizeof(unsigned)));
+  report += ", " + json("eviction_latency_short_tasks",
+                        eviction_latency(long_blocks * latency_scale, iterations / 10, short_task_out));
+  std::vector<unsigned> short_result(latency_scale * long_blocks);
+  CHECK_CUDA(cudaMemcpy(short_result.data(), short_task_out, short_result.size() * sizeof(unsigned),
+                        cudaMemcpyDeviceToHost));
+  for (size_t block = 0; block < short_result.size(); block += 997)
+    short_wrong += short_result[block] != expected_block((unsigned)block, iterations / 10);
+  std::snprintf(text, sizeof text, ", \"short_task_wrong_blocks_sampled\": %d", short_wrong);
+  report += text;
+
 #endif
   CHECK_CUDA(cudaDeviceSynchronize());
 
@@ -229,6 +248,9 @@ int main() {
   int wrong = 0;
   for (unsigned block = 0; block < long_blocks; block += 97)
     wrong += result[block] != expected_block(block, iterations) * (unsigned)long_launches;
+#ifdef PREEMPT_API
+  wrong += short_wrong;
+#endif
   std::snprintf(text, sizeof text, ", \"long_launches\": %d, \"wrong_blocks_sampled\": %d}", long_launches, wrong);
   report += text;
   std::printf("%s\n", report.c_str());
