@@ -49,16 +49,22 @@ for build in original preempt; do
     echo '{"failed": true}' > "$work/bench_$build.json"
   fi
 done
-# The hardware-queue trap: 40 streams held at once; with the runtime's 32
-# hardware queues, and with one (where the runtime refuses eviction).
-for connections in 32 1; do
-  CUDA_DEVICE_MAX_CONNECTIONS=$connections timeout -s KILL 120 "$bin/preempt/queue_trap" \
-    > "$work/trap_$connections.json" 2> "$work/trap_$connections.err" ||
-    { echo "gpu_check.sh: queue_trap with $connections connections failed or hung:" >&2; cat "$work/trap_$connections.err" >&2;
-      [ -s "$work/trap_$connections.json" ] || echo '{"failed": true}' > "$work/trap_$connections.json"; }
+# The hardware-queue trap: 4, 16 and 40 application streams held at once,
+# with the runtime's 32 hardware queues; and 40 with one queue, where the
+# runtime refuses eviction.
+traps=()
+for setting in 32:4 32:16 32:40 1:40; do
+  connections=${setting%:*} streams=${setting#*:}
+  trap=$work/trap_${connections}_$streams
+  CUDA_DEVICE_MAX_CONNECTIONS=$connections timeout -s KILL 40 "$bin/preempt/queue_trap" "$streams" \
+    > "$trap.json" 2> "$trap.err" ||
+    { echo "gpu_check.sh: queue_trap, $streams streams, $connections connections, failed or hung; its log:" >&2
+      cat "$trap.err" >&2
+      [ -s "$trap.json" ] || echo "{\"failed\": true, \"connections\": \"$connections\", \"app_streams\": $streams}" > "$trap.json"; }
+  traps+=("$trap.json")
 done
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
-  "$work/trap_32.json" "$work/trap_1.json"
+  "${traps[@]}"
 status=$?
 rm -rf "$work"
 exit $status

@@ -69,7 +69,8 @@ def preemption_table(bench):
                           f"{latency['p99_us']:.0f} us, max {latency['max_us']:.0f} us."]
     for trap in bench.get("queue_trap", []):
         if trap.get("failed"):
-            lines += ["", "Hardware-queue trap: the run failed or hung."]
+            lines += ["", f"Hardware-queue trap, CUDA_DEVICE_MAX_CONNECTIONS={trap.get('connections', '?')}, "
+                          f"{trap.get('app_streams', '?')} application streams: FAILED or HUNG (deadlock)."]
             continue
         lines += ["", f"Hardware-queue trap, CUDA_DEVICE_MAX_CONNECTIONS={trap['connections']}: "
                       f"{trap['evicted']} of {trap['app_streams']} application streams evicted "

@@ -43,8 +43,12 @@ static bool wait_for(cudaEvent_t event, double seconds) {
   return true;
 }
 
-int main() {
-  const int streams = 40, blocks = 132 * 8 * 20;
+int main(int argc, char **argv) {
+  const int streams = argc > 1 ? std::atoi(argv[1]) : 40, blocks = 132 * 8 * 20;
+  if (streams < 1 || streams > 1000) {
+    std::fprintf(stderr, "usage: queue_trap [STREAMS 1..1000]\n");
+    return 2;
+  }
   std::vector<cudaStream_t> app(streams), unrelated(streams);
   std::vector<cudaEvent_t> app_done(streams), unrelated_done(streams);
   std::vector<unsigned *> outputs(streams), flags(streams);
@@ -74,6 +78,7 @@ int main() {
     evicted += status == PREEMPT_OK;
     evict_refused += status == PREEMPT_ERROR_UNSUPPORTED;
   }
+  std::fprintf(stderr, "queue_trap: %d streams evicted, %d refused\n", evicted, evict_refused);
   // Streams created afterwards, with work of their own: do they run while
   // the application streams are held?
   for (int s = 0; s < streams; s++) {
@@ -81,6 +86,7 @@ int main() {
     spin_work<<<8, 64, 0, unrelated[s]>>>(unrelated_out + s * blocks, 10);
     CHECK_CUDA(cudaEventRecord(unrelated_done[s], unrelated[s]));
   }
+  std::fprintf(stderr, "queue_trap: unrelated work launched\n");
   int unrelated_ran = 0;
   for (int s = 0; s < streams; s++)
     unrelated_ran += wait_for(unrelated_done[s], 0.5);
@@ -88,15 +94,17 @@ int main() {
   auto resume_start = Clock::now();
   for (int s = 0; s < streams; s++)
     preempt_resume_stream(app[s]);
+  std::fprintf(stderr, "queue_trap: resumed; %d unrelated streams ran while held\n", unrelated_ran);
   int finished = 0;
   for (int s = 0; s < streams; s++)
-    finished += wait_for(app_done[s], 20.0);
+    finished += wait_for(app_done[s], 5.0);
   double resume_to_done_ms = std::chrono::duration<double, std::milli>(Clock::now() - resume_start).count();
   int unrelated_after = 0;
   for (int s = 0; s < streams; s++)
     unrelated_after += wait_for(unrelated_done[s], 5.0);
   // The follow-up kernels ran after their launch's every task: check one value.
   int order_errors = 0;
+  std::fprintf(stderr, "queue_trap: %d of %d application streams finished\n", finished, streams);
   for (int s = 0; finished == streams && s < streams; s++) {
     unsigned first, flag;
     CHECK_CUDA(cudaMemcpy(&first, outputs[s], sizeof first, cudaMemcpyDeviceToHost));
