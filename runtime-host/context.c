@@ -55,7 +55,7 @@ static void configure(preempt_runtime *runtime) {
   if (parse_environment_number("PREEMPT_CHECK_PERIOD_US", 1, 1000000, &value) == 0)
     runtime->check_period_ns = value * 1000.0;
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  runtime->single_hardware_queue = connections && strcmp(connections, "1") == 0;
+  runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   const char *stress = getenv("PREEMPT_STRESS");
   runtime->stress.enabled = stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0);
   runtime->stress.verbose = stress && strcmp(stress, "2") == 0;

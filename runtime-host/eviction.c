@@ -21,6 +21,27 @@ static uint32_t mask_popcount(const uint32_t *words) {
   return count;
 }
 
+/* Distinct application streams, other than `except`, whose launches are
+ * evicted and not resumed (their stream is blocked on the wait). */
+static uint32_t held_streams(const preempt_device_state *device, void *except) {
+  void *seen[64];
+  uint32_t count = 0;
+  for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
+    const preempt_launch_record *record = &device->control_pool.records[slot];
+    if (!record->in_flight || record->stream == except || !preempt_launch_suspended(record))
+      continue;
+    uint32_t known = 0;
+    while (known < count && known < 64 && seen[known] != record->stream)
+      known++;
+    if (known == count) {
+      if (count < 64)
+        seen[count] = record->stream;
+      count++;
+    }
+  }
+  return count;
+}
+
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
                                     preempt_launch_record *record, const preempt_sm_mask *sms) {
   const preempt_gpu_ops *gpu = runtime->gpu;
@@ -31,10 +52,15 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
                    record->desc->name);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
-  if (runtime->single_hardware_queue) {
-    /* Every stream shares one hardware queue: the relaunch would wait behind
-     * the application's stream, which waits for the relaunch (measured). */
-    preempt_report("eviction refused: CUDA_DEVICE_MAX_CONNECTIONS=1 would deadlock the resumption");
+  /* A held stream (an evicted launch's, waiting for its tasks) blocks its
+   * hardware queue. With one queue the relaunch waits behind it forever; on
+   * the H100 with 32 queues, 16 held streams were fine and 40 hung the host
+   * (bench/preemption/queue_trap.cu). Hold at most half the queues. */
+  uint32_t held = held_streams(device, record->stream);
+  if (runtime->hardware_queues <= 1 || held >= runtime->hardware_queues / 2) {
+    preempt_report("eviction refused for kernel '%s': %u streams already held by evicted launches, and "
+                   "CUDA_DEVICE_MAX_CONNECTIONS=%u hardware queues: more would deadlock",
+                   record->desc->name, held, runtime->hardware_queues);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
   preempt_sm_mask requested;

@@ -63,7 +63,7 @@ typedef struct preempt_runtime {
   int configured;                /* environment read */
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
-  int single_hardware_queue;     /* CUDA_DEVICE_MAX_CONNECTIONS=1: resumes would deadlock */
+  uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;

@@ -212,6 +212,33 @@ int main(void) {
   }
   unsetenv("PREEMPT_CHECK_INTERVAL");
 
+  /* Held streams block hardware queues: at most half of them may be held. */
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
+  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    fake_gpu.events_pending = 1;
+    long long stream_handles[6];
+    preempt_launch_id launches[6];
+    for (int index = 0; index < 6; index++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0,
+                                         &stream_handles[index]), 0);
+      launches[index] = preempt_last_launch();
+    }
+    for (int index = 0; index < 4; index++)
+      CHECK_EQ_U64(preempt_evict(launches[index], NULL), PREEMPT_OK);
+    CHECK_EQ_U64(preempt_evict(launches[4], NULL), PREEMPT_ERROR_UNSUPPORTED);
+    CHECK(strstr(preempt_last_error(), "4 streams already held") != NULL);
+    CHECK_EQ_U64(preempt_evict(launches[0], NULL), PREEMPT_OK); /* its own stream is already held */
+    CHECK_EQ_U64(preempt_resume(launches[0]), PREEMPT_OK);
+    CHECK_EQ_U64(preempt_evict(launches[4], NULL), PREEMPT_OK); /* room again */
+    for (int index = 1; index < 5; index++)
+      preempt_resume(launches[index]);
+    fake_gpu.events_pending = 0;
+    wait_for_relauncher();
+  }
+
   /* One hardware queue for every stream: a resume would deadlock, so eviction is refused. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
   reset_fake(PREEMPT_KERNEL_ABI_VERSION);
