@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh: the README's main job: set up, build preempt, compile a sample CUDA program with the plugin,
-# show what the passes did (FLEP §4.1 conversion, launch routing); with a GPU, run both builds and compare.
+# show what the passes did (FLEP §4.1 conversion, launch routing); with a GPU, run both builds and compare,
+# and run the converted one again while the runtime preempts its kernels at random (FLEP §4.1, EffiSha §6).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PREEMPT_BUILD_DIR:-$root/build}
@@ -33,9 +34,14 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "== Running on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   original=$("$out/sample.original")
   converted=$("$out/sample.preempt")
-  echo "original : $original"
-  echo "converted: $converted"
-  [ "$original" = "$converted" ] && echo "== Same output with and without the plugin" ||
+  # The runtime evicts (all SMs or a random half) and resumes the running
+  # kernels every 0.2-2 ms, and says how often at exit.
+  preempted=$(PREEMPT_STRESS=1 "$out/sample.preempt" 2> "$out/stress.log")
+  echo "original           : $original"
+  echo "converted          : $converted"
+  echo "converted, evicted : $preempted ($(grep -o '[0-9]* evictions ([0-9]* spatial), [0-9]* resumptions' "$out/stress.log"))"
+  [ "$original" = "$converted" ] && [ "$original" = "$preempted" ] &&
+    echo "== Same output with and without the plugin, and while being preempted" ||
     { echo "== OUTPUTS DIFFER" >&2; exit 1; }
 else
   echo "== No GPU on this machine: built $out/sample.original and $out/sample.preempt without running them."
