@@ -136,6 +136,16 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
   return 0;
 }
 
+void preempt_for_each_record(preempt_runtime *runtime, preempt_record_visitor visit, void *context) {
+  for (int device_index = 0; device_index < PREEMPT_MAX_DEVICES; device_index++) {
+    preempt_device_state *device = &runtime->devices[device_index];
+    if (!device->initialized)
+      continue;
+    for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++)
+      visit(runtime, device, slot, &device->control_pool.records[slot], context);
+  }
+}
+
 preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t generation) {
   return ((uint64_t)(device + 1) << 56) | ((uint64_t)slot << 32) | generation;
 }

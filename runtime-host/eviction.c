@@ -104,21 +104,19 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   return 0;
 }
 
+static void enqueue_if_ready(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,
+                             preempt_launch_record *record, void *waiting) {
+  (void)slot;
+  if (!record->relaunch_pending)
+    return;
+  /* The launch's start event: the work queued ahead of it is done. */
+  if (runtime->gpu->event_query(record->ready_event) != 0 || enqueue_relaunch(runtime->gpu, device, record) != 0)
+    ++*(uint32_t *)waiting;
+}
+
 uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime) {
   uint32_t waiting = 0;
-  for (int device_index = 0; device_index < PREEMPT_MAX_DEVICES; device_index++) {
-    preempt_device_state *device = &runtime->devices[device_index];
-    if (!device->initialized)
-      continue;
-    for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
-      preempt_launch_record *record = &device->control_pool.records[slot];
-      if (!record->relaunch_pending)
-        continue;
-      /* The launch's start event: the work queued ahead of it is done. */
-      if (runtime->gpu->event_query(record->ready_event) != 0 || enqueue_relaunch(runtime->gpu, device, record) != 0)
-        waiting++;
-    }
-  }
+  preempt_for_each_record(runtime, enqueue_if_ready, &waiting);
   return waiting;
 }
 
@@ -232,7 +230,7 @@ preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *sta
   return result;
 }
 
-/* Applies `action` to every unfinished launch on `stream`, on the current device. */
+/* Evicts (or resumes) every unfinished launch on `stream`, on the current device. */
 static preempt_status for_each_launch_on_stream(void *stream, const preempt_sm_mask *sms, int resume) {
   preempt_runtime *runtime = preempt_runtime_lock();
   const preempt_gpu_ops *gpu = runtime->gpu;

@@ -195,8 +195,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   } else if ((status = gpu->event_record(record->done_event, stream)) != 0) {
     failed = "recording the launch's completion";
   }
-  preempt_runtime *relocked = preempt_runtime_lock();
-  (void)relocked;
+  runtime = preempt_runtime_lock(); /* the same context, locked again */
   record->launching = 0;
   /* Once the grid is launched it runs: keep it in flight so that its
    * control block is not reused under it, even if a later step failed. */

@@ -92,6 +92,11 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
  * wait. Context locked. */
 uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime);
 
+/* Calls `visit` on every launch record of every device in use. Context locked. */
+typedef void (*preempt_record_visitor)(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,
+                                       preempt_launch_record *record, void *context);
+void preempt_for_each_record(preempt_runtime *runtime, preempt_record_visitor visit, void *context);
+
 /* Launch ids: device, control-block slot and generation. */
 preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t generation);
 /* The record of a launch that is still the one using its control block, or NULL. */

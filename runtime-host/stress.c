@@ -19,37 +19,42 @@ static uint64_t next_random(uint64_t *state) {
   return *state;
 }
 
-/* Evicts (all SMs, or a random half of them) or resumes every launch in flight. */
-static void act_on_launches(preempt_runtime *runtime, int resume, uint64_t *random) {
-  for (int device_index = 0; device_index < PREEMPT_MAX_DEVICES; device_index++) {
-    preempt_device_state *device = &runtime->devices[device_index];
-    if (!device->initialized)
-      continue;
-    for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
-      preempt_launch_record *record = &device->control_pool.records[slot];
-      if (!record->in_flight)
-        continue;
-      if (resume) {
-        if (preempt_launch_suspended(record) && preempt_resume_record(runtime, device, record) == PREEMPT_OK)
-          runtime->stress.resumptions++;
-        if (runtime->stress.verbose)
-          fprintf(stderr, "preempt: stress: resumed slot %u generation %u\n", slot, record->generation);
-        continue;
-      }
-      int spatial = next_random(random) & 1;
-      preempt_sm_mask mask = {{0}};
-      for (uint32_t sm = 0; spatial && sm < device->sm_count && sm < 32 * PREEMPT_SM_MASK_WORDS; sm++)
-        if (next_random(random) & 1)
-          mask.words[sm / 32] |= 1u << (sm % 32);
-      if (preempt_evict_record(runtime, device, record, spatial ? &mask : NULL) == PREEMPT_OK) {
-        runtime->stress.evictions++;
-        runtime->stress.spatial_evictions += spatial;
-        if (runtime->stress.verbose)
-          fprintf(stderr, "preempt: stress: evicted slot %u generation %u (%s)\n", slot, record->generation,
-                  spatial ? "spatial" : "temporal");
-      }
+struct stress_round {
+  int resume;
+  uint64_t *random;
+};
+
+/* Evicts (from all SMs, or from a random half of them) or resumes one launch in flight. */
+static void act_on_launch(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,
+                          preempt_launch_record *record, void *context) {
+  struct stress_round *round = context;
+  if (!record->in_flight)
+    return;
+  if (round->resume) {
+    if (preempt_launch_suspended(record) && preempt_resume_record(runtime, device, record) == PREEMPT_OK) {
+      runtime->stress.resumptions++;
+      if (runtime->stress.verbose)
+        fprintf(stderr, "preempt: stress: resumed slot %u generation %u\n", slot, record->generation);
     }
+    return;
   }
+  int spatial = next_random(round->random) & 1;
+  preempt_sm_mask mask = {{0}};
+  for (uint32_t sm = 0; spatial && sm < device->sm_count && sm < 32 * PREEMPT_SM_MASK_WORDS; sm++)
+    if (next_random(round->random) & 1)
+      mask.words[sm / 32] |= 1u << (sm % 32);
+  if (preempt_evict_record(runtime, device, record, spatial ? &mask : NULL) == PREEMPT_OK) {
+    runtime->stress.evictions++;
+    runtime->stress.spatial_evictions += spatial;
+    if (runtime->stress.verbose)
+      fprintf(stderr, "preempt: stress: evicted slot %u generation %u (%s)\n", slot, record->generation,
+              spatial ? "spatial" : "temporal");
+  }
+}
+
+static void act_on_launches(preempt_runtime *runtime, int resume, uint64_t *random) {
+  struct stress_round round = {resume, random};
+  preempt_for_each_record(runtime, act_on_launch, &round);
 }
 
 static void *stress_loop(void *argument) {
@@ -99,17 +104,16 @@ void preempt_stress_start_if_requested(preempt_runtime *runtime) {
 
 /* Called without the lock held: the thread takes it. */
 void preempt_stress_stop(preempt_runtime *runtime) {
-  preempt_runtime *locked = preempt_runtime_lock();
-  int was_running = locked->stress.running;
-  locked->stress.running = 0;
-  preempt_runtime_unlock(locked);
-  (void)runtime;
-  if (was_running) {
-    pthread_join(locked->stress.thread, NULL);
-    /* Whatever the last round evicted is resumed, so nothing waits forever. */
-    uint64_t random = 1;
-    locked = preempt_runtime_lock();
-    act_on_launches(locked, 1, &random);
-    preempt_runtime_unlock(locked);
-  }
+  runtime = preempt_runtime_lock();
+  int was_running = runtime->stress.running;
+  runtime->stress.running = 0;
+  preempt_runtime_unlock(runtime);
+  if (!was_running)
+    return;
+  pthread_join(runtime->stress.thread, NULL);
+  /* Whatever the last round evicted is resumed, so nothing waits forever. */
+  uint64_t random = 1;
+  runtime = preempt_runtime_lock();
+  act_on_launches(runtime, 1, &random);
+  preempt_runtime_unlock(runtime);
 }
