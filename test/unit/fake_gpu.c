@@ -50,6 +50,8 @@ static int fake_stream_create(void **stream, int urgent) {
 /* "Device memory" is host memory here: a stream write lands at once. */
 static int fake_stream_write(void *stream, void *word, uint32_t value) {
   (void)stream;
+  uint32_t before = *(uint32_t *)word;
+  fake_gpu.nonzero_mask_words += (before == 0 && value != 0) - (before != 0 && value == 0);
   *(uint32_t *)word = value;
   fake_gpu.mask_writes++;
   return 0;

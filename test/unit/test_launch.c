@@ -239,6 +239,24 @@ int main(void) {
     wait_for_relauncher();
   }
 
+  /* PREEMPT_STRESS=1: a runtime thread evicts and resumes running launches
+   * on its own; shutting down stops it and leaves nothing evicted. */
+  setenv("PREEMPT_STRESS", "1", 1);
+  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    fake_gpu.events_pending = 1; /* launches stay "running" */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){64, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
+    for (int wait = 0; wait < 2000 && fake_gpu.mask_writes < 12; wait++)
+      usleep(1000);
+    CHECK(fake_gpu.mask_writes >= 12); /* several rounds of evictions and resumptions */
+    unsetenv("PREEMPT_STRESS");
+    preempt_shutdown();
+    CHECK_EQ_U64(fake_gpu.nonzero_mask_words, 0);
+    fake_gpu.events_pending = 0;
+  }
+
   /* One hardware queue for every stream: a resume would deadlock, so eviction is refused. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
   reset_fake(PREEMPT_KERNEL_ABI_VERSION);
