@@ -16,9 +16,17 @@ static preempt_kernel_desc make_desc(const void *stub, const char *name, uint32_
   return desc;
 }
 
-/* The relaunch thread works under the runtime's lock: taking it (any API
- * call) waits for a relaunch in progress to finish. */
+/* The relaunch thread enqueues, under the runtime's lock, the relaunches
+ * whose launch has started (to the fake: once events_pending is 0). Waits
+ * until it has been quiet for 20 ms, then takes the lock (any API call) so
+ * that a relaunch in progress has finished. */
 static void wait_for_relauncher(void) {
+  for (int round = 0; round < 100; round++) {
+    int launches = __atomic_load_n(&fake_gpu.launches, __ATOMIC_ACQUIRE);
+    usleep(20000);
+    if (launches == __atomic_load_n(&fake_gpu.launches, __ATOMIC_ACQUIRE))
+      break;
+  }
   preempt_launch_state state;
   preempt_query(0, &state);
 }
