@@ -3,10 +3,11 @@
 //
 // clang lowers `k<<<g, b, s, q>>>(args)` to the stub `__device_stub__k`, which
 // calls cudaLaunchKernel(stub, grid, block, args, shmem, stream); at -O2 the
-// stub is inlined into callers but stays the kernel's handle. Only stubs
-// defined in this module are this file's kernels, compiled with the plugin on
-// the device side too; the runtime still checks each kernel's marker, because
-// the device side may have refused it.
+// stub is inlined into callers but stays the kernel's handle (HIP passes a
+// constant global holding the stub instead). Only handles of stubs defined in
+// this module are this file's kernels, compiled with the plugin on the device
+// side too; the runtime still checks each kernel's marker, because the device
+// side may have refused it.
 #include "LaunchRewrite.h"
 
 #include "GpuTarget.h"
@@ -38,10 +39,30 @@ static bool isUnroutedLaunchApi(StringRef Name) {
          !isLaunchApi(Name);
 }
 
-// Kernel name registered for each stub by __cudaRegisterFunction /
+// A kernel's handle, as launches and registrations name it: the device stub
+// itself for CUDA; for HIP a constant global holding the stub's address. Only
+// handles of stubs defined here are this file's kernels.
+static GlobalValue *kernelHandle(Value *Operand) {
+  auto *Handle = dyn_cast<GlobalValue>(Operand->stripPointerCasts());
+  if (auto *Stub = dyn_cast_or_null<Function>(Handle))
+    return Stub->isDeclaration() ? nullptr : Stub;
+  auto *Variable = dyn_cast_or_null<GlobalVariable>(Handle);
+  if (!Variable || !Variable->isConstant() || !Variable->hasDefinitiveInitializer())
+    return nullptr;
+  auto *Stub = dyn_cast<Function>(Variable->getInitializer()->stripPointerCasts());
+  return Stub && !Stub->isDeclaration() ? Variable : nullptr;
+}
+
+static Function *stubOf(GlobalValue *Handle) {
+  if (auto *Stub = dyn_cast<Function>(Handle))
+    return Stub;
+  return cast<Function>(cast<GlobalVariable>(Handle)->getInitializer()->stripPointerCasts());
+}
+
+// Kernel name registered for each handle by __cudaRegisterFunction /
 // __hipRegisterFunction (argument 2 is the device-side name).
-static DenseMap<const Function *, StringRef> registeredKernelNames(Module &M) {
-  DenseMap<const Function *, StringRef> Names;
+static DenseMap<const GlobalValue *, StringRef> registeredKernelNames(Module &M) {
+  DenseMap<const GlobalValue *, StringRef> Names;
   for (StringRef Register : {"__cudaRegisterFunction", "__hipRegisterFunction"}) {
     Function *RegisterFn = M.getFunction(Register);
     if (!RegisterFn)
@@ -50,21 +71,22 @@ static DenseMap<const Function *, StringRef> registeredKernelNames(Module &M) {
       auto *Call = dyn_cast<CallBase>(U);
       if (!Call || Call->arg_size() < 3)
         continue;
-      auto *Stub = dyn_cast<Function>(Call->getArgOperand(1)->stripPointerCasts());
+      GlobalValue *Handle = kernelHandle(Call->getArgOperand(1));
       auto *NameVar = dyn_cast<GlobalVariable>(Call->getArgOperand(2)->stripPointerCasts());
-      if (!Stub || !NameVar || !NameVar->hasInitializer())
+      if (!Handle || !NameVar || !NameVar->hasInitializer())
         continue;
       if (auto *Data = dyn_cast<ConstantDataSequential>(NameVar->getInitializer()); Data && Data->isCString())
-        Names[Stub] = Data->getAsCString();
+        Names[Handle] = Data->getAsCString();
     }
   }
   return Names;
 }
 
-static GlobalVariable *kernelDescriptor(Module &M, Function &Stub, StringRef KernelName, GpuApi Api,
-                                        DenseMap<Function *, GlobalVariable *> &Descriptors) {
-  if (GlobalVariable *Existing = Descriptors.lookup(&Stub))
+static GlobalVariable *kernelDescriptor(Module &M, GlobalValue &Handle, StringRef KernelName, GpuApi Api,
+                                        DenseMap<GlobalValue *, GlobalVariable *> &Descriptors) {
+  if (GlobalVariable *Existing = Descriptors.lookup(&Handle))
     return Existing;
+  Function &Stub = *stubOf(&Handle);
   LLVMContext &Context = M.getContext();
   Type *Int32 = Type::getInt32Ty(Context);
   PointerType *Ptr = PointerType::get(Context, 0);
@@ -77,22 +99,22 @@ static GlobalVariable *kernelDescriptor(Module &M, Function &Stub, StringRef Ker
                         ConstantInt::get(Int32, Api),
                         ConstantInt::get(Int32, Stub.arg_size()),
                         ConstantInt::get(Int32, PREEMPT_KERNEL_ABI_VERSION),
-                        &Stub,
+                        &Handle,
                         NameVar,
                         ConstantPointerNull::get(Ptr)};
   // Writable: the runtime caches what it learns about the kernel in the last field.
   auto *Desc = new GlobalVariable(M, DescType, false, GlobalValue::InternalLinkage,
                                   ConstantStruct::get(DescType, Fields), "__preempt_kernel_desc." + Stub.getName());
   Desc->setAlignment(Align(8));
-  Descriptors[&Stub] = Desc;
+  Descriptors[&Handle] = Desc;
   return Desc;
 }
 
 PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
   if (gpuTargetOf(M) != GpuTarget::None)
     return PreservedAnalyses::all();
-  DenseMap<const Function *, StringRef> KernelNames = registeredKernelNames(M);
-  DenseMap<Function *, GlobalVariable *> Descriptors;
+  DenseMap<const GlobalValue *, StringRef> KernelNames = registeredKernelNames(M);
+  DenseMap<GlobalValue *, GlobalVariable *> Descriptors;
   SmallVector<CallBase *, 16> Launches;
 
   for (Function &F : M) {
@@ -107,8 +129,8 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
       if (!Call || Call->getCalledFunction() != &F)
         continue;
       for (Value *Arg : Call->args()) {
-        auto *Stub = dyn_cast<Function>(Arg->stripPointerCasts());
-        if (!Stub || Stub->isDeclaration())
+        GlobalValue *Handle = kernelHandle(Arg);
+        if (!Handle)
           continue;
         if (Routed && Arg == Call->getArgOperand(0)) {
           Launches.push_back(Call);
@@ -117,7 +139,7 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
           // without its control block would corrupt memory.
           M.getContext().diagnose(DiagnosticInfoUnsupported(
               *Call->getFunction(),
-              "preempt: kernel '" + KernelNames.lookup(Stub) + "' (stub '" + Stub->getName() +
+              "preempt: kernel '" + KernelNames.lookup(Handle) + "' (stub '" + Handle->getName() +
                   "') is launched through " + Name +
                   ", which preempt does not route; launch it with <<<>>> or build its device code without the plugin",
               Call->getDebugLoc()));
@@ -130,12 +152,12 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
     return PreservedAnalyses::all();
 
   for (CallBase *Launch : Launches) {
-    auto *Stub = cast<Function>(Launch->getArgOperand(0)->stripPointerCasts());
+    GlobalValue *Handle = kernelHandle(Launch->getArgOperand(0));
     GpuApi Api = Launch->getCalledFunction()->getName().starts_with("hip") ? ApiHip : ApiCuda;
-    StringRef KernelName = KernelNames.lookup(Stub);
+    StringRef KernelName = KernelNames.lookup(Handle);
     if (KernelName.empty())
-      KernelName = Stub->getName(); // host-only compilation registers nothing
-    GlobalVariable *Desc = kernelDescriptor(M, *Stub, KernelName, Api, Descriptors);
+      KernelName = Handle->getName(); // host-only compilation registers nothing
+    GlobalVariable *Desc = kernelDescriptor(M, *Handle, KernelName, Api, Descriptors);
 
     // Same ABI as cudaLaunchKernel except the first argument: dim3 and
     // streams are passed exactly as clang already lowered them, so the call
