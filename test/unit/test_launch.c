@@ -247,6 +247,33 @@ int main(void) {
     wait_for_relauncher();
   }
 
+  /* Every control block held by an evicted launch that was never resumed: a
+   * further launch fails with a clear error instead of waiting forever; it
+   * succeeds again once one is resumed. */
+  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    fake_gpu.events_pending = 1;
+    preempt_launch_id first_launch = 0;
+    for (int index = 0; index < 1024; index++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
+      if (index == 0)
+        first_launch = preempt_last_launch();
+      CHECK_EQ_U64(preempt_evict(preempt_last_launch(), NULL), PREEMPT_OK);
+    }
+    int launches_before = fake_gpu.launches;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL),
+                 FAKE_ERROR_NOT_READY);
+    CHECK(strstr(preempt_last_error(), "never resumed") != NULL);
+    CHECK_EQ_U64(fake_gpu.launches, launches_before);
+    fake_gpu.events_pending = 0; /* started and finished, to the fake */
+    CHECK_EQ_U64(preempt_resume(first_launch), PREEMPT_OK);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
+    preempt_resume_stream(NULL);
+    wait_for_relauncher();
+  }
+
   /* PREEMPT_STRESS=1: a runtime thread evicts and resumes running launches
    * on its own; shutting down stops it and leaves nothing evicted. */
   setenv("PREEMPT_STRESS", "1", 1);
