@@ -6,7 +6,7 @@ import lit.formats
 
 config.name = "preempt"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".ll", ".cu", ".cl", ".hip", ".test"]
+config.suffixes = [".ll", ".cu", ".cl", ".hip", ".mir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.preempt_binary_root, "test", "lit")
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
