@@ -205,6 +205,29 @@ int preempt_ctx_insert_backups(const preempt_ctx_block *block, const preempt_ctx
                                preempt_ctx_block *with_backups, size_t *index_map);
 void preempt_ctx_block_free(preempt_ctx_block *block);
 
+/* Per-kernel sums over every preemption point (each instruction of each
+ * block): the context bytes of each technique, for preempt-report's Fig. 7. */
+typedef struct preempt_ctx_totals {
+  uint64_t points;          /* instructions analysed */
+  uint64_t live;            /* LIVE */
+  uint64_t ckpt;            /* CKPT: the block's smallest live context (the minimum a checkpoint could save) */
+  uint64_t cs_defer;        /* CS-Defer */
+  uint64_t flashback;       /* CTXBack */
+  uint64_t combined;        /* CTXBack+CS-Defer */
+  uint64_t flashback_cycles, cs_defer_cycles, combined_cycles; /* summed estimated preemption latency */
+  uint64_t reverts, reexecutions; /* in the combined plans */
+  uint64_t checked;         /* plans run through preempt_ctx_check_plan */
+  uint64_t check_failures;  /* of those, how many failed (must be 0) */
+} preempt_ctx_totals;
+
+/* Plans every instruction of the block with LIVE, CS-Defer, CTXBack and the
+ * combination, adds them to *totals, and runs the concrete checker on each
+ * plan `check_trials` times (0: no check). When `combined` is not NULL it
+ * gets block->count plans (the routines to emit), freed by the caller with
+ * preempt_ctx_plan_free. */
+int preempt_ctx_analyze_block(const preempt_ctx_block *block, size_t window, const preempt_ctx_cost_model *costs,
+                              unsigned check_trials, preempt_ctx_totals *totals, preempt_ctx_plan *combined);
+
 #ifdef __cplusplus
 }
 #endif
