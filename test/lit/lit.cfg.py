@@ -25,6 +25,7 @@ config.substitutions += [
     ("%cuda_flags", cuda_flags),
     ("%ptxas", config.ptxas or "false"),
     ("%unit_bin", os.path.join(config.preempt_binary_root, "test", "unit")),
+    ("%preempt_report", os.path.join(config.preempt_binary_root, "tools", "preempt-report")),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
