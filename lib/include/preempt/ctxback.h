@@ -125,7 +125,7 @@ typedef struct preempt_ctx_plan {
   uint32_t slot_count;
   uint64_t context_bytes;   /* bytes saved to memory */
   uint64_t preempt_cycles;  /* estimated preemption latency */
-  uint64_t resume_cycles;   /* estimated resumption time, re-execution included */
+  uint64_t resume_cycles;   /* estimated resumption time: the routine and the program's code run again */
   size_t revert_count;
   size_t reexecute_count;
 } preempt_ctx_plan;
@@ -144,7 +144,8 @@ int preempt_ctx_plan_live(const preempt_ctx_block *block, size_t current, const 
 
 /* CTXBack (§III-B/C/E): the re-entry point in [current - window, current]
  * (never at or before a barrier) and the saved values with the smallest
- * context; ties go to the smaller preemption latency, then the latest point.
+ * context; ties go to the smaller preemption latency, then the shorter
+ * resumption, the shorter routine, the earliest re-entry point.
  * Every candidate is proven by preempt_ctx_verify_plan before it is kept, so
  * the result is never worse than LIVE. */
 int preempt_ctx_plan_flashback(const preempt_ctx_block *block, size_t current, size_t window,
@@ -198,9 +199,10 @@ int preempt_ctx_choose_backups(const preempt_ctx_block *block, size_t window, co
                                size_t capacity, size_t *count);
 
 /* The block with the backups inserted as MOVE instructions flagged
- * PREEMPT_CTX_BACKUP (liveness updated: each backup is live from its copy to
- * the block's end). `index_map[j]` gets the new index of original instruction
- * j. Free with preempt_ctx_block_free. */
+ * PREEMPT_CTX_BACKUP. Liveness is unchanged: the program never reads a
+ * backup; a plan may save it. `index_map[j]` gets the new index of original
+ * instruction j. The new block shares `registers` and `live_in` with the
+ * old one. Free with preempt_ctx_block_free. */
 int preempt_ctx_insert_backups(const preempt_ctx_block *block, const preempt_ctx_backup *backups, size_t count,
                                preempt_ctx_block *with_backups, size_t *index_map);
 void preempt_ctx_block_free(preempt_ctx_block *block);
