@@ -181,28 +181,21 @@ static Function *appendControlParameter(Function &Kernel) {
   return NewKernel;
 }
 
-// Whether tasks need a barrier between them: when the body shares data
-// through shared memory, synchronizes, or reads the task context after the
-// task's first barrier (in a cloned callee), a sibling may still be in this
-// task while the CTA starts the next. Otherwise the barrier that publishes
-// each task id is the only one. Inline assembly might touch shared memory.
+// Whether tasks need a second barrier, at their end. The barrier that
+// publishes task n+1 already keeps every thread out of task n+1 (its shared
+// memory included) until all have left task n, and the body's own barriers
+// pair up task by task (the barrier rule makes them uniform). What it does
+// not cover is thread 0 itself: it fills the next slot and `current_slot`
+// before that barrier, while siblings may still be in task n. The other slot
+// is safe (a sibling reads a slot right after its barrier), `current_slot`
+// is not: a cloned callee reads the task context through it at any point of
+// the task. Inline assembly might do anything.
 static bool needsTaskEndBarrier(Function &Kernel, const DenseMap<Function *, Function *> &Clones) {
-  auto IsSharedPointer = [](const Value *V) {
-    auto *Type = dyn_cast<PointerType>(V->getType());
-    if (Type && Type->getAddressSpace() == 3)
-      return true;
-    const auto *Global = dyn_cast<GlobalVariable>(V->stripPointerCasts());
-    return Global && Global->getAddressSpace() == 3;
-  };
   for (Function *F : reachableFunctions(Kernel))
-    for (Instruction &I : instructions(*F)) {
-      if (auto *Call = dyn_cast<CallBase>(&I)) {
-        if (isCtaBarrier(*Call) || Call->isInlineAsm() || Clones.count(Call->getCalledFunction()))
+    for (Instruction &I : instructions(*F))
+      if (auto *Call = dyn_cast<CallBase>(&I))
+        if (Call->isInlineAsm() || Clones.count(Call->getCalledFunction()))
           return true;
-      }
-      if (IsSharedPointer(&I) || any_of(I.operands(), [&](const Use &Operand) { return IsSharedPointer(Operand); }))
-        return true;
-    }
   return false;
 }
 

@@ -14,6 +14,10 @@
 // CHECK: call {{.*}} @llvm.nvvm.read.ptx.sreg.ctaid.y()
 // CHECK-LABEL: define {{.*}} @_Z9convertedPj(
 // CHECK: call {{.*}} @_Z10row_offsetv.preempt()
+// A cloned callee reads the task context at any point of a task: tasks end
+// with a barrier before thread 0 moves `current_slot` on.
+// CHECK: preempt.task.end:
+// CHECK-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // CHECK-LABEL: define {{.*}} @_Z7refusedPj(
 // CHECK: call {{.*}} @_Z10row_offsetv()
 // CHECK-LABEL: define internal {{.*}} @_Z10row_offsetv.preempt()
