@@ -104,7 +104,7 @@ char ContextFlashback::ID = 0;
 void ContextFlashback::missed(MachineFunction &MF, const Twine &Why) {
   MachineOptimizationRemarkEmitter ORE(MF, nullptr);
   MachineOptimizationRemarkMissed Remark("preempt", "CtxBackSkipped", DebugLoc(), &MF.front());
-  Remark << "ctxback: kernel " << MF.getName() << " not analysed: " << Why.str();
+  Remark << "ctxback: kernel " << MF.getName() << ": " << Why.str();
   ORE.emit(Remark);
 }
 
@@ -472,7 +472,7 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
     Model->ExtraPhys = freeSgprs(MF);
   std::string Why;
   if (!Model->build(Why)) {
-    missed(MF, Why);
+    missed(MF, "not analysed: " + Why);
     return false;
   }
 
@@ -490,7 +490,7 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
       if (!Rebuilt->build(Why)) {
         // Cannot happen for a model that built before: the copies use only
         // registers it already knew. Say so rather than crash.
-        missed(MF, "after scalar backups: " + Why);
+        missed(MF, "not analysed after scalar backups: " + Why);
         return Changed;
       }
       Model = std::move(Rebuilt);
@@ -509,7 +509,7 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
       for (BlockPlans &Done : Plans)
         for (preempt_ctx_plan &P : Done.Plans)
           preempt_ctx_plan_free(&P);
-      missed(MF, "the analysis failed on bb." + Twine(Block->MBB->getNumber()));
+      missed(MF, "not analysed: the analysis failed on bb." + Twine(Block->MBB->getNumber()));
       return Changed;
     }
     if (Row.Totals.check_failures != FailuresBefore)
@@ -528,6 +528,9 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
       Routines += Out.Text;
       Row.PreemptRoutines = Out.PreemptRoutines;
       Row.ResumeRoutines = Out.ResumeRoutines;
+      if (Out.LiveFallbacks)
+        missed(MF, Twine(Out.LiveFallbacks) + " points get LIVE routines: their plan copies instructions the "
+                                              "routines cannot print");
     } else {
       missed(MF, "no routines written: " + Why);
     }

@@ -167,24 +167,53 @@ std::optional<std::string> InstructionPrinter::printAmdgpu(const MachineInstr &M
   const MCInstrInfo &MII = *MF.getTarget().getMCInstrInfo();
   if (MI.isCopy()) {
     // COPY survives until expandPostRAPseudos, just after prologepilog: it
-    // becomes a move of its destination's kind.
+    // becomes one move of its destination's kind per 32-bit part, ordered so
+    // that overlapping tuples (s[2:3] -> s[3:4]) read each part before it is
+    // overwritten.
     const MachineOperand &Dst = MI.getOperand(0), &Src = MI.getOperand(1);
     if (!Dst.isReg() || !Src.isReg() || !Dst.getReg().isPhysical() || !Src.getReg().isPhysical())
       return std::nullopt;
-    const TargetRegisterClass *DC = TRI.getMinimalPhysRegClass(Dst.getReg());
-    const TargetRegisterClass *SC = TRI.getMinimalPhysRegClass(Src.getReg());
-    if (!DC || !SC || TRI.getRegSizeInBits(*DC) != 32 || TRI.getRegSizeInBits(*SC) != 32)
+    auto parts = [&](MCRegister Reg) {
+      SmallVector<MCRegister, 4> Out;
+      if (TRI.getName(Reg) == StringRef("SCC"))
+        return Out;
+      bool Has32 = false;
+      for (const TargetRegisterClass *RC : TRI.regclasses())
+        if (RC->contains(Reg) && TRI.getRegSizeInBits(*RC) == 32)
+          Has32 = true;
+      if (Has32) {
+        Out.push_back(Reg);
+        return Out;
+      }
+      for (MCPhysReg Sub : TRI.subregs(Reg))
+        for (const TargetRegisterClass *RC : TRI.regclasses())
+          if (RC->contains(Sub) && TRI.getRegSizeInBits(*RC) == 32) {
+            Out.push_back(Sub);
+            break;
+          }
+      llvm::sort(Out, [](MCRegister A, MCRegister B) { return A.id() < B.id(); });
+      Out.erase(std::unique(Out.begin(), Out.end()), Out.end());
+      return Out;
+    };
+    SmallVector<MCRegister, 4> D = parts(Dst.getReg()), S = parts(Src.getReg());
+    if (D.empty() || D.size() != S.size())
       return std::nullopt;
-    std::string Line;
-    if (isVgpr(TRI, Dst.getReg()))
-      Line = "v_mov_b32_e32 " + physName(Dst.getReg()) + ", " + physName(Src.getReg());
-    else if (!isVgpr(TRI, Src.getReg()))
-      Line = "s_mov_b32 " + physName(Dst.getReg()) + ", " + physName(Src.getReg());
-    else
-      return std::nullopt;
-    if (!assembles(Line))
-      return std::nullopt;
-    return Line;
+    bool Backwards = D.front().id() > S.front().id();
+    std::string Text;
+    for (size_t K = 0; K < D.size(); ++K) {
+      size_t I = Backwards ? D.size() - 1 - K : K;
+      std::string Line;
+      if (isVgpr(TRI, D[I]))
+        Line = "v_mov_b32_e32 " + physName(D[I]) + ", " + physName(S[I]);
+      else if (!isVgpr(TRI, S[I]))
+        Line = "s_mov_b32 " + physName(D[I]) + ", " + physName(S[I]);
+      else
+        return std::nullopt;
+      if (!assembles(Line))
+        return std::nullopt;
+      Text += (Text.empty() ? "" : "\n") + Line;
+    }
+    return Text;
   }
   MCInst Inst;
   for (const MachineOperand &MO : MI.explicit_operands()) {

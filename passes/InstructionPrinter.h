@@ -40,7 +40,8 @@ public:
   InstructionPrinter(const llvm::MachineFunction &MF, ModelTarget Target);
   ~InstructionPrinter();
 
-  // The instruction as one line of assembly (no tab, no newline), or nothing.
+  // The instruction as assembly (no tab; a wide COPY gives one move a line,
+  // newline-separated), or nothing.
   std::optional<std::string> print(const llvm::MachineInstr &MI) const;
   // Whether a hand-written AMDGPU line assembles for this subtarget.
   bool assembles(const std::string &Line) const;

@@ -110,7 +110,7 @@ bool FunctionModel::splitPhys(MCRegister Reg, SmallVectorImpl<uint16_t> &Ids, st
   SmallVector<MCRegister, 4> Parts;
   unsigned Bits = physBits(*TRI, Reg);
   StringRef TableName = TRI->getName(Reg);
-  if (TableName == "SCC" || Bits == 32) {
+  if (TableName == "SCC" || TableName == "MODE" || Bits == 32) {
     Parts.push_back(Reg);
   } else if (Bits > 32) {
     for (MCPhysReg Sub : TRI->subregs(Reg))

@@ -26,18 +26,22 @@
 // NVPTX convention: every routine is a `.visible .func` of a PTX module of its
 // own; the context pointer (this thread's record; slot k at byte 8k) is its
 // first parameter. A preemption routine takes the values of the registers it
-// reads as parameters; a resumption routine returns the registers it writes.
+// reads as parameters; a resumption routine returns the registers it writes
+// (as .reg return parameters: PTX wants those when there are several).
 // Predicates travel as 0/1 in a .b32 parameter and a byte of context.
 #include "RoutineEmitter.h"
 #include "InstructionPrinter.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/CodeGen/MachineInstr.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <deque>
 #include <map>
 #include <set>
 
@@ -349,8 +353,12 @@ bool AmdgpuWriter::step(const preempt_ctx_step &Step, bool Resuming, std::vector
       WhyNot = "instruction " + std::to_string(Step.instruction) + " cannot be printed";
       return false;
     }
-    Out.push_back(*Text + (Step.kind == PREEMPT_CTX_EXECUTE ? " ; execute " : " ; reexecute ") +
-                  std::to_string(Step.instruction));
+    SmallVector<StringRef, 4> Lines;
+    StringRef(*Text).split(Lines, '\n');
+    for (StringRef Line : Lines)
+      Out.push_back(Line.str());
+    Out.back() += (Step.kind == PREEMPT_CTX_EXECUTE ? " ; execute " : " ; reexecute ") +
+                  std::to_string(Step.instruction);
     if (MI.mayLoad())
       Out.push_back("s_waitcnt vmcnt(0) lgkmcnt(0)");
     return true;
@@ -544,7 +552,7 @@ bool PtxWriter::routine(bool Resuming, std::string &Out, std::string &WhyNot) {
   if (Resuming) {
     OS << "(";
     for (size_t I = 0; I < Params.size(); ++I)
-      OS << (I ? ", " : "") << ".param .b" << std::max<unsigned>(32, Table.get(Params[I]).Info.bits) << " "
+      OS << (I ? ", " : "") << ".reg .b" << std::max<unsigned>(32, Table.get(Params[I]).Info.bits) << " "
          << paramName(Table.get(Params[I]).Name);
     OS << ") ";
   }
@@ -571,18 +579,17 @@ bool PtxWriter::routine(bool Resuming, std::string &Out, std::string &WhyNot) {
     }
   for (const std::string &Line : Body)
     OS << "  " << Line << "\n";
+  // Several return values must be .reg parameters in PTX.
   if (Resuming)
     for (uint16_t Id : Params) {
       const ModelRegister &R = Table.get(Id);
-      if (R.Info.bits == 1) {
-        OS << "  selp.b32 %ctxw, 1, 0, " << R.Name << ";\n";
-        OS << "  st.param.b32 [" << paramName(R.Name) << "], %ctxw;\n";
-      } else if (R.Info.bits == 16) {
-        OS << "  cvt.u32.u16 %ctxw, " << R.Name << ";\n";
-        OS << "  st.param.b32 [" << paramName(R.Name) << "], %ctxw;\n";
-      } else {
-        OS << "  st.param.b" << R.Info.bits << " [" << paramName(R.Name) << "], " << R.Name << ";\n";
-      }
+      std::string Out = paramName(R.Name);
+      if (R.Info.bits == 1)
+        OS << "  selp.b32 " << Out << ", 1, 0, " << R.Name << ";\n";
+      else if (R.Info.bits == 16)
+        OS << "  cvt.u32.u16 " << Out << ", " << R.Name << ";\n";
+      else
+        OS << "  mov.b" << unsigned(R.Info.bits) << " " << Out << ", " << R.Name << ";\n";
     }
   OS << "  ret;\n}\n";
   return true;
@@ -626,35 +633,58 @@ bool emitKernelRoutines(StringRef Kernel, ModelTarget Target, const FunctionMode
     unsigned Routine = 0, Entry = 0, ResumeId = 0;
   };
   std::vector<Point> Points;
+  auto write = [&](Point &P, const preempt_ctx_plan &Plan, std::string &Why) {
+    const BlockModel &Block = *P.Block;
+    if (Target == ModelTarget::AMDGPU) {
+      AmdgpuWriter Pre(Model, Printer, Block, Plan), Res(Model, Printer, Block, Plan);
+      std::vector<std::string> Lines;
+      P.Preempt.clear();
+      if (!Pre.preempt(P.Preempt, Why) || !Res.resume(Lines, Why))
+        return false;
+      for (const Chunk &C : P.Preempt)
+        for (const std::string &L : C.Lines)
+          if (!Printer.assembles(StringRef(L).split(" ;").first.str())) {
+            Why = "routine line '" + L + "' does not assemble";
+            return false;
+          }
+      P.Resume.clear();
+      for (const std::string &L : Lines) {
+        if (!Printer.assembles(StringRef(L).split(" ;").first.str())) {
+          Why = "routine line '" + L + "' does not assemble";
+          return false;
+        }
+        P.Resume += "\t" + L + "\n";
+      }
+      return true;
+    }
+    PtxWriter Pre(Model, Printer, Block, Plan), Res(Model, Printer, Block, Plan);
+    P.PreemptText.clear();
+    P.Resume.clear();
+    return Pre.routine(false, P.PreemptText, Why) && Res.routine(true, P.Resume, Why);
+  };
+  // A plan whose routine cannot be written (CS-Defer running an instruction
+  // the printer does not know) falls back to LIVE's, which only moves
+  // registers.
+  std::deque<preempt_ctx_plan> LivePlans;
+  scope_exit FreeLive([&] {
+    for (preempt_ctx_plan &Plan : LivePlans)
+      preempt_ctx_plan_free(&Plan);
+  });
   for (const BlockPlans &BP : Blocks)
     for (size_t I = 0; I < BP.Plans.size(); ++I) {
       Point P{BP.Model, I, &BP.Plans[I], {}, {}, {}};
-      if (Target == ModelTarget::AMDGPU) {
-        AmdgpuWriter Pre(Model, Printer, *BP.Model, BP.Plans[I]), Res(Model, Printer, *BP.Model, BP.Plans[I]);
-        std::vector<std::string> Lines;
-        if (!Pre.preempt(P.Preempt, WhyNot) || !Res.resume(Lines, WhyNot)) {
-          WhyNot = "bb." + std::to_string(BP.Model->MBB->getNumber()) + " point " + std::to_string(I) + ": " + WhyNot;
+      std::string Why;
+      if (!write(P, BP.Plans[I], Why)) {
+        LivePlans.emplace_back();
+        std::string LiveWhy;
+        if (preempt_ctx_plan_live(&BP.Model->block(), I, &preempt_ctx_default_costs, &LivePlans.back()) != 0 ||
+            !write(P, LivePlans.back(), LiveWhy)) {
+          WhyNot = "bb." + std::to_string(BP.Model->MBB->getNumber()) + " point " + std::to_string(I) + ": " + Why +
+                   (LiveWhy.empty() ? "" : "; with LIVE: " + LiveWhy);
           return false;
         }
-        for (const Chunk &C : P.Preempt)
-          for (const std::string &L : C.Lines)
-            if (!Printer.assembles(StringRef(L).split(" ;").first.str())) {
-              WhyNot = "routine line '" + L + "' does not assemble";
-              return false;
-            }
-        for (const std::string &L : Lines) {
-          if (!Printer.assembles(StringRef(L).split(" ;").first.str())) {
-            WhyNot = "routine line '" + L + "' does not assemble";
-            return false;
-          }
-          P.Resume += "\t" + L + "\n";
-        }
-      } else {
-        PtxWriter Pre(Model, Printer, *BP.Model, BP.Plans[I]), Res(Model, Printer, *BP.Model, BP.Plans[I]);
-        if (!Pre.routine(false, P.PreemptText, WhyNot) || !Res.routine(true, P.Resume, WhyNot)) {
-          WhyNot = "bb." + std::to_string(BP.Model->MBB->getNumber()) + " point " + std::to_string(I) + ": " + WhyNot;
-          return false;
-        }
+        P.Plan = &LivePlans.back();
+        ++Out.LiveFallbacks;
       }
       Points.push_back(std::move(P));
     }

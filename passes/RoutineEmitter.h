@@ -24,6 +24,7 @@ struct BlockPlans {
 struct KernelRoutines {
   unsigned PreemptRoutines = 0; // distinct routines written (shared entries not counted)
   unsigned ResumeRoutines = 0;
+  unsigned LiveFallbacks = 0;   // points written with their LIVE plan: the chosen one copies what cannot be printed
   std::string Text;             // this kernel's part of the file
 };
 
