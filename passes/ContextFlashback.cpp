@@ -92,6 +92,7 @@ private:
   void dumpBlock(StringRef Kernel, const FunctionModel &Model, const BlockModel &Block, preempt_ctx_technique Which);
 
   std::vector<KernelRow> Rows;
+  bool SawKernel = false; // the files are written, header only, even when every kernel was skipped
   std::string Routines;
   std::string RoutineHeader;
   ModelTarget Target = ModelTarget::AMDGPU;
@@ -446,6 +447,7 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
                                               : isKernel(F, GpuTarget::NVPTX);
   if (!Kernel && !isMirStub(F))
     return false;
+  SawKernel = true;
   preempt_ctx_technique DumpWhich = PREEMPT_CTX_LIVE;
   int DumpKind = -1;
   if (Dump != "none") {
@@ -564,8 +566,9 @@ static std::string outputPrefix(const Module &M) {
 }
 
 bool ContextFlashback::doFinalization(Module &M) {
-  if (Rows.empty())
+  if (!SawKernel)
     return false;
+  SawKernel = false;
   std::string Prefix = outputPrefix(M);
   std::error_code EC;
   raw_fd_ostream Tsv(Prefix + ".ctxback.tsv", EC, sys::fs::OF_Text);
