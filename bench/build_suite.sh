@@ -33,6 +33,7 @@ for job in "${jobs[@]}"; do wait "$job" || status=1; done
 clang++-22 "${flags[@]}" "$root/bench/preemption/preempt_bench.cu" -o "$out/original/preempt_bench" "${libs[@]}"
 clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/preempt_bench.cu" -o "$out/preempt/preempt_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
+clang++-22 "${flags[@]}" "$root/bench/preemption/launch_costs.cu" -o "$out/original/launch_costs" "${libs[@]}"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do

@@ -47,7 +47,7 @@ Error linkDeviceHelpers(Module &M, GpuTarget Target) {
   if (!Context)
     return createStringError(inconvertibleErrorCode(), "the device helpers lack the task context");
   Context->setLinkage(GlobalValue::InternalLinkage);
-  SmallVector<StringRef, 12> Required = {helper::KernelBegin, helper::KernelEnd, helper::TaskBegin, helper::TaskPrefetch, helper::YieldCheck, helper::TaskEnd};
+  SmallVector<StringRef, 12> Required = {helper::KernelBegin, helper::KernelEnd, helper::TaskBegin, helper::TaskPrefetch, helper::YieldCheck, helper::TaskEnd, helper::BatchBegin, helper::BatchFirst, helper::BatchEnd};
   Required.append(std::begin(helper::BlockIndex), std::end(helper::BlockIndex));
   Required.append(std::begin(helper::TaskBlockIndex), std::end(helper::TaskBlockIndex));
   Required.append(std::begin(helper::GridDim), std::end(helper::GridDim));

@@ -19,6 +19,9 @@ inline constexpr llvm::StringLiteral TaskBegin = "__preempt_task_begin";
 inline constexpr llvm::StringLiteral TaskPrefetch = "__preempt_task_prefetch";
 inline constexpr llvm::StringLiteral YieldCheck = "__preempt_yield_check";
 inline constexpr llvm::StringLiteral TaskEnd = "__preempt_task_end";
+inline constexpr llvm::StringLiteral BatchBegin = "__preempt_batch_begin";
+inline constexpr llvm::StringLiteral BatchFirst = "__preempt_batch_first";
+inline constexpr llvm::StringLiteral BatchEnd = "__preempt_batch_end";
 inline constexpr llvm::StringLiteral TaskBlockIndex[3] = {"__preempt_task_block_x", "__preempt_task_block_y",
                                                           "__preempt_task_block_z"};
 inline constexpr llvm::StringLiteral BlockIndex[3] = {"__preempt_block_index_x", "__preempt_block_index_y",

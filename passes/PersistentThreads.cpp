@@ -181,7 +181,18 @@ static Function *appendControlParameter(Function &Kernel) {
   return NewKernel;
 }
 
-// Whether tasks need a second barrier, at their end. The barrier that
+// How tasks follow one another in a CTA.
+enum class TaskLoop {
+  // Thread 0 publishes each task, a barrier broadcasts it.
+  PerTask,
+  // The same, and a barrier ends each task.
+  PerTaskEndBarrier,
+  // Thread 0 publishes each batch; threads run its tasks on their own.
+  Batched,
+};
+
+// A second barrier, at each task's end, is needed only when a cloned callee
+// reads the task context or there is inline assembly. The barrier that
 // publishes task n+1 already keeps every thread out of task n+1 (its shared
 // memory included) until all have left task n, and the body's own barriers
 // pair up task by task (the barrier rule makes them uniform). What it does
@@ -190,18 +201,39 @@ static Function *appendControlParameter(Function &Kernel) {
 // is safe (a sibling reads a slot right after its barrier), `current_slot`
 // is not: a cloned callee reads the task context through it at any point of
 // the task. Inline assembly might do anything.
-static bool needsTaskEndBarrier(Function &Kernel, const DenseMap<Function *, Function *> &Clones) {
+//
+// Threads may even run different tasks of a batch at once when they never
+// meet inside a task: no shared memory, no barrier, nothing convergent (warp
+// shuffles, votes: lanes of one warp must be in the same task). Only NVPTX:
+// AMDGPU's wave-level intrinsics are not all marked convergent.
+static TaskLoop chooseTaskLoop(Function &Kernel, const DenseMap<Function *, Function *> &Clones, GpuTarget Target) {
+  auto IsSharedPointer = [](const Value *V) {
+    auto *Type = dyn_cast<PointerType>(V->getType());
+    if (Type && Type->getAddressSpace() == 3)
+      return true;
+    const auto *Global = dyn_cast<GlobalVariable>(V->stripPointerCasts());
+    return Global && Global->getAddressSpace() == 3;
+  };
+  bool ThreadsMeet = Target != GpuTarget::NVPTX;
   for (Function *F : reachableFunctions(Kernel))
-    for (Instruction &I : instructions(*F))
-      if (auto *Call = dyn_cast<CallBase>(&I))
+    for (Instruction &I : instructions(*F)) {
+      if (auto *Call = dyn_cast<CallBase>(&I)) {
         if (Call->isInlineAsm() || Clones.count(Call->getCalledFunction()))
-          return true;
-  return false;
+          return TaskLoop::PerTaskEndBarrier;
+        Function *Callee = Call->getCalledFunction();
+        // A defined callee is walked itself; anything else must not synchronize.
+        if (isCtaBarrier(*Call) || !Callee || (Callee->isDeclaration() && Call->isConvergent()))
+          ThreadsMeet = true;
+      }
+      if (IsSharedPointer(&I) || any_of(I.operands(), [&](const Use &Operand) { return IsSharedPointer(Operand); }))
+        ThreadsMeet = true;
+    }
+  return ThreadsMeet ? TaskLoop::PerTask : TaskLoop::Batched;
 }
 
 // Wraps the body in the task loop (diagram at the top of this file) and
 // returns the block index of the current task, loaded once per task.
-static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, bool TaskEndBarrier) {
+static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
   Module &M = *Kernel.getParent();
   LLVMContext &Context = Kernel.getContext();
   unsigned FirstExtra = Kernel.arg_size() - PREEMPT_KERNEL_EXTRA_PARAMS;
@@ -243,17 +275,85 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, bool TaskEndBarri
   Slot->addIncoming(Builder.getInt32(0), Entry);
   PHINode *YieldSeen = Builder.CreatePHI(Builder.getInt32Ty(), 2, "preempt.yield.seen");
   YieldSeen->addIncoming(Builder.getInt32(0), Entry);
-  Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control, Task, Slot});
-  Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), TaskStart, Exit);
 
-  // Every thread reads its block index right after the barrier, before thread
-  // 0 can rewrite it for the next task; then thread 0 reads the yield mask
-  // (for the fetch after next) and issues the fetch of the next task, both
-  // left in flight while the task runs.
-  Builder.SetInsertPoint(TaskStart);
   SmallVector<Value *, 3> BlockIndex;
-  for (StringRef Name : helper::TaskBlockIndex)
-    BlockIndex.push_back(Builder.CreateCall(helperFunction(M, Name), {Slot}));
+  Value *NextSlot = nullptr;
+  // Batched: every thread's own place in the batch and its last block index.
+  PHINode *LocalTask = nullptr, *LocalEnd = nullptr, *LastIndex[3] = {};
+  Value *CurrentTask = nullptr, *CurrentEnd = nullptr;
+  if (Loop != TaskLoop::Batched) {
+    Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control, Task, Slot});
+    Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), TaskStart,
+                         Exit);
+    // Every thread reads its block index right after the barrier, before
+    // thread 0 can rewrite it for the next task.
+    Builder.SetInsertPoint(TaskStart);
+    for (StringRef Name : helper::TaskBlockIndex)
+      BlockIndex.push_back(Builder.CreateCall(helperFunction(M, Name), {Slot}));
+  } else {
+    Type *Int32 = Builder.getInt32Ty();
+    LocalTask = Builder.CreatePHI(Int32, 2, "preempt.local.task");
+    LocalEnd = Builder.CreatePHI(Int32, 2, "preempt.local.end");
+    LocalTask->addIncoming(Builder.getInt32(0), Entry);
+    LocalEnd->addIncoming(Builder.getInt32(0), Entry);
+    for (unsigned Axis = 0; Axis < 3; Axis++) {
+      LastIndex[Axis] = Builder.CreatePHI(Int32, 2, "preempt.last.index");
+      LastIndex[Axis]->addIncoming(Builder.getInt32(0), Entry);
+    }
+    BasicBlock *Refill = BasicBlock::Create(Context, "preempt.batch", &Kernel, TaskStart);
+    BasicBlock *Refilled = BasicBlock::Create(Context, "preempt.batch.start", &Kernel, TaskStart);
+    BasicBlock *Step = BasicBlock::Create(Context, "preempt.batch.step", &Kernel, TaskStart);
+    Builder.CreateCondBr(Builder.CreateICmpUGE(LocalTask, LocalEnd, "preempt.batch.done"), Refill, Step);
+
+    Builder.SetInsertPoint(Refill);
+    Value *HasTask = Builder.CreateCall(helperFunction(M, helper::BatchBegin), {Control, Task, Slot});
+    Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), Refilled, Exit);
+    Builder.SetInsertPoint(Refilled);
+    Value *Published[3];
+    for (unsigned Axis = 0; Axis < 3; Axis++)
+      Published[Axis] = Builder.CreateCall(helperFunction(M, helper::TaskBlockIndex[Axis]), {Slot});
+    Value *First = Builder.CreateCall(helperFunction(M, helper::BatchFirst), {Slot});
+    Value *End = Builder.CreateCall(helperFunction(M, helper::BatchEnd), {Slot});
+    Builder.CreateBr(TaskStart);
+
+    // The next task of the batch: one step along x, carried into y and z
+    // over the original grid (the launch's grid_x, grid_y parameters).
+    Builder.SetInsertPoint(Step);
+    Value *GridX = Kernel.getArg(FirstExtra + 2), *GridY = Kernel.getArg(FirstExtra + 3);
+    Value *X = Builder.CreateAdd(LastIndex[0], Builder.getInt32(1));
+    Value *CarryX = Builder.CreateICmpEQ(X, GridX);
+    Value *Y = Builder.CreateAdd(LastIndex[1], Builder.CreateZExt(CarryX, Int32));
+    Value *CarryY = Builder.CreateICmpEQ(Y, GridY);
+    Value *Stepped[3] = {Builder.CreateSelect(CarryX, Builder.getInt32(0), X),
+                         Builder.CreateSelect(CarryY, Builder.getInt32(0), Y),
+                         Builder.CreateAdd(LastIndex[2], Builder.CreateZExt(CarryY, Int32))};
+    Builder.CreateBr(TaskStart);
+
+    Builder.SetInsertPoint(TaskStart);
+    for (unsigned Axis = 0; Axis < 3; Axis++) {
+      PHINode *Index = Builder.CreatePHI(Int32, 2, "preempt.block.index");
+      Index->addIncoming(Published[Axis], Refilled);
+      Index->addIncoming(Stepped[Axis], Step);
+      BlockIndex.push_back(Index);
+    }
+    PHINode *Current = Builder.CreatePHI(Int32, 2, "preempt.current.task");
+    Current->addIncoming(First, Refilled);
+    Current->addIncoming(LocalTask, Step);
+    PHINode *CurrentEndPhi = Builder.CreatePHI(Int32, 2, "preempt.current.end");
+    CurrentEndPhi->addIncoming(End, Refilled);
+    CurrentEndPhi->addIncoming(LocalEnd, Step);
+    PHINode *SlotAfter = Builder.CreatePHI(Int32, 2, "preempt.next.slot");
+    SlotAfter->addIncoming(Builder.CreateXor(Slot, Builder.getInt32(1)), Refilled);
+    SlotAfter->addIncoming(Slot, Step);
+    // The xor above was inserted at the builder's position in TaskStart:
+    // move it where its operand dominates, into the refill block.
+    cast<Instruction>(SlotAfter->getIncomingValue(0))->moveBefore(Refilled->getTerminator()->getIterator());
+    CurrentTask = Current;
+    CurrentEnd = CurrentEndPhi;
+    NextSlot = SlotAfter;
+  }
+  // Thread 0 reads the yield mask (for the fetch after next) and issues the
+  // fetch of the next task, both left in flight while the task runs.
   Value *YieldNow = Builder.CreateCall(helperFunction(M, helper::YieldCheck), {Control}, "preempt.yield.now");
   Value *NextTask =
       Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control, YieldSeen}, "preempt.next.task");
@@ -269,11 +369,19 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, bool TaskEndBarri
   }
 
   Builder.SetInsertPoint(TaskEnd);
-  if (TaskEndBarrier)
+  if (Loop == TaskLoop::PerTaskEndBarrier)
     Builder.CreateCall(helperFunction(M, helper::TaskEnd));
   Task->addIncoming(NextTask, TaskEnd);
   YieldSeen->addIncoming(YieldNow, TaskEnd);
-  Slot->addIncoming(Builder.CreateXor(Slot, Builder.getInt32(1), "preempt.next.slot"), TaskEnd);
+  if (Loop == TaskLoop::Batched) {
+    Slot->addIncoming(NextSlot, TaskEnd);
+    LocalTask->addIncoming(Builder.CreateAdd(CurrentTask, Builder.getInt32(1), "preempt.local.next"), TaskEnd);
+    LocalEnd->addIncoming(CurrentEnd, TaskEnd);
+    for (unsigned Axis = 0; Axis < 3; Axis++)
+      LastIndex[Axis]->addIncoming(BlockIndex[Axis], TaskEnd);
+  } else {
+    Slot->addIncoming(Builder.CreateXor(Slot, Builder.getInt32(1), "preempt.next.slot"), TaskEnd);
+  }
   Builder.CreateBr(TaskHead);
 
   Builder.SetInsertPoint(Exit);
@@ -350,11 +458,11 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
 
   for (Function *Kernel : Convertible) {
     std::string Name = Kernel->getName().str();
-    bool TaskEndBarrier = needsTaskEndBarrier(*Kernel, Clones);
+    TaskLoop Loop = chooseTaskLoop(*Kernel, Clones, Target);
     redirectCalls(*Kernel, Clones);
     Function *Converted = appendControlParameter(*Kernel);
     dropDerivedAttributes(*Converted);
-    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, TaskEndBarrier);
+    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop);
     remapGridReads(*Converted, Target, BlockIndex);
     addKernelMarker(M, Name);
     OptimizationRemarkEmitter Remarks(Converted);

@@ -169,45 +169,94 @@ PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block 
   return is_first_thread() ? issue_fetch(control, yield_seen) : 0;
 }
 
-// Thread 0 resolves its fetch to a task id, decomposes it over the original grid (x
-// fastest, as lib/task_grid.c) into slot `slot` and the barrier broadcasts it.
-// Returns whether the CTA has a task to run. The loop alternates slots: a
+// Thread 0 only: resolves its fetch to a task id and decomposes it over the
+// original grid (x fastest, as lib/task_grid.c) into `published`. Returns
+// whether there is a task.
+PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned long long fetched,
+                                        preempt_task_slot *published, unsigned int slot) {
+  unsigned int generation = __preempt_task_ctx.generation;
+  unsigned int task;
+  if (fetched == YIELD_FETCH) {
+    task = PREEMPT_NO_TASK;
+  } else if ((fetched & TAG_MASK) == LOCAL_TAG) {
+    task = (unsigned int)fetched;
+  } else {
+    // A new batch: its first task now, the rest from issue_fetch.
+    unsigned int taken = __preempt_task_ctx.batch_taken;
+    task = (fetched & TAG_MASK) == TAG(generation) ? (unsigned int)fetched
+                                                    : tagged_add_slow(&control->task_word, generation, taken);
+    unsigned int end = task + taken;
+    __preempt_task_ctx.batch_next = task + 1;
+    __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;
+  }
+  unsigned int has_task = task < __preempt_task_ctx.task_count;
+  if (has_task) {
+    // Siblings wait at the barrier meanwhile: inside a batch the next task
+    // is one step from the last (the other slot), so a carry replaces the
+    // two divisions.
+    const preempt_task_slot *last = &__preempt_task_ctx.slots[slot ^ 1];
+    if (__preempt_task_ctx.tasks_run > 0 && task == __preempt_task_ctx.last_task + 1) {
+      unsigned int x = last->block_x + 1, y = last->block_y, z = last->block_z;
+      if (x == __preempt_task_ctx.grid_x) {
+        x = 0;
+        if (++y == __preempt_task_ctx.grid_y) {
+          y = 0;
+          z++;
+        }
+      }
+      published->block_x = x;
+      published->block_y = y;
+      published->block_z = z;
+    } else {
+      unsigned int plane = task / __preempt_task_ctx.grid_x;
+      published->block_x = task - plane * __preempt_task_ctx.grid_x;
+      published->block_z = plane / __preempt_task_ctx.grid_y;
+      published->block_y = plane - published->block_z * __preempt_task_ctx.grid_y;
+    }
+    published->task = task;
+    __preempt_task_ctx.last_task = task;
+    __preempt_task_ctx.tasks_run++;
+  }
+  published->has_task = has_task;
+  __preempt_task_ctx.current_slot = slot;
+  return has_task;
+}
+
+// Thread 0 publishes the task into slot `slot` and the barrier broadcasts
+// it. Returns whether the CTA has a task to run. The loop alternates slots: a
 // sibling may still read the other one when tasks are separated by this
 // barrier alone, but never this one, which it read before reaching the
 // previous task's barrier.
 PREEMPT_DEVICE bool __preempt_task_begin(preempt_control_block *control, unsigned long long fetched,
                                          unsigned int slot) {
   preempt_task_slot *published = &__preempt_task_ctx.slots[slot];
-  if (is_first_thread()) {
-    unsigned int generation = __preempt_task_ctx.generation;
-    unsigned int task;
-    if (fetched == YIELD_FETCH) {
-      task = PREEMPT_NO_TASK;
-    } else if ((fetched & TAG_MASK) == LOCAL_TAG) {
-      task = (unsigned int)fetched;
-    } else {
-      // A new batch: its first task now, the rest from issue_fetch.
-      unsigned int taken = __preempt_task_ctx.batch_taken;
-      task = (fetched & TAG_MASK) == TAG(generation) ? (unsigned int)fetched
-                                                      : tagged_add_slow(&control->task_word, generation, taken);
-      unsigned int end = task + taken;
-      __preempt_task_ctx.batch_next = task + 1;
-      __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;
-    }
-    unsigned int has_task = task < __preempt_task_ctx.task_count;
-    if (has_task) {
-      unsigned int plane = task / __preempt_task_ctx.grid_x;
-      published->block_x = task - plane * __preempt_task_ctx.grid_x;
-      published->block_z = plane / __preempt_task_ctx.grid_y;
-      published->block_y = plane - published->block_z * __preempt_task_ctx.grid_y;
-      __preempt_task_ctx.tasks_run++;
-    }
-    published->has_task = has_task;
-    __preempt_task_ctx.current_slot = slot;
+  if (is_first_thread())
+    publish_task(control, fetched, published, slot);
+  cta_barrier();
+  return published->has_task != 0;
+}
+
+// The batched loop, for kernels whose threads never meet inside a task (no
+// shared memory, barrier, warp-level operation or cloned callee): only a new
+// batch goes through thread 0 and a barrier; the slot alternates per batch.
+// Every thread then runs the batch's tasks on its own, stepping the block
+// index itself, while thread 0 keeps its bookkeeping as in the per-task loop
+// (its prefetch still walks the batch, so the next batch's fetch is issued as
+// the last task starts). A batch, once taken, is always run: thread 0 counts
+// it whole.
+PREEMPT_DEVICE bool __preempt_batch_begin(preempt_control_block *control, unsigned long long fetched,
+                                          unsigned int slot) {
+  preempt_task_slot *published = &__preempt_task_ctx.slots[slot];
+  if (is_first_thread() && publish_task(control, fetched, published, slot)) {
+    published->batch_end = __preempt_task_ctx.batch_end;
+    __preempt_task_ctx.tasks_run += __preempt_task_ctx.batch_end - published->task - 1;
   }
   cta_barrier();
   return published->has_task != 0;
 }
+
+PREEMPT_DEVICE unsigned int __preempt_batch_first(unsigned int slot) { return __preempt_task_ctx.slots[slot].task; }
+PREEMPT_DEVICE unsigned int __preempt_batch_end(unsigned int slot) { return __preempt_task_ctx.slots[slot].batch_end; }
 
 // Separates tasks when the body uses shared memory, barriers or reads the task
 // context late (in callees): no thread may touch the next task's shared data,

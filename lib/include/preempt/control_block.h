@@ -44,6 +44,8 @@ typedef struct preempt_control_block {
 typedef struct preempt_task_slot {
   unsigned int block_x, block_y, block_z;
   unsigned int has_task;
+  unsigned int task;      /* batched loop: the batch is [task, batch_end) */
+  unsigned int batch_end;
 } preempt_task_slot;
 
 /* Lives in shared memory, one per CTA. Tasks alternate between two slots:
@@ -55,8 +57,9 @@ typedef struct preempt_task_context {
   unsigned int current_slot; /* for callees, which read the context mid-task */
   /* Thread 0's own bookkeeping, kept here because helpers hold no state:
    * the batch of task ids it holds [batch_next, batch_end), the largest batch
-   * it may take (the check interval), the tasks it finished. */
-  unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run;
+   * it may take (the check interval), the tasks it finished, and the last
+   * task it decomposed (the next one in a batch is one step further). */
+  unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
   preempt_task_slot slots[2];
 } preempt_task_context;
 

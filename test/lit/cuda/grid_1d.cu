@@ -17,21 +17,33 @@
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
 // IR: load atomic i32, ptr {{.*}} monotonic
 // IR: atomicrmw add ptr %preempt.control, i64 %{{.*}} monotonic
+// No shared memory, barrier or warp-level operation: the batched loop. Only a
+// new batch goes through thread 0 and a barrier; every thread steps through
+// the batch's tasks itself, carrying the block index from x into y and z.
 // IR: preempt.task:
 // IR-NEXT: %preempt.task.id = phi i64
 // IR-NEXT: %preempt.task.slot = phi i32 [ 0, %{{.*}} ], [ %preempt.next.slot, %preempt.task.end ]
 // IR-NEXT: %preempt.yield.seen = phi i32 [ 0, %{{.*}} ], [ %{{.*}}, %preempt.task.end ]
+// IR-NEXT: %preempt.local.task = phi i32 [ 0, %{{.*}} ], [ %preempt.local.next, %preempt.task.end ]
+// IR-NEXT: %preempt.local.end = phi i32 [ 0, %{{.*}} ], [ %preempt.current.end, %preempt.task.end ]
+// IR: %preempt.batch.done = icmp uge i32 %preempt.local.task, %preempt.local.end
+// IR-NEXT: br i1 %preempt.batch.done, label %preempt.batch, label %preempt.batch.step
+// IR: preempt.batch:
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// IR: preempt.batch.step:
+// IR-NOT: barrier
+// IR: icmp eq i32 {{.*}}, %preempt.grid.x
+// IR: icmp eq i32 {{.*}}, %preempt.grid.y
 // IR: preempt.task.start:
+// IR-NEXT: %preempt.block.index = phi i32
+// IR: %preempt.next.slot = phi i32 [ %{{.*}}, %preempt.batch.start ], [ %preempt.task.slot, %preempt.batch.step ]
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
 // IR: atomicrmw add ptr %preempt.control, i64 %{{.*}} monotonic
 // IR: preempt.body:
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
-// No shared memory and no barrier in the body: the barrier that publishes each
-// task id is the only one per task.
 // IR-NOT: barrier
 // IR: preempt.task.end:
-// IR-NEXT: %preempt.next.slot = xor i32 %preempt.task.slot, 1
+// IR-NEXT: %preempt.local.next = add i32 %preempt.current.task, 1
 // IR-NEXT: br label %preempt.task
 // On the way out: results fenced, the CTA's finished tasks added to the launch's
 // count, and done_generation published when that completes the launch.
