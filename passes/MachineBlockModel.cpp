@@ -434,7 +434,9 @@ bool FunctionModel::classify(MachineInstr &MI, BlockModel &Model, preempt_ctx_in
   Inst.flags = 0;
   if (!HasSideEffects && !Control)
     Inst.flags |= PREEMPT_CTX_REEXECUTABLE;
-  if (HasSideEffects)
+  // A branch leaves the block: no routine may run it (CS-Defer stops before
+  // it) and nothing after it is in the block anyway.
+  if (HasSideEffects || Control)
     Inst.flags |= PREEMPT_CTX_BARRIER;
   if ((Inst.flags & PREEMPT_CTX_REEXECUTABLE) && Printer.print(MI))
     Inst.flags |= PREEMPT_CTX_COPYABLE;
