@@ -412,10 +412,6 @@ bool FunctionModel::classify(MachineInstr &MI, BlockModel &Model, preempt_ctx_in
       }
     }
   }
-  if (Inst.operation == PREEMPT_CTX_OPAQUE && Shaped) {
-    // The shape fitted but the operands did not (imm - reg): reset results'
-    // order does not matter for an OPAQUE instruction.
-  }
   for (const Source &S : Sources)
     if (Inst.operation == PREEMPT_CTX_OPAQUE)
       addUnique(Operands, S.Ids);
@@ -549,7 +545,6 @@ bool FunctionModel::build(std::string &WhyNot) {
   }
   if (!addRegisters(WhyNot))
     return false;
-  size_t Words = wordsFor(Table.size());
   std::vector<std::vector<uint64_t>> NvptxOut;
   if (Target == ModelTarget::NVPTX && !nvptxLiveOuts(NvptxOut, WhyNot))
     return false;
@@ -595,7 +590,6 @@ bool FunctionModel::build(std::string &WhyNot) {
       }
       Model->LiveIn = Live;
     }
-    (void)Words;
     Model->LiveAfterPointers.clear();
     for (std::vector<uint64_t> &Set : Model->LiveAfter)
       Model->LiveAfterPointers.push_back(Set.data());
