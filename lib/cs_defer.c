@@ -19,15 +19,17 @@ int preempt_ctx_plan_cs_defer(const preempt_ctx_block *block, size_t current, co
   if (!plan || !costs || preempt_ctx_block_validate(block) || current > block->count)
     return -1;
   /* Deferring stops before anything that must not run with the preemption
-   * pending (a barrier would wait for warps being preempted) and before the
-   * block's last instruction (the branch leaves the block). §IV-C: the
+   * pending (a barrier would wait for warps being preempted), before what
+   * the preemption routine cannot copy, and before the block's last
+   * instruction (the branch leaves the block). §IV-C: the
    * latency of the instructions run is their issue-to-result estimate; the
    * waits they cause in others are not known statically (§V-B). */
   size_t last = block->count ? block->count - 1 : 0;
   size_t best = current;
   uint64_t run_cycles = 0, best_cycles = save_cycles(block, current, costs);
   for (size_t point = current; point < last; point++) {
-    if (block->instructions[point].flags & PREEMPT_CTX_BARRIER)
+    if ((block->instructions[point].flags & PREEMPT_CTX_BARRIER) ||
+        !(block->instructions[point].flags & PREEMPT_CTX_COPYABLE))
       break;
     uint32_t latency = block->instructions[point].latency;
     run_cycles += latency ? latency : costs->alu;

@@ -601,7 +601,7 @@ bool ContextFlashback::doFinalization(Module &M) {
 
 MachineFunctionPass *createContextFlashbackPass() { return new ContextFlashback(); }
 
-static RegisterPass<ContextFlashback> Registration("preempt-ctxback", "CTXBack context flashback (preempt)",
+static RegisterPass<ContextFlashback> Registration("preempt-context-flashback", "CTXBack context flashback (preempt)",
                                                    /*CFGOnly=*/false, /*is_analysis=*/false);
 
 // Fires for every TargetMachine, the host's too: only amdgcn and nvptx64 get

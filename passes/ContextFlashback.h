@@ -9,8 +9,9 @@ class MachineFunctionPass;
 
 namespace preempt {
 
-// Registered as "preempt-ctxback" (llc -run-pass=preempt-ctxback), and
-// inserted into AMDGPU (after prologepilog) and NVPTX (after
+// Registered as "preempt-context-flashback" (llc -run-pass=...; not
+// "preempt-ctxback": opt turns every registered pass name into an option,
+// which would collide with the enabling flag below), and inserted into AMDGPU (after prologepilog) and NVPTX (after
 // phi-node-elimination) pipelines when -preempt-ctxback or PREEMPT_CTXBACK=1
 // is given.
 llvm::MachineFunctionPass *createContextFlashbackPass();

@@ -574,7 +574,7 @@ static int build_compile_command(source_language language, const char *input, co
   }
   if (is_clang)
     command_add_owned(cmd, format_string("-fpass-plugin=%s", options->plugin));
-  const char *run_pass = language == SOURCE_MIR ? "-run-pass=preempt-ctxback" : "-preempt-ctxback";
+  const char *run_pass = language == SOURCE_MIR ? "-run-pass=preempt-context-flashback" : "-preempt-ctxback";
   command_add_pass_option(cmd, is_clang, format_string("%s", run_pass));
   command_add_pass_option(cmd, is_clang, format_string("-preempt-ctxback-output=%s", output_stem));
   if (options->osrb)

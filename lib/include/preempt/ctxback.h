@@ -152,7 +152,8 @@ int preempt_ctx_plan_flashback(const preempt_ctx_block *block, size_t current, s
                                const preempt_ctx_cost_model *costs, preempt_ctx_plan *plan);
 
 /* CS-Defer (§II-B [4]): keep executing to the later instruction (within the
- * block, never past a barrier) with the smallest estimated preemption latency:
+ * block, never past a barrier or an instruction that is not COPYABLE: the
+ * preemption routine runs them) with the smallest estimated preemption latency:
  * the cycles of the instructions run plus saving what is live there. */
 int preempt_ctx_plan_cs_defer(const preempt_ctx_block *block, size_t current, const preempt_ctx_cost_model *costs,
                               preempt_ctx_plan *plan);
