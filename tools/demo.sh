@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh: the README's main job: set up, build preempt, compile a sample CUDA program with the plugin,
-# show what the passes did (FLEP §4.1 conversion, launch routing); with a GPU, run both builds and compare,
-# and run the converted one again while the runtime preempts its kernels at random (FLEP §4.1, EffiSha §6).
+# show what the passes did (FLEP §4.1 conversion, launch routing), report preemption contexts (CTXBack §V-A);
+# with a GPU, run both builds and compare, and run the converted one again while the runtime preempts its
+# kernels at random (FLEP §4.1, EffiSha §6).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PREEMPT_BUILD_DIR:-$root/build}
@@ -28,6 +29,12 @@ awk '/^.visible .entry _Z5saxpyfPKfPfi/,/^}/' "$out/sample.ptx" |
   grep -E '\.entry|\.param|atom\.|bar\.sync|ret;|^\$L__BB' | head -20
 echo "   (full PTX: $out/sample.ptx; kernel markers the runtime looks for:)"
 grep -o '__preempt_kernel_[A-Za-z0-9_]*' "$out/sample.ptx" | sort -u | sed 's/^/   /'
+
+echo
+echo "== Preemption context per kernel (CTXBack, IPDPS'21): the sample's converted kernels (NVPTX, virtual"
+echo "   registers) and an OpenCL kernel file for gfx906 (the paper's GPU); every plan checked 4 times"
+"$build/tools/preempt-report" --osrb --check=4 "$sample" "$root/bench/ctxback/kernels/vector_add.cl"
+echo "   (12 OpenCL kernels after the paper's Table I: bash bench/ctxback/report.sh, bench/ctxback/report.md)"
 
 echo
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
