@@ -335,6 +335,23 @@ static size_t prerequisites(const planner *plan, size_t index, int revert, size_
   return count;
 }
 
+/* Does window instruction `i`, re-executed or (when `revert`) reverted,
+ * rebuild `pair`? Instructions with more operands than a level of scratch
+ * holds are not considered. */
+static int rebuilds(const planner *plan, size_t i, int revert, size_t pair) {
+  const preempt_ctx_instruction *instruction = &plan->block->instructions[plan->head + i];
+  if (instruction->operand_count + 2 > 64)
+    return 0;
+  if (revert)
+    return plan->before_pair[i] == pair;
+  if (!reexecutable(plan->block, plan->head + i))
+    return 0;
+  for (size_t r = 0; r < instruction->result_count; r++)
+    if (plan->result_pairs[i][r] == pair)
+      return 1;
+  return 0;
+}
+
 /* Makes `pair` derivable from `loads`, adding the cheapest loads one
  * derivation deep (recursing for what cannot be loaded). Returns 0 or -1. */
 static int obtain(planner *plan, size_t pair, uint64_t *loads, uint64_t *derived, size_t *scratch, int depth) {
@@ -354,16 +371,7 @@ static int obtain(planner *plan, size_t pair, uint64_t *loads, uint64_t *derived
   uint64_t best_cost = UINT64_MAX;
   for (size_t i = 0; i < count; i++)
     for (int revert = 0; revert < 2; revert++) {
-      const preempt_ctx_instruction *instruction = &plan->block->instructions[plan->head + i];
-      if (instruction->operand_count + 2 > 64) /* scratch room per level */
-        continue;
-      int produces = 0;
-      if (revert)
-        produces = plan->before_pair[i] == pair;
-      else if (reexecutable(plan->block, plan->head + i))
-        for (size_t r = 0; r < instruction->result_count; r++)
-          produces |= plan->result_pairs[i][r] == pair;
-      if (!produces)
+      if (!rebuilds(plan, i, revert, pair))
         continue;
       size_t needs = prerequisites(plan, plan->head + i, revert, scratch);
       uint64_t cost = 0;
@@ -411,16 +419,7 @@ static void replace_load(planner *plan, size_t pair, uint64_t *loads, uint64_t *
   size_t count = plan->current - plan->head;
   for (size_t i = 0; i < count; i++)
     for (int revert = 0; revert < 2; revert++) {
-      const preempt_ctx_instruction *instruction = &plan->block->instructions[plan->head + i];
-      if (instruction->operand_count + 2 > 64)
-        continue;
-      int produces = 0;
-      if (revert)
-        produces = plan->before_pair[i] == pair;
-      else if (reexecutable(plan->block, plan->head + i))
-        for (size_t r = 0; r < instruction->result_count; r++)
-          produces |= plan->result_pairs[i][r] == pair;
-      if (!produces)
+      if (!rebuilds(plan, i, revert, pair))
         continue;
       memcpy(trial, loads, plan->words * sizeof(uint64_t));
       clear_bit(trial, pair);
@@ -628,23 +627,8 @@ static int build_preemption(planner *plan, const uint64_t *loads, ctx_steps *pre
   for (size_t p = 0; p < plan->pair_count; p++)
     if (bit(loads, p) && plan->save_after_revert[p] != SIZE_MAX)
       needed_revert[plan->save_after_revert[p] - plan->head] = 1;
-  /* A revert needs every later performed revert that wrote its registers. */
-  for (size_t i = count; i-- > 0;) {
-    if (!needed_revert[i])
-      continue;
-    const preempt_ctx_instruction *instruction = &plan->block->instructions[plan->head + i];
-    for (size_t j = i + 1; j < count; j++) {
-      if (!plan->preempt_revert[j])
-        continue;
-      uint16_t written = plan->block->instructions[plan->head + j].results[0];
-      int touches = written == instruction->results[0];
-      for (size_t o = 0; o < instruction->operand_count; o++)
-        touches |= instruction->operands[o] == written;
-      if (touches)
-        needed_revert[j] = 1;
-    }
-  }
-  /* Fixed point: a newly needed later revert may need even later ones. */
+  /* A revert needs every later performed revert that wrote its registers,
+   * and those in turn theirs: to a fixed point. */
   for (int changed = 1; changed;) {
     changed = 0;
     for (size_t i = 0; i < count; i++) {
