@@ -63,6 +63,10 @@ for setting in 32:4 32:16 32:40 1:40; do
       [ -s "$trap.json" ] || echo "{\"failed\": true, \"connections\": \"$connections\", \"app_streams\": $streams}" > "$trap.json"; }
   traps+=("$trap.json")
 done
+# What the runtime's stream operations cost per launch, on the GPU's timeline.
+timeout -s KILL 60 "$bin/original/launch_costs" > "$work/launch_costs.json" 2> "$work/launch_costs.err" ||
+  { echo "gpu_check.sh: launch_costs failed:" >&2; cat "$work/launch_costs.err" >&2; }
+PREEMPT_LAUNCH_COSTS=$work/launch_costs.json \
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
   "${traps[@]}"
 status=$?

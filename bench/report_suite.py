@@ -155,6 +155,15 @@ def main():
         stuck = trap.get("failed") or trap.get("app_streams_finished") != trap.get("app_streams") or trap.get("order_errors")
         failures += bool(stuck)
     bench["queue_trap"] = traps
+    # What the runtime's stream operations cost per launch (launch.c records
+    # 3 events and waits on done_generation around every launch).
+    launch_costs_path = os.environ.get("PREEMPT_LAUNCH_COSTS")
+    if launch_costs_path:
+        try:
+            bench["launch_costs"] = json.load(open(launch_costs_path))
+        except (OSError, ValueError):
+            bench["launch_costs"] = {"failed": True}
+            failures += 1
     summary = {"date": stamp, "gpu": gpu, "programs": rows, "geomean_ratio": geomean, "failures": failures,
                "preemption": bench,
                "method": "median of per-run medians over alternating rounds; spread = min..max of those medians"}
@@ -170,11 +179,24 @@ def main():
                      f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions |")
     lines += ["", f"Geomean ratio (preempt / original): {geomean:.3f}; failures: {failures}"]
     lines += preemption_table(bench)
+    costs = bench.get("launch_costs")
+    if costs and not costs.get("failed"):
+        plain = costs["plain"]["median_us"]
+        lines += ["", "## Launch path (bench/preemption/launch_costs.cu)", "",
+                  f"{costs['launches']} back-to-back launches of a one-CTA kernel in one non-blocking stream, "
+                  f"median of {costs['rounds'] - 1} rounds (min..max), per launch:", "",
+                  "| stream operations per launch | us per launch | x plain |", "|---|---|---|"]
+        for key, label in (("plain", "the kernel alone"), ("events", "+ 3 event records"),
+                           ("wait", "+ cuStreamWaitValue32 on the value the kernel wrote"),
+                           ("events_and_wait", "+ both (the runtime's shape)")):
+            entry = costs[key]
+            lines.append(f"| {label} | {entry['median_us']:.2f} ({entry['min_us']:.2f}..{entry['max_us']:.2f}) | "
+                         f"{entry['median_us'] / plain:.2f} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(results_dir, f"{stamp}-{slug}.md"), "w") as out:
         out.write(text)
     print(text)
-    checks = len(rows) + (2 if len(sys.argv) > 5 else 0) + len(sys.argv[6:])
+    checks = len(rows) + (2 if len(sys.argv) > 5 else 0) + len(sys.argv[6:]) + ("launch_costs" in bench)
     print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
