@@ -34,6 +34,14 @@ clang++-22 "${flags[@]}" "$root/bench/preemption/preempt_bench.cu" -o "$out/orig
 clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/preempt_bench.cu" -o "$out/preempt/preempt_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/launch_costs.cu" -o "$out/original/launch_costs" "${libs[@]}"
+clang++-22 "${flags[@]}" "$root/bench/preemption/persistent_shapes.cu" -o "$out/original/persistent_shapes" "${libs[@]}"
+# vector_add at 2^23 and 2^27 elements: the conversion's cost per launch against its cost per task.
+for log2 in 23 27; do
+  clang++-22 "${flags[@]}" -DVECTOR_ADD_LOG2_N=$log2 "$root/bench/suite/vector_add.cu" \
+    -o "$out/original/vector_add_2e$log2" "${libs[@]}"
+  clang++-22 "${flags[@]}" -DVECTOR_ADD_LOG2_N=$log2 -fpass-plugin="$plugin" "$root/bench/suite/vector_add.cu" \
+    -o "$out/preempt/vector_add_2e$log2" -L"$runtime" -lpreempt_runtime "${libs[@]}"
+done
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do

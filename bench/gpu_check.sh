@@ -70,5 +70,28 @@ PREEMPT_LAUNCH_COSTS=$work/launch_costs.json \
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
   "${traps[@]}"
 status=$?
+# Where the conversion's cost goes (issue 3): fixed per launch or per task
+# (vector_add at three sizes), and what persistent loop shapes cost alone.
+md=$(ls -t "$results"/*.md | head -1)
+{
+  echo
+  echo "## Conversion cost per launch and per task (vector_add, 96 launches, $reps runs each)"
+  echo
+  echo "| elements | original ms | preempt ms | extra us per launch |"
+  echo "|---|---|---|---|"
+  for log2 in 23 25 27; do
+    name=vector_add_2e$log2; [ $log2 = 25 ] && name=vector_add
+    original=$("$bin/original/$name" "$work/size.out" "$reps" | sed -n 's/^time_ms=\([0-9.]*\).*/\1/p')
+    converted=$("$bin/preempt/$name" "$work/size.out" "$reps" | sed -n 's/^time_ms=\([0-9.]*\).*/\1/p')
+    echo "| 2^$log2 + 333 | $original | $converted | $(python3 -c "print(f'{($converted - $original) * 1000 / 96:.1f}')") |"
+  done
+  echo
+  echo "## Persistent loop shapes alone (bench/preemption/persistent_shapes.cu)"
+  echo
+  echo '```'
+  timeout -s KILL 60 "$bin/original/persistent_shapes" 2>&1
+  echo '```'
+} >> "$md"
+tail -n 30 "$md"
 rm -rf "$work"
 exit $status
