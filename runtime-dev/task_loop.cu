@@ -80,6 +80,18 @@ PREEMPT_LOCAL unsigned int tagged_add_slow(unsigned long long *word, unsigned in
   }
 }
 
+// Installs this generation, with a count of 0, in a word that still carries
+// an older one, unless a sibling got there first. Done early, by the CTAs
+// that met the older generation in the task word as the launch started, it
+// spares the completion count that slow path when every CTA adds to it at
+// once at the end.
+PREEMPT_LOCAL void preinstall_generation(unsigned long long *word, unsigned int generation) {
+  unsigned long long seen = __scoped_atomic_load_n(word, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  if ((seen & TAG_MASK) != TAG(generation))
+    __scoped_atomic_compare_exchange_n(word, &seen, TAG(generation), false, __ATOMIC_RELAXED, __ATOMIC_RELAXED,
+                                       __MEMORY_SCOPE_DEVICE);
+}
+
 // Adds `amount` and returns the low half before it (see tagged_add_slow).
 PREEMPT_LOCAL unsigned int tagged_add(unsigned long long *word, unsigned int generation, unsigned int amount) {
   unsigned long long before =
@@ -189,8 +201,12 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
   } else {
     // A new batch: its first task now, the rest from issue_fetch.
     unsigned int taken = __preempt_task_ctx.batch_taken;
-    task = (fetched & TAG_MASK) == TAG(generation) ? (unsigned int)fetched
-                                                    : tagged_add_slow(&control->task_word, generation, taken);
+    if ((fetched & TAG_MASK) == TAG(generation)) {
+      task = (unsigned int)fetched;
+    } else {
+      task = tagged_add_slow(&control->task_word, generation, taken);
+      preinstall_generation(&control->done_word, generation);
+    }
     unsigned int end = task + taken;
     __preempt_task_ctx.batch_next = task + 1;
     __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;
