@@ -256,11 +256,13 @@ static MCRegister sgprNamed(const TargetRegisterInfo &TRI, unsigned N) {
 }
 
 // OSRB's free scalar registers (§III-D "alignment leftovers"): SGPRs nothing
-// in the function touches, below the highest used one, or above it but so
-// far below the 16-register allocation granule that even the most extra
-// SGPRs gfx9 adds at the top (VCC, FLAT_SCRATCH, XNACK_MASK: 6) keep the
-// granulated count. The reported NumSgprs may grow inside the granule; the
-// allocation (and so occupancy) never does.
+// in the function touches, below the highest used one, or above it only as
+// far as the kernel descriptor's SGPR blocks (granules of 8 on gfx9, counted
+// after the extra SGPRs gfx9 adds at the top: VCC, FLAT_SCRATCH, XNACK_MASK,
+// up to 6) cannot change, whichever extras this kernel has. The reported
+// NumSgprs may grow; the allocation (and so occupancy) never does. (A limit
+// worked out against the 16-register granule let one k-means kernel go from
+// 4 to 5 SGPR blocks.)
 static std::vector<MCRegister> freeSgprs(MachineFunction &MF) {
   const TargetRegisterInfo &TRI = *MF.getSubtarget().getRegisterInfo();
   const MachineRegisterInfo &MRI = MF.getRegInfo();
@@ -286,8 +288,11 @@ static std::vector<MCRegister> freeSgprs(MachineFunction &MF) {
   }
   for (auto LI : MRI.liveins())
     Mark(LI.first);
-  int Granule = ((Highest + 1 + 15) / 16) * 16;
-  int Limit = std::min(Granule - 7, 95);
+  int Limit = 95;
+  for (int Extra = 0; Extra <= 6; ++Extra) {
+    int Blocked = (Highest + 1 + Extra + 7) / 8 * 8; // SGPRs the descriptor allocates
+    Limit = std::min(Limit, Blocked - Extra - 1);
+  }
   std::vector<MCRegister> Free;
   for (int N = 0; N <= Limit; ++N) {
     if (Used.test(N))
