@@ -2,6 +2,8 @@
 # report.sh: compiles every kernel in bench/ctxback/kernels/ with the CTXBack pass of our plugin (OSRB on,
 # routine checker with 4 trials), assemble-checks the emitted routines, and writes the context report
 # (CTXBack §V-A, Fig. 7) to bench/ctxback/report.md (table) and bench/ctxback/report.json.
+# The kernels are analysed as written, as the paper did: clang-22 -O3 to IR without the plugin (which would
+# also convert them to persistent threads), then llc-22 -O3 with the plugin's CTXBack pass.
 #   bash bench/ctxback/report.sh          # PREEMPT_BUILD=dir picks the build directory (default: build)
 # Exit status: 0; 1 on an error (no report written); 2 when preempt-report says a routine check failed
 # (the report is written all the same).
@@ -16,8 +18,9 @@ KERNELS=bench/ctxback/kernels
 DEST=bench/ctxback
 CLANG=clang-22
 LLVM_MC=llvm-mc-22
-CLFLAGS=(-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx906 -nogpulib -O3 -c)
-PASSFLAGS=(-mllvm -preempt-ctxback -mllvm -preempt-ctxback-osrb -mllvm -preempt-ctxback-check=4)
+LLC=llc-22
+CLFLAGS=(-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx906 -nogpulib -O3 -S -emit-llvm)
+PASSFLAGS=(-O3 -mcpu=gfx906 -filetype=obj -preempt-ctxback -preempt-ctxback-osrb -preempt-ctxback-check=4)
 
 die() {
   echo "report.sh: error: $*" >&2
@@ -30,6 +33,7 @@ die() {
   "(or set PREEMPT_BUILD to the build directory)"
 command -v "$CLANG" >/dev/null || die "$CLANG not found: install LLVM 22 first: bash tools/setup.sh"
 command -v "$LLVM_MC" >/dev/null || die "$LLVM_MC not found: install LLVM 22 first: bash tools/setup.sh"
+command -v "$LLC" >/dev/null || die "$LLC not found: install LLVM 22 first: bash tools/setup.sh"
 
 shopt -s nullglob
 SOURCES=("$KERNELS"/*.cl)
@@ -43,9 +47,14 @@ failed=()
 for src in "${SOURCES[@]}"; do
   k=$(basename "$src" .cl)
   echo "== $k" >&2
-  if ! "$CLANG" "${CLFLAGS[@]}" -fpass-plugin="$PLUGIN" "${PASSFLAGS[@]}" \
-      -mllvm -preempt-ctxback-output="$OUT/$k" -o "$OUT/$k.o" "$src"; then
-    echo "report.sh: $k: compiling $src with the plugin failed" >&2
+  if ! "$CLANG" "${CLFLAGS[@]}" -o "$OUT/$k.ll" "$src" 2>"$OUT/$k.clang.log"; then
+    cat "$OUT/$k.clang.log" >&2
+    echo "report.sh: $k: compiling $src to IR failed" >&2
+    failed+=("$k")
+    continue
+  fi
+  if ! "$LLC" -load "$PLUGIN" "${PASSFLAGS[@]}" -preempt-ctxback-output="$OUT/$k" -o "$OUT/$k.o" "$OUT/$k.ll"; then
+    echo "report.sh: $k: the CTXBack pass failed on $src" >&2
     failed+=("$k")
     continue
   fi
@@ -79,8 +88,8 @@ jstatus=0
 
 {
   echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') by \`bash bench/ctxback/report.sh\`" \
-    "(PREEMPT_BUILD=$BUILD): each kernel \`$CLANG ${CLFLAGS[*]} -fpass-plugin=$PLUGIN ${PASSFLAGS[*]}" \
-    "-mllvm -preempt-ctxback-output=OUT/K\`, then \`$REPORT OUT/*.ctxback.tsv\`."
+    "(PREEMPT_BUILD=$BUILD): each kernel \`$CLANG ${CLFLAGS[*]} -o K.ll K.cl\`, then" \
+    "\`$LLC -load $PLUGIN ${PASSFLAGS[*]} -preempt-ctxback-output=OUT/K K.ll\`; then \`$REPORT OUT/*.ctxback.tsv\`."
   echo
   echo '```'
   cat "$OUT/table.txt"
