@@ -31,6 +31,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <cstdlib>
+#include <set>
 
 using namespace llvm;
 
@@ -237,22 +238,80 @@ void ContextFlashback::reportCheckFailure(MachineFunction &MF, const FunctionMod
                                           ", bb." + Twine(Block.MBB->getNumber()));
 }
 
-// SGPR n as a register of this target, looked up by name (no target headers).
-static MCRegister sgprNamed(const TargetRegisterInfo &TRI, unsigned N) {
+// The index of a numbered register of one file (Prefix "SGPR" or "VGPR":
+// SGPR7 -> 7), or -1.
+static int numberedIndex(StringRef Name, StringRef Prefix) {
+  unsigned Index;
+  if (!Name.consume_front(Prefix) || Name.getAsInteger(10, Index))
+    return -1;
+  return int(Index);
+}
+
+// Register Prefix<N> of this target, looked up by name (no target headers).
+static MCRegister numberedReg(const TargetRegisterInfo &TRI, StringRef Prefix, unsigned N) {
   static thread_local const TargetRegisterInfo *Cached = nullptr;
-  static thread_local DenseMap<unsigned, MCRegister> Map;
+  static thread_local StringMap<MCRegister> Map;
   if (Cached != &TRI) {
     Map.clear();
     for (unsigned R = 1, E = TRI.getNumRegs(); R != E; ++R) {
       StringRef Name = TRI.getName(R);
-      unsigned Index;
-      if (Name.consume_front("SGPR") && !Name.getAsInteger(10, Index))
-        Map[Index] = MCRegister(R);
+      if (numberedIndex(Name, "SGPR") >= 0 || numberedIndex(Name, "VGPR") >= 0)
+        Map[Name] = MCRegister(R);
     }
     Cached = &TRI;
   }
-  auto It = Map.find(N);
+  auto It = Map.find((Prefix + Twine(N)).str());
   return It == Map.end() ? MCRegister() : It->second;
+}
+
+// Registers Prefix<0..Count-1> nothing in the function touches (operands,
+// block and function live-ins), and the highest one touched (-1 if none).
+static SmallBitVector usedNumbered(MachineFunction &MF, StringRef Prefix, unsigned Count, int &Highest) {
+  const TargetRegisterInfo &TRI = *MF.getSubtarget().getRegisterInfo();
+  SmallBitVector Used(Count);
+  Highest = -1;
+  auto MarkOne = [&](MCPhysReg Unit) {
+    int Index = numberedIndex(TRI.getName(Unit), Prefix);
+    if (Index >= 0 && unsigned(Index) < Count) {
+      Used.set(Index);
+      Highest = std::max(Highest, Index);
+    }
+  };
+  // Tuples name their 32-bit parts as subregisters; a 16-bit half (true16)
+  // names its 32-bit register as a superregister.
+  auto Mark = [&](MCRegister Reg) {
+    for (MCPhysReg Unit : TRI.subregs_inclusive(Reg))
+      MarkOne(Unit);
+    for (MCPhysReg Super : TRI.superregs(Reg))
+      MarkOne(Super);
+  };
+  for (MachineBasicBlock &MBB : MF) {
+    for (const auto &LI : MBB.liveins())
+      Mark(LI.PhysReg);
+    for (MachineInstr &MI : MBB.instrs())
+      for (const MachineOperand &MO : MI.operands())
+        if (MO.isReg() && MO.getReg().isPhysical())
+          Mark(MO.getReg());
+  }
+  for (auto LI : MF.getRegInfo().liveins())
+    Mark(LI.first);
+  return Used;
+}
+
+// Prefix<0..Limit> not used and not reserved, lowest first.
+static std::vector<MCRegister> unusedUpTo(MachineFunction &MF, StringRef Prefix, const SmallBitVector &Used,
+                                          int Limit) {
+  const TargetRegisterInfo &TRI = *MF.getSubtarget().getRegisterInfo();
+  std::vector<MCRegister> Free;
+  for (int N = 0; N <= Limit && N < int(Used.size()); ++N) {
+    if (Used.test(N))
+      continue;
+    MCRegister Reg = numberedReg(TRI, Prefix, N);
+    if (!Reg || MF.getRegInfo().isReserved(Reg))
+      continue;
+    Free.push_back(Reg);
+  }
+  return Free;
 }
 
 // OSRB's free scalar registers (§III-D "alignment leftovers"): SGPRs nothing
@@ -264,44 +323,33 @@ static MCRegister sgprNamed(const TargetRegisterInfo &TRI, unsigned N) {
 // worked out against the 16-register granule let one k-means kernel go from
 // 4 to 5 SGPR blocks.)
 static std::vector<MCRegister> freeSgprs(MachineFunction &MF) {
-  const TargetRegisterInfo &TRI = *MF.getSubtarget().getRegisterInfo();
-  const MachineRegisterInfo &MRI = MF.getRegInfo();
-  SmallBitVector Used(128);
-  int Highest = -1;
-  auto Mark = [&](MCRegister Reg) {
-    for (MCPhysReg Unit : TRI.subregs_inclusive(Reg)) {
-      StringRef Name = TRI.getName(Unit);
-      unsigned Index;
-      if (Name.consume_front("SGPR") && !Name.getAsInteger(10, Index) && Index < 128) {
-        Used.set(Index);
-        Highest = std::max(Highest, int(Index));
-      }
-    }
-  };
-  for (MachineBasicBlock &MBB : MF) {
-    for (const auto &LI : MBB.liveins())
-      Mark(LI.PhysReg);
-    for (MachineInstr &MI : MBB.instrs())
-      for (const MachineOperand &MO : MI.operands())
-        if (MO.isReg() && MO.getReg().isPhysical())
-          Mark(MO.getReg());
-  }
-  for (auto LI : MRI.liveins())
-    Mark(LI.first);
+  int Highest;
+  SmallBitVector Used = usedNumbered(MF, "SGPR", 128, Highest);
   int Limit = 95;
   for (int Extra = 0; Extra <= 6; ++Extra) {
     int Blocked = (Highest + 1 + Extra + 7) / 8 * 8; // SGPRs the descriptor allocates
     Limit = std::min(Limit, Blocked - Extra - 1);
   }
-  std::vector<MCRegister> Free;
-  for (int N = 0; N <= Limit; ++N) {
-    if (Used.test(N))
-      continue;
-    MCRegister Reg = sgprNamed(TRI, N);
-    if (!Reg || MRI.isReserved(Reg))
-      continue;
-    Free.push_back(Reg);
-  }
+  return unusedUpTo(MF, "SGPR", Used, Limit);
+}
+
+// OSRB's free vector registers, whose lanes hold scalars once the SGPRs are
+// used up (§III-D: "the scalar registers are used first, and then the vector
+// registers"): VGPRs nothing in the function touches, below the highest used
+// one, or above it only inside its granule of 4 (gfx9's VGPR blocks; every
+// other granule is a multiple of 4, so the descriptor's VGPR blocks, and
+// gfx90a's accum_offset, cannot change either). .amdhsa_next_free_vgpr may
+// grow; the allocation never does. A kernel that uses no VGPR gets none. Only
+// the lowest MaxLaneVgprs of them are offered: "a single unused vector
+// register is enough for most cases", and every lane is a register of the
+// model.
+static constexpr size_t MaxLaneVgprs = 1;
+static std::vector<MCRegister> freeVgprs(MachineFunction &MF) {
+  int Highest;
+  SmallBitVector Used = usedNumbered(MF, "VGPR", 256, Highest);
+  std::vector<MCRegister> Free = unusedUpTo(MF, "VGPR", Used, Highest < 0 ? -1 : (Highest + 1 + 3) / 4 * 4 - 1);
+  if (Free.size() > MaxLaneVgprs)
+    Free.resize(MaxLaneVgprs);
   return Free;
 }
 
@@ -310,12 +358,19 @@ unsigned ContextFlashback::insertBackups(MachineFunction &MF, FunctionModel &Mod
   const TargetInstrInfo &TII = *MF.getSubtarget().getInstrInfo();
   const TargetRegisterInfo &TRI = *MF.getSubtarget().getRegisterInfo();
   unsigned MovOpc = Printer.opcodeNamed("S_MOV_B32"), SelOpc = Printer.opcodeNamed("S_CSELECT_B32");
+  unsigned WritelaneOpc = Printer.opcodeNamed("V_WRITELANE_B32");
   if (MovOpc == ~0u || SelOpc == ~0u)
     return 0;
+  // SGPRs first, then the lanes of free VGPRs (§III-D).
   std::vector<uint16_t> FreeIds;
   for (MCRegister Reg : Model.ExtraPhys)
     if (auto Id = Model.Table.findPhys(Reg))
       FreeIds.push_back(*Id);
+  if (WritelaneOpc != ~0u)
+    for (MCRegister Vgpr : Model.ExtraLaneVgprs)
+      for (unsigned Lane = 0; Lane < FunctionModel::LanesPerVgpr; ++Lane)
+        if (auto Id = Model.Table.findLane(Vgpr, Lane))
+          FreeIds.push_back(*Id);
   if (FreeIds.empty())
     return 0;
   // Choose every block's backups before changing anything.
@@ -323,6 +378,7 @@ unsigned ContextFlashback::insertBackups(MachineFunction &MF, FunctionModel &Mod
     MachineInstr *Before;
     MCRegister Source, Backup;
     bool SourceLive;
+    int Lane; // >= 0: lane `Lane` of the VGPR Backup
   };
   std::vector<Insertion> Insertions;
   for (const std::unique_ptr<BlockModel> &Block : Model.Blocks) {
@@ -340,15 +396,21 @@ unsigned ContextFlashback::insertBackups(MachineFunction &MF, FunctionModel &Mod
         continue;
       const ModelRegister &Source = Model.Table.get(C.source), &Backup = Model.Table.get(C.backup);
       StringRef SourceName = TRI.getName(Source.Phys);
-      bool Movable = SourceName.starts_with("SGPR") || SourceName == "SCC" || SourceName == "M0" ||
-                     SourceName == "VCC_LO" || SourceName == "VCC_HI" || SourceName == "EXEC_LO" ||
-                     SourceName == "EXEC_HI";
+      // v_writelane_b32 takes an SGPR, M0, VCC or EXEC half; SCC only into an SGPR (s_cselect_b32).
+      bool Movable = SourceName.starts_with("SGPR") || (SourceName == "SCC" && Backup.Lane < 0) ||
+                     SourceName == "M0" || SourceName == "VCC_LO" || SourceName == "VCC_HI" ||
+                     SourceName == "EXEC_LO" || SourceName == "EXEC_HI";
       if (!Movable || !Backup.Phys)
         continue;
       const uint64_t *Live = C.before ? B.live_after[C.before - 1] : B.live_in;
-      Insertions.push_back({Block->Instrs[C.before], Source.Phys, Backup.Phys, testBit(Live, C.source)});
+      Insertions.push_back(
+          {Block->Instrs[C.before], Source.Phys, Backup.Phys, testBit(Live, C.source), Backup.Lane});
     }
   }
+  // A block's first write into a backup VGPR finds it undefined (nothing
+  // else touches it, and lanes written in other blocks are no plan's
+  // business here); later ones keep the lanes written before.
+  std::set<std::pair<const MachineBasicBlock *, unsigned>> LaneVgprWritten;
   for (const Insertion &I : Insertions) {
     MachineBasicBlock &MBB = *I.Before->getParent();
     // Our read extends the source's life up to the copy: earlier kill flags
@@ -356,7 +418,14 @@ unsigned ContextFlashback::insertBackups(MachineFunction &MF, FunctionModel &Mod
     for (MachineInstr &MI : MBB)
       MI.clearRegisterKills(I.Source, &TRI);
     MachineInstr *Copy;
-    if (TRI.getName(I.Source) == StringRef("SCC")) {
+    if (I.Lane >= 0) {
+      // $vgprN = V_WRITELANE_B32 $sgprS, k, $vgprN(tied-def 0)
+      bool Earlier = !LaneVgprWritten.insert({&MBB, I.Backup.id()}).second;
+      Copy = BuildMI(MBB, I.Before->getIterator(), I.Before->getDebugLoc(), TII.get(WritelaneOpc), I.Backup)
+                 .addReg(I.Source, I.SourceLive ? 0 : RegState::Undef)
+                 .addImm(I.Lane)
+                 .addReg(I.Backup, Earlier ? 0 : RegState::Undef); // tied to the def by the descriptor
+    } else if (TRI.getName(I.Source) == StringRef("SCC")) {
       Copy = BuildMI(MBB, I.Before->getIterator(), I.Before->getDebugLoc(), TII.get(SelOpc), I.Backup)
                  .addImm(1)
                  .addImm(0);
@@ -475,8 +544,10 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
     RoutineHeader = routineFileHeader(Target, Printer.cpu());
   auto Model = std::make_unique<FunctionModel>(MF, Target, Printer);
   bool UseOsrb = Osrb && Target == ModelTarget::AMDGPU;
-  if (UseOsrb)
+  if (UseOsrb) {
     Model->ExtraPhys = freeSgprs(MF);
+    Model->ExtraLaneVgprs = freeVgprs(MF);
+  }
   std::string Why;
   if (!Model->build(Why)) {
     missed(MF, "not analysed: " + Why);
@@ -493,6 +564,7 @@ bool ContextFlashback::runOnMachineFunction(MachineFunction &MF) {
       Changed = true;
       auto Rebuilt = std::make_unique<FunctionModel>(MF, Target, Printer);
       Rebuilt->ExtraPhys = Model->ExtraPhys;
+      Rebuilt->ExtraLaneVgprs = Model->ExtraLaneVgprs;
       Rebuilt->Backups = Model->Backups;
       if (!Rebuilt->build(Why)) {
         // Cannot happen for a model that built before: the copies use only

@@ -41,10 +41,19 @@ std::optional<uint16_t> RegisterTable::findVirt(Register Reg) const {
   return It->second;
 }
 
+std::optional<uint16_t> RegisterTable::findLane(MCRegister Vgpr, unsigned Lane) const {
+  auto It = LaneIds.find(Vgpr.id() * FunctionModel::LanesPerVgpr + Lane);
+  if (Lane >= FunctionModel::LanesPerVgpr || It == LaneIds.end())
+    return std::nullopt;
+  return It->second;
+}
+
 uint16_t RegisterTable::add(ModelRegister Register) {
   uint16_t Id = static_cast<uint16_t>(Registers.size());
   if (Register.Virt.isValid())
     VirtIds[Register.Virt.id()] = Id;
+  else if (Register.Lane >= 0)
+    LaneIds[Register.Phys.id() * FunctionModel::LanesPerVgpr + Register.Lane] = Id;
   else
     PhysIds[Register.Phys.id()] = Id;
   Infos.push_back(Register.Info);
@@ -209,10 +218,27 @@ bool FunctionModel::addRegisters(std::string &WhyNot) {
     if (!splitPhys(Reg, Ignored, WhyNot))
       return false;
   }
+  for (MCRegister Vgpr : ExtraLaneVgprs)
+    for (unsigned Lane = 0; Lane < LanesPerVgpr; ++Lane) {
+      if (Table.findLane(Vgpr, Lane))
+        continue;
+      ModelRegister R;
+      R.Phys = Vgpr;
+      R.Lane = static_cast<int>(Lane);
+      R.Name = Printer.physName(Vgpr) + "[" + std::to_string(Lane) + "]";
+      R.Info = preempt_ctx_register{4, 32, PREEMPT_CTX_SCALAR}; // one scalar per lane
+      Table.add(std::move(R));
+    }
   for (MachineBasicBlock &MBB : MF)
     for (MachineInstr &MI : MBB.instrs()) {
       if (MI.isDebugInstr())
         continue;
+      if (isLaneBackup(MI)) { // only its source: the VGPR is seen as its lanes
+        Ignored.clear();
+        if (!regIds(MI.getOperand(1), Ignored, WhyNot))
+          return false;
+        continue;
+      }
       for (const MachineOperand &MO : MI.operands())
         if (MO.isReg()) {
           Ignored.clear();
@@ -277,8 +303,41 @@ static unsigned latencyOf(StringRef Name, const MachineInstr &MI, ModelTarget Ta
   return 4;
 }
 
+bool FunctionModel::isLaneBackup(const MachineInstr &MI) const {
+  return Target == ModelTarget::AMDGPU && Backups.count(&MI) && TII->getName(MI.getOpcode()) == "V_WRITELANE_B32" &&
+         MI.getNumExplicitOperands() == 4 && MI.getOperand(0).isReg() && MI.getOperand(1).isReg() &&
+         MI.getOperand(2).isImm();
+}
+
+// OSRB's `$vgprN = V_WRITELANE_B32 $sgprS, k, $vgprN(tied-def 0)`: a copy of
+// sS into the scalar vN[k]; the other lanes it keeps are not the model's.
+bool FunctionModel::classifyLaneBackup(MachineInstr &MI, BlockModel &Model, preempt_ctx_instruction &Inst,
+                                       std::string &WhyNot) {
+  const MachineOperand &Source = MI.getOperand(1);
+  std::optional<uint16_t> Lane = Table.findLane(MI.getOperand(0).getReg(), MI.getOperand(2).getImm());
+  SmallVector<uint16_t, 2> Ids;
+  if (!regIds(Source, Ids, WhyNot))
+    return false;
+  if (!Lane || Ids.size() != 1) {
+    WhyNot = "a lane backup names a lane or a source the model does not know";
+    return false;
+  }
+  Model.Results.back().push_back(*Lane);
+  Inst.operation = PREEMPT_CTX_OPAQUE; // an undefined source: nothing worth copying
+  if (!Source.isUndef()) {
+    Model.Operands.back().push_back(Ids[0]);
+    Inst.operation = PREEMPT_CTX_MOVE;
+  }
+  Inst.flags = PREEMPT_CTX_REEXECUTABLE | PREEMPT_CTX_BACKUP | (Printer.print(MI) ? PREEMPT_CTX_COPYABLE : 0);
+  Inst.opcode = MI.getOpcode();
+  Inst.latency = latencyOf(TII->getName(MI.getOpcode()), MI, Target);
+  return true;
+}
+
 bool FunctionModel::classify(MachineInstr &MI, BlockModel &Model, preempt_ctx_instruction &Inst,
                              std::string &WhyNot) {
+  if (isLaneBackup(MI))
+    return classifyLaneBackup(MI, Model, Inst, WhyNot);
   std::vector<uint16_t> &Results = Model.Results.back();
   std::vector<uint16_t> &Operands = Model.Operands.back();
   StringRef Name = TII->getName(MI.getOpcode());
@@ -560,8 +619,9 @@ bool FunctionModel::build(std::string &WhyNot) {
       LivePhysRegs Live(*TRI);
       Live.addLiveOutsNoPristines(MBB);
       auto Snapshot = [&](std::vector<uint64_t> &Set) {
+        // A lane of an OSRB VGPR is never live: the program never reads it.
         for (size_t Id = 0; Id < Table.size(); ++Id)
-          if (Live.contains(Table.get(Id).Phys))
+          if (Table.get(Id).Lane < 0 && Live.contains(Table.get(Id).Phys))
             Set[Id / 64] |= 1ull << (Id % 64);
       };
       for (MachineInstr &MI : llvm::reverse(MBB)) {

@@ -37,6 +37,7 @@ struct ModelRegister {
   llvm::MCRegister Phys;  // AMDGPU, NVPTX frame registers
   llvm::Register Virt;    // NVPTX virtual registers
   unsigned ClassId = 0;   // NVPTX: the printer's class (1 %p, 2 %rs, 3 %r, 4 %rd)
+  int Lane = -1;          // AMDGPU OSRB: lane `Lane` of VGPR Phys, one scalar (name vN[k])
 };
 
 // The register ids of one function, shared by all its blocks so that plans,
@@ -48,6 +49,7 @@ public:
   size_t size() const { return Registers.size(); }
   std::optional<uint16_t> findPhys(llvm::MCRegister Reg) const;
   std::optional<uint16_t> findVirt(llvm::Register Reg) const;
+  std::optional<uint16_t> findLane(llvm::MCRegister Vgpr, unsigned Lane) const;
   uint16_t add(ModelRegister Register);
   std::vector<preempt_ctx_register> Infos; // parallel to Registers, for the block view
 
@@ -55,6 +57,7 @@ private:
   std::vector<ModelRegister> Registers;
   llvm::DenseMap<unsigned, uint16_t> PhysIds;
   llvm::DenseMap<unsigned, uint16_t> VirtIds;
+  llvm::DenseMap<unsigned, uint16_t> LaneIds; // Phys * 64 + lane
 };
 
 // One basic block. Owns every array the preempt_ctx_block view points to.
@@ -90,6 +93,12 @@ public:
   // Registers to add to the table before the blocks are built (OSRB's free
   // scalar registers must have ids even though nothing uses them yet).
   std::vector<llvm::MCRegister> ExtraPhys;
+  // AMDGPU OSRB: free VGPRs whose 64 lanes each become one scalar register
+  // (vN[k]: 4 bytes, 32 bits), added after ExtraPhys. A backup into a lane is
+  // a V_WRITELANE_B32 in Backups, modelled as a MOVE of its SGPR into vN[k];
+  // the VGPR itself is not in the table and a lane is never live.
+  std::vector<llvm::MCRegister> ExtraLaneVgprs;
+  static constexpr unsigned LanesPerVgpr = 64; // gfx9 wave64
 
   ModelTarget target() const { return Target; }
   // AMDGPU: the 32-bit registers a physical register is made of.
@@ -101,6 +110,9 @@ private:
   bool regIds(const llvm::MachineOperand &MO, llvm::SmallVectorImpl<uint16_t> &Ids, std::string &WhyNot);
   bool buildBlock(llvm::MachineBasicBlock &MBB, BlockModel &Model, std::string &WhyNot);
   bool classify(llvm::MachineInstr &MI, BlockModel &Model, preempt_ctx_instruction &Inst, std::string &WhyNot);
+  bool classifyLaneBackup(llvm::MachineInstr &MI, BlockModel &Model, preempt_ctx_instruction &Inst,
+                          std::string &WhyNot);
+  bool isLaneBackup(const llvm::MachineInstr &MI) const;
   bool nvptxLiveOuts(std::vector<std::vector<uint64_t>> &LiveOut, std::string &WhyNot);
 
   llvm::MachineFunction &MF;

@@ -17,6 +17,9 @@
 // Layout of one plan's context: vector slots first, 256 bytes each in slot
 // order, then scalar slots, 4 bytes each. SCC is saved as 0/1 with
 // s_cselect_b32 and restored with s_cmp_lg_u32; MODE with s_getreg/s_setreg.
+// A VGPR lane that holds an OSRB backup (vN[k], a scalar of the model) is
+// saved through ttmp4 with `v_readlane_b32 ttmp4, vN, k` (and, were one ever
+// loaded, written back with v_writelane_b32); neither depends on EXEC.
 // A preemption routine reverts, saves and ends the wavefront (s_endpgm); a
 // resumption routine loads, re-executes and reverts, then jumps to the
 // re-entry instruction with `s_setpc_b64 ttmp[14:15]`. Reverting and
@@ -313,6 +316,9 @@ bool AmdgpuWriter::step(const preempt_ctx_step &Step, bool Resuming, std::vector
       } else if (Name == "mode") {
         Out.push_back("s_getreg_b32 ttmp4, hwreg(HW_REG_MODE)");
         Source = "ttmp4";
+      } else if (R.Lane >= 0) {
+        Out.push_back("v_readlane_b32 ttmp4, " + Printer.physName(R.Phys) + ", " + std::to_string(R.Lane));
+        Source = "ttmp4";
       } else if (!isPlainSgpr(Home) && !StringRef(Home).starts_with("ttmp")) {
         Out.push_back("s_mov_b32 ttmp4, " + Home);
         Source = "ttmp4";
@@ -331,6 +337,8 @@ bool AmdgpuWriter::step(const preempt_ctx_step &Step, bool Resuming, std::vector
       Out.push_back("s_cmp_lg_u32 ttmp4, 0");
     else if (Name == "mode")
       Out.push_back("s_setreg_b32 hwreg(HW_REG_MODE), ttmp4");
+    else if (R.Lane >= 0)
+      Out.push_back("v_writelane_b32 " + Printer.physName(R.Phys) + ", ttmp4, " + std::to_string(R.Lane));
     else
       Out.push_back("s_mov_b32 " + Home + ", ttmp4");
     return true;
