@@ -1,0 +1,198 @@
+/* schedule.h: the data a GPU scheduler works on (kernels, SMs, decisions) and the one policy interface.
+ * FLEP §3, §5 (priority queues, T_e/T_w/T_r triplets), EffiSha §6.1 (kernel states) and §7 (policies). */
+#ifndef PREEMPT_SCHEDULE_H
+#define PREEMPT_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Times are microseconds as double: a kernel spatially squeezed onto part of
+ * its SMs progresses at a fractional rate, and its completion time is not a
+ * whole microsecond. */
+typedef double preempt_usec;
+
+typedef enum preempt_sched_status {
+  PREEMPT_SCHED_OK = 0,
+  PREEMPT_SCHED_INVALID_ARGUMENT = 1,
+  PREEMPT_SCHED_FULL = 2,           /* a fixed-size table (kernels, decisions) is full */
+  PREEMPT_SCHED_UNKNOWN_KERNEL = 3, /* no kernel with that id */
+  PREEMPT_SCHED_UNKNOWN_POLICY = 4,
+  PREEMPT_SCHED_BAD_DECISION = 5,   /* a policy asked for something the state forbids */
+  PREEMPT_SCHED_NO_DATA = 6,        /* a model asked to predict before it has seen anything */
+  PREEMPT_SCHED_OUT_OF_MEMORY = 7,
+} preempt_sched_status;
+
+const char *preempt_sched_status_name(preempt_sched_status status);
+
+/* EffiSha §6.1's kernel states, in their lifecycle order. */
+typedef enum preempt_kernel_state {
+  PREEMPT_KERNEL_PREP = 0,    /* stub taken, launch not reached yet */
+  PREEMPT_KERNEL_READY = 1,   /* waiting for the GPU (never run, or evicted) */
+  PREEMPT_KERNEL_TORUN = 2,   /* the scheduler said run; the client has not launched yet */
+  PREEMPT_KERNEL_RUNNING = 3,
+  PREEMPT_KERNEL_TOEVICT = 4, /* asked to leave every SM; draining its in-flight tasks */
+  PREEMPT_KERNEL_DONE = 5,
+} preempt_kernel_state;
+
+const char *preempt_kernel_state_name(preempt_kernel_state state);
+
+/* H100 has 132 SMs; 256 leaves room without making the state large. */
+#define PREEMPT_SCHED_MAX_SMS 256
+#define PREEMPT_SCHED_MAX_KERNELS 256
+#define PREEMPT_SCHED_MAX_DECISIONS 64
+
+typedef struct preempt_sm_set {
+  uint64_t bits[PREEMPT_SCHED_MAX_SMS / 64];
+} preempt_sm_set;
+
+void preempt_sm_set_clear(preempt_sm_set *set);
+void preempt_sm_set_add(preempt_sm_set *set, uint32_t sm);
+bool preempt_sm_set_has(const preempt_sm_set *set, uint32_t sm);
+uint32_t preempt_sm_set_count(const preempt_sm_set *set);
+
+/* Policy-owned bookkeeping: only the policy writes these; the caller zeroes them on arrival. */
+typedef struct preempt_kernel_policy_data {
+  preempt_usec slice_end;          /* DPRR quota / FFS epoch end; 0 when not running */
+  uint64_t round_turn;             /* FFS: when it joined the round-robin queue (a counter) */
+  uint32_t dprr_queue;             /* DPRR: 0 = active queue, 1 = inactive */
+  preempt_usec dprr_active_since;  /* DPRR: when it started waiting in the active queue (-1: not) */
+  preempt_usec dprr_active_waited; /* DPRR: waiting in the active queue before active_since */
+} preempt_kernel_policy_data;
+
+/* A kernel launch as the scheduler sees it. */
+typedef struct preempt_sched_kernel {
+  uint32_t id;                   /* unique per launch, never 0 */
+  uint32_t client_id;
+  int32_t priority;              /* larger is more urgent (EffiSha §7 and FLEP §3 both) */
+  uint32_t weight;               /* FFS share weight (FLEP §5.2.2 W_i), >= 1 */
+  preempt_usec predicted;        /* T_e: predicted standalone duration, never updated */
+  preempt_usec remaining;        /* T_r: predicted remaining standalone time */
+  preempt_usec waited;           /* T_w: time spent active but not running */
+  preempt_usec arrival;
+  preempt_usec eviction_cost;    /* estimated cost of evicting it from every SM (FLEP §4.2) */
+  uint32_t sms_needed;           /* SMs that hold all its CTAs; >= sm_count means the whole GPU */
+  preempt_kernel_state state;
+  preempt_sm_set sms;            /* SMs it holds (running or draining) */
+  uint32_t evictions;
+  preempt_kernel_policy_data policy;
+} preempt_sched_kernel;
+
+/* What runs where. An SM draining an eviction is still held by its owner
+ * until the eviction finishes; nothing else may be placed on it. */
+typedef struct preempt_sched_gpu {
+  uint32_t sm_count;
+  uint32_t sm_owner[PREEMPT_SCHED_MAX_SMS];  /* kernel id, 0 when idle */
+  bool sm_draining[PREEMPT_SCHED_MAX_SMS];
+} preempt_sched_gpu;
+
+/* Tunables of all policies; preempt_sched_params_default fills the papers' values. */
+typedef struct preempt_sched_params {
+  double max_overhead;             /* FFS: share of time eviction cost may take (FLEP §6.3.3: 0.10) */
+  preempt_usec ffs_min_epoch;      /* FFS: floor on T when eviction cost is ~0 */
+  bool hpf_spatial;                /* HPF: evict only the SMs a waiting kernel needs (FLEP §6.4) */
+  preempt_usec dprr_age_step;      /* DPRR: +1 dynamic priority per this much waiting (EffiSha §7: 1 ms) */
+  int32_t dprr_age_cap;            /* DPRR: most the dynamic priority rises (EffiSha §7: 20) */
+  preempt_usec dprr_slice_unit;    /* DPRR: slice = (p + 1) * unit (EffiSha §7: (p+1)/2 ms) */
+} preempt_sched_params;
+
+void preempt_sched_params_default(preempt_sched_params *params);
+
+typedef struct preempt_sched_state {
+  preempt_usec now;
+  preempt_sched_gpu gpu;
+  preempt_sched_params params;
+  uint32_t kernel_count;           /* including DONE ones until removed */
+  preempt_sched_kernel kernels[PREEMPT_SCHED_MAX_KERNELS];
+  uint64_t policy_turn_counter;    /* FFS: policy-owned */
+} preempt_sched_state;
+
+typedef enum preempt_sched_event_kind {
+  PREEMPT_EVENT_ARRIVAL = 0,
+  PREEMPT_EVENT_COMPLETION = 1,
+  PREEMPT_EVENT_EVICTION_DONE = 2, /* some or all of the kernel's SMs are free now */
+  PREEMPT_EVENT_TIMER = 3,
+} preempt_sched_event_kind;
+
+const char *preempt_sched_event_name(preempt_sched_event_kind kind);
+
+typedef struct preempt_sched_event {
+  preempt_sched_event_kind kind;
+  uint32_t kernel_id;              /* 0 for TIMER */
+} preempt_sched_event;
+
+typedef enum preempt_sched_action {
+  PREEMPT_ACTION_NOTHING = 0,
+  PREEMPT_ACTION_RUN = 1,          /* launch or resume kernel_id on `sms` (all of them when all_sms) */
+  PREEMPT_ACTION_EVICT = 2,        /* evict kernel_id from `sms` (every SM it holds when all_sms) */
+} preempt_sched_action;
+
+typedef struct preempt_sched_decision {
+  preempt_sched_action action;
+  uint32_t kernel_id;
+  bool all_sms;
+  preempt_sm_set sms;
+} preempt_sched_decision;
+
+typedef struct preempt_sched_decisions {
+  uint32_t count;
+  preempt_sched_decision items[PREEMPT_SCHED_MAX_DECISIONS];
+  preempt_usec timer_at;           /* when the policy wants a TIMER event; 0 for none */
+} preempt_sched_decisions;
+
+/* A policy reads the state and the event and appends decisions. It may write
+ * only kernel.policy and state->policy_turn_counter; the caller applies the
+ * decisions (preempt_sched_apply) and owns everything else. */
+typedef struct preempt_sched_policy {
+  const char *name;
+  preempt_sched_status (*decide)(preempt_sched_state *state, const preempt_sched_event *event,
+                                 preempt_sched_decisions *out);
+} preempt_sched_policy;
+
+extern const preempt_sched_policy preempt_policy_fifo;
+extern const preempt_sched_policy preempt_policy_hpf;
+extern const preempt_sched_policy preempt_policy_ffs;
+extern const preempt_sched_policy preempt_policy_piv;
+extern const preempt_sched_policy preempt_policy_dprr;
+
+/* "fifo", "hpf", "ffs", "piv" or "dprr". */
+preempt_sched_status preempt_sched_policy_by_name(const char *name, const preempt_sched_policy **out);
+
+/* --- state helpers shared by the policies, the simulator and (later) the daemon --- */
+
+preempt_sched_status preempt_sched_state_init(preempt_sched_state *state, uint32_t sm_count,
+                                              const preempt_sched_params *params);
+/* Adds a READY kernel at state->now; `kernel` gives id, client, priority, weight,
+ * predicted, eviction_cost, sms_needed; the rest is reset. */
+preempt_sched_status preempt_sched_add_kernel(preempt_sched_state *state, const preempt_sched_kernel *kernel);
+preempt_sched_kernel *preempt_sched_find(preempt_sched_state *state, uint32_t kernel_id);
+/* SMs the kernel uses at full speed: min(sms_needed, sm_count), at least 1. */
+uint32_t preempt_sched_sms_wanted(const preempt_sched_state *state, const preempt_sched_kernel *kernel);
+/* SMs nobody holds. */
+void preempt_sched_free_sms(const preempt_sched_state *state, preempt_sm_set *out);
+
+/* Moves the clock to `now`: a kernel holding SMs loses predicted remaining time
+ * at held/wanted of full speed (draining SMs still finish their tasks), a READY
+ * one accumulates waiting time (FLEP §5.1's T_r and T_w). */
+preempt_sched_status preempt_sched_advance(preempt_sched_state *state, preempt_usec now);
+
+/* Appends one decision; PREEMPT_SCHED_FULL when out has no room. */
+preempt_sched_status preempt_sched_push(preempt_sched_decisions *out, preempt_sched_action action,
+                                        uint32_t kernel_id, const preempt_sm_set *sms_or_null_for_all);
+
+/* Applies a decision: RUN takes free SMs and makes the kernel RUNNING (via
+ * TORUN, which the daemon holds until the client launches); EVICT marks SMs
+ * draining (and the kernel TOEVICT when it loses every SM). */
+preempt_sched_status preempt_sched_apply(preempt_sched_state *state, const preempt_sched_decision *decision);
+/* Releases a kernel's draining SMs once its eviction finished; READY when it holds nothing else. */
+preempt_sched_status preempt_sched_eviction_done(preempt_sched_state *state, uint32_t kernel_id);
+/* Marks a kernel DONE and frees every SM it held. */
+preempt_sched_status preempt_sched_complete(preempt_sched_state *state, uint32_t kernel_id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,371 @@
+/* schedule.c: state bookkeeping shared by every scheduling policy, the simulator and the daemon.
+ * EffiSha §6.1 (state transitions), FLEP §5.1 (T_e, T_w, T_r accounting). */
+#include "schedule_internal.h"
+
+#include <string.h>
+
+const char *preempt_sched_status_name(preempt_sched_status status) {
+  switch (status) {
+  case PREEMPT_SCHED_OK: return "ok";
+  case PREEMPT_SCHED_INVALID_ARGUMENT: return "invalid argument";
+  case PREEMPT_SCHED_FULL: return "table full";
+  case PREEMPT_SCHED_UNKNOWN_KERNEL: return "unknown kernel";
+  case PREEMPT_SCHED_UNKNOWN_POLICY: return "unknown policy";
+  case PREEMPT_SCHED_BAD_DECISION: return "decision not allowed in this state";
+  case PREEMPT_SCHED_NO_DATA: return "no data yet";
+  case PREEMPT_SCHED_OUT_OF_MEMORY: return "out of memory";
+  }
+  return "unknown status";
+}
+
+const char *preempt_kernel_state_name(preempt_kernel_state state) {
+  static const char *const names[] = {"PREP", "READY", "TORUN", "RUNNING", "TOEVICT", "DONE"};
+  return (unsigned)state < sizeof names / sizeof names[0] ? names[state] : "?";
+}
+
+const char *preempt_sched_event_name(preempt_sched_event_kind kind) {
+  static const char *const names[] = {"arrival", "completion", "eviction-done", "timer"};
+  return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+void preempt_sm_set_clear(preempt_sm_set *set) { memset(set, 0, sizeof *set); }
+
+void preempt_sm_set_add(preempt_sm_set *set, uint32_t sm) {
+  if (sm < PREEMPT_SCHED_MAX_SMS)
+    set->bits[sm / 64] |= UINT64_C(1) << (sm % 64);
+}
+
+bool preempt_sm_set_has(const preempt_sm_set *set, uint32_t sm) {
+  return sm < PREEMPT_SCHED_MAX_SMS && (set->bits[sm / 64] >> (sm % 64)) & 1;
+}
+
+uint32_t preempt_sm_set_count(const preempt_sm_set *set) {
+  uint32_t count = 0;
+  for (unsigned word = 0; word < PREEMPT_SCHED_MAX_SMS / 64; word++)
+    count += (uint32_t)__builtin_popcountll(set->bits[word]);
+  return count;
+}
+
+void preempt_sched_params_default(preempt_sched_params *params) {
+  memset(params, 0, sizeof *params);
+  params->max_overhead = 0.10;
+  params->ffs_min_epoch = 100.0;
+  params->hpf_spatial = true;
+  params->dprr_age_step = 1000.0;
+  params->dprr_age_cap = 20;
+  params->dprr_slice_unit = 500.0;
+}
+
+preempt_sched_status preempt_sched_policy_by_name(const char *name, const preempt_sched_policy **out) {
+  static const preempt_sched_policy *const all[] = {&preempt_policy_fifo, &preempt_policy_hpf, &preempt_policy_ffs,
+                                                    &preempt_policy_piv, &preempt_policy_dprr};
+  if (!name || !out)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(all[i]->name, name) == 0) {
+      *out = all[i];
+      return PREEMPT_SCHED_OK;
+    }
+  return PREEMPT_SCHED_UNKNOWN_POLICY;
+}
+
+preempt_sched_status preempt_sched_state_init(preempt_sched_state *state, uint32_t sm_count,
+                                              const preempt_sched_params *params) {
+  if (!state || sm_count == 0 || sm_count > PREEMPT_SCHED_MAX_SMS)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  memset(state, 0, sizeof *state);
+  state->gpu.sm_count = sm_count;
+  if (params)
+    state->params = *params;
+  else
+    preempt_sched_params_default(&state->params);
+  return PREEMPT_SCHED_OK;
+}
+
+preempt_sched_kernel *preempt_sched_find(preempt_sched_state *state, uint32_t kernel_id) {
+  if (!state || kernel_id == 0)
+    return NULL;
+  for (uint32_t i = 0; i < state->kernel_count; i++)
+    if (state->kernels[i].id == kernel_id)
+      return &state->kernels[i];
+  return NULL;
+}
+
+preempt_sched_status preempt_sched_add_kernel(preempt_sched_state *state, const preempt_sched_kernel *kernel) {
+  if (!state || !kernel || kernel->id == 0 || kernel->predicted < 0 || kernel->eviction_cost < 0)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  if (preempt_sched_find(state, kernel->id))
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  if (state->kernel_count == PREEMPT_SCHED_MAX_KERNELS)
+    return PREEMPT_SCHED_FULL;
+  preempt_sched_kernel *added = &state->kernels[state->kernel_count++];
+  memset(added, 0, sizeof *added);
+  added->id = kernel->id;
+  added->client_id = kernel->client_id;
+  added->priority = kernel->priority;
+  added->weight = kernel->weight ? kernel->weight : 1;
+  added->predicted = kernel->predicted;
+  added->remaining = kernel->predicted;
+  added->eviction_cost = kernel->eviction_cost;
+  added->sms_needed = kernel->sms_needed;
+  added->arrival = state->now;
+  added->state = PREEMPT_KERNEL_READY;
+  added->policy.dprr_active_since = -1;
+  return PREEMPT_SCHED_OK;
+}
+
+uint32_t preempt_sched_sms_wanted(const preempt_sched_state *state, const preempt_sched_kernel *kernel) {
+  uint32_t wanted = kernel->sms_needed;
+  if (wanted == 0 || wanted > state->gpu.sm_count)
+    wanted = state->gpu.sm_count;
+  return wanted;
+}
+
+void preempt_sched_free_sms(const preempt_sched_state *state, preempt_sm_set *out) {
+  preempt_sm_set_clear(out);
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    if (state->gpu.sm_owner[sm] == 0)
+      preempt_sm_set_add(out, sm);
+}
+
+preempt_sched_status preempt_sched_advance(preempt_sched_state *state, preempt_usec now) {
+  if (!state || now < state->now)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  preempt_usec elapsed = now - state->now;
+  for (uint32_t i = 0; i < state->kernel_count; i++) {
+    preempt_sched_kernel *kernel = &state->kernels[i];
+    uint32_t held = preempt_sm_set_count(&kernel->sms);
+    if (held > 0) {
+      kernel->remaining -= elapsed * held / preempt_sched_sms_wanted(state, kernel);
+      if (kernel->remaining < 0)
+        kernel->remaining = 0; /* a prediction that was too short: it stays "about to finish" */
+    } else if (kernel->state == PREEMPT_KERNEL_READY || kernel->state == PREEMPT_KERNEL_TORUN) {
+      kernel->waited += elapsed;
+    }
+  }
+  state->now = now;
+  return PREEMPT_SCHED_OK;
+}
+
+preempt_sched_status preempt_sched_push(preempt_sched_decisions *out, preempt_sched_action action,
+                                        uint32_t kernel_id, const preempt_sm_set *sms_or_null_for_all) {
+  if (!out)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  if (out->count == PREEMPT_SCHED_MAX_DECISIONS)
+    return PREEMPT_SCHED_FULL;
+  preempt_sched_decision *decision = &out->items[out->count++];
+  memset(decision, 0, sizeof *decision);
+  decision->action = action;
+  decision->kernel_id = kernel_id;
+  decision->all_sms = sms_or_null_for_all == NULL;
+  if (sms_or_null_for_all)
+    decision->sms = *sms_or_null_for_all;
+  return PREEMPT_SCHED_OK;
+}
+
+static preempt_sched_status apply_run(preempt_sched_state *state, preempt_sched_kernel *kernel,
+                                      const preempt_sched_decision *decision) {
+  if (kernel->state != PREEMPT_KERNEL_READY && kernel->state != PREEMPT_KERNEL_RUNNING)
+    return PREEMPT_SCHED_BAD_DECISION;
+  preempt_sm_set target;
+  if (decision->all_sms) {
+    preempt_sm_set_clear(&target);
+    for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+      preempt_sm_set_add(&target, sm);
+  } else {
+    target = decision->sms;
+  }
+  if (preempt_sm_set_count(&target) == 0)
+    return PREEMPT_SCHED_BAD_DECISION;
+  for (uint32_t sm = 0; sm < PREEMPT_SCHED_MAX_SMS; sm++) {
+    if (!preempt_sm_set_has(&target, sm))
+      continue;
+    if (sm >= state->gpu.sm_count || state->gpu.sm_owner[sm] != 0)
+      return PREEMPT_SCHED_BAD_DECISION;
+  }
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    if (preempt_sm_set_has(&target, sm)) {
+      state->gpu.sm_owner[sm] = kernel->id;
+      preempt_sm_set_add(&kernel->sms, sm);
+    }
+  /* TORUN is the daemon's wait for the client's launch; with no client in between it is momentary. */
+  kernel->state = PREEMPT_KERNEL_RUNNING;
+  return PREEMPT_SCHED_OK;
+}
+
+static preempt_sched_status apply_evict(preempt_sched_state *state, preempt_sched_kernel *kernel,
+                                        const preempt_sched_decision *decision) {
+  if (kernel->state != PREEMPT_KERNEL_RUNNING)
+    return PREEMPT_SCHED_BAD_DECISION;
+  uint32_t marked = 0, still_working = 0;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++) {
+    if (!preempt_sm_set_has(&kernel->sms, sm))
+      continue;
+    bool evict_this = decision->all_sms || preempt_sm_set_has(&decision->sms, sm);
+    if (evict_this && !state->gpu.sm_draining[sm]) {
+      state->gpu.sm_draining[sm] = true;
+      marked++;
+    }
+    if (!state->gpu.sm_draining[sm])
+      still_working++;
+  }
+  if (!decision->all_sms) {
+    for (uint32_t sm = 0; sm < PREEMPT_SCHED_MAX_SMS; sm++)
+      if (preempt_sm_set_has(&decision->sms, sm) && !preempt_sm_set_has(&kernel->sms, sm))
+        return PREEMPT_SCHED_BAD_DECISION; /* names an SM the kernel does not hold */
+  }
+  if (marked == 0)
+    return PREEMPT_SCHED_BAD_DECISION;
+  if (still_working == 0)
+    kernel->state = PREEMPT_KERNEL_TOEVICT;
+  return PREEMPT_SCHED_OK;
+}
+
+preempt_sched_status preempt_sched_apply(preempt_sched_state *state, const preempt_sched_decision *decision) {
+  if (!state || !decision)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  if (decision->action == PREEMPT_ACTION_NOTHING)
+    return PREEMPT_SCHED_OK;
+  preempt_sched_kernel *kernel = preempt_sched_find(state, decision->kernel_id);
+  if (!kernel)
+    return PREEMPT_SCHED_UNKNOWN_KERNEL;
+  switch (decision->action) {
+  case PREEMPT_ACTION_RUN: return apply_run(state, kernel, decision);
+  case PREEMPT_ACTION_EVICT: return apply_evict(state, kernel, decision);
+  default: return PREEMPT_SCHED_INVALID_ARGUMENT;
+  }
+}
+
+preempt_sched_status preempt_sched_eviction_done(preempt_sched_state *state, uint32_t kernel_id) {
+  preempt_sched_kernel *kernel = preempt_sched_find(state, kernel_id);
+  if (!kernel)
+    return PREEMPT_SCHED_UNKNOWN_KERNEL;
+  bool released = false;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    if (state->gpu.sm_owner[sm] == kernel_id && state->gpu.sm_draining[sm]) {
+      state->gpu.sm_owner[sm] = 0;
+      state->gpu.sm_draining[sm] = false;
+      kernel->sms.bits[sm / 64] &= ~(UINT64_C(1) << (sm % 64));
+      released = true;
+    }
+  if (!released)
+    return PREEMPT_SCHED_BAD_DECISION;
+  kernel->evictions++;
+  if (preempt_sm_set_count(&kernel->sms) == 0)
+    kernel->state = PREEMPT_KERNEL_READY;
+  return PREEMPT_SCHED_OK;
+}
+
+preempt_sched_status preempt_sched_complete(preempt_sched_state *state, uint32_t kernel_id) {
+  preempt_sched_kernel *kernel = preempt_sched_find(state, kernel_id);
+  if (!kernel)
+    return PREEMPT_SCHED_UNKNOWN_KERNEL;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    if (state->gpu.sm_owner[sm] == kernel_id) {
+      state->gpu.sm_owner[sm] = 0;
+      state->gpu.sm_draining[sm] = false;
+    }
+  preempt_sm_set_clear(&kernel->sms);
+  kernel->remaining = 0;
+  kernel->state = PREEMPT_KERNEL_DONE;
+  return PREEMPT_SCHED_OK;
+}
+
+/* --- helpers for the policy files (schedule_internal.h) --- */
+
+uint32_t preempt_sched_ready_in_order(const preempt_sched_state *state, preempt_sched_order_fn order,
+                                      uint32_t indices[PREEMPT_SCHED_MAX_KERNELS]) {
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < state->kernel_count; i++) {
+    if (state->kernels[i].state != PREEMPT_KERNEL_READY)
+      continue;
+    /* Insertion sort: at most a few hundred kernels, and stable for equal keys. */
+    uint32_t at = count++;
+    while (at > 0 && order(state, &state->kernels[i], &state->kernels[indices[at - 1]]) < 0) {
+      indices[at] = indices[at - 1];
+      at--;
+    }
+    indices[at] = i;
+  }
+  return count;
+}
+
+preempt_sched_status preempt_sched_start_in_order(preempt_sched_state *state, const uint32_t *order,
+                                                  uint32_t count, preempt_sm_set *claimed,
+                                                  preempt_sched_decisions *out, uint32_t *first_unplaced) {
+  uint32_t position = 0;
+  for (; position < count; position++) {
+    const preempt_sched_kernel *kernel = &state->kernels[order[position]];
+    uint32_t wanted = preempt_sched_sms_wanted(state, kernel);
+    preempt_sm_set free, chosen;
+    preempt_sched_free_sms(state, &free);
+    preempt_sm_set_clear(&chosen);
+    uint32_t found = 0;
+    for (uint32_t sm = 0; sm < state->gpu.sm_count && found < wanted; sm++)
+      if (preempt_sm_set_has(&free, sm) && !preempt_sm_set_has(claimed, sm)) {
+        preempt_sm_set_add(&chosen, sm);
+        found++;
+      }
+    if (found < wanted)
+      break;
+    preempt_sched_status status =
+        preempt_sched_push(out, PREEMPT_ACTION_RUN, kernel->id, wanted == state->gpu.sm_count ? NULL : &chosen);
+    if (status != PREEMPT_SCHED_OK)
+      return status;
+    for (unsigned word = 0; word < PREEMPT_SCHED_MAX_SMS / 64; word++)
+      claimed->bits[word] |= chosen.bits[word];
+  }
+  if (first_unplaced)
+    *first_unplaced = position;
+  if (position < count)
+    return PREEMPT_SCHED_OK;
+  /* Nobody waits: a kernel that lost SMs to a spatial eviction gets idle ones
+   * back (the runtime's resume refills evicted SMs, docs/preemption.md). */
+  for (uint32_t i = 0; i < state->kernel_count; i++) {
+    const preempt_sched_kernel *kernel = &state->kernels[i];
+    if (kernel->state != PREEMPT_KERNEL_RUNNING)
+      continue;
+    uint32_t held = preempt_sm_set_count(&kernel->sms), wanted = preempt_sched_sms_wanted(state, kernel);
+    bool draining = false;
+    for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+      draining |= state->gpu.sm_owner[sm] == kernel->id && state->gpu.sm_draining[sm];
+    if (held >= wanted || draining)
+      continue;
+    preempt_sm_set free, chosen;
+    preempt_sched_free_sms(state, &free);
+    preempt_sm_set_clear(&chosen);
+    for (uint32_t sm = 0; sm < state->gpu.sm_count && held < wanted; sm++)
+      if (preempt_sm_set_has(&free, sm) && !preempt_sm_set_has(claimed, sm)) {
+        preempt_sm_set_add(&chosen, sm);
+        preempt_sm_set_add(claimed, sm);
+        held++;
+      }
+    if (preempt_sm_set_count(&chosen) == 0)
+      continue;
+    preempt_sched_status status = preempt_sched_push(out, PREEMPT_ACTION_RUN, kernel->id, &chosen);
+    if (status != PREEMPT_SCHED_OK)
+      return status;
+  }
+  return PREEMPT_SCHED_OK;
+}
+
+uint32_t preempt_sched_draining_count(const preempt_sched_state *state) {
+  uint32_t count = 0;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    count += state->gpu.sm_owner[sm] != 0 && state->gpu.sm_draining[sm];
+  return count;
+}
+
+uint32_t preempt_sched_working_sms(const preempt_sched_state *state, const preempt_sched_kernel *kernel) {
+  uint32_t count = 0;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    count += state->gpu.sm_owner[sm] == kernel->id && !state->gpu.sm_draining[sm];
+  return count;
+}
+
+bool preempt_sched_any_ready_other_than(const preempt_sched_state *state, uint32_t except_id) {
+  for (uint32_t i = 0; i < state->kernel_count; i++)
+    if (state->kernels[i].state == PREEMPT_KERNEL_READY && state->kernels[i].id != except_id)
+      return true;
+  return false;
+}

@@ -1,0 +1,32 @@
+/* schedule_internal.h: ordering and placement helpers the policy files share (not a public interface).
+ * FLEP §5.2 (priority queues ordered by a key) and EffiSha §7 (waiting queues ordered by priority). */
+#ifndef PREEMPT_SCHEDULE_INTERNAL_H
+#define PREEMPT_SCHEDULE_INTERNAL_H
+
+#include <stddef.h>
+
+#include "preempt/schedule.h"
+
+/* Negative when a should be served before b. */
+typedef int (*preempt_sched_order_fn)(const preempt_sched_state *state, const preempt_sched_kernel *a,
+                                      const preempt_sched_kernel *b);
+
+/* Indices of READY kernels, best first. Returns how many. */
+uint32_t preempt_sched_ready_in_order(const preempt_sched_state *state, preempt_sched_order_fn order,
+                                      uint32_t indices[PREEMPT_SCHED_MAX_KERNELS]);
+
+/* Runs kernels of `order` on free SMs not yet in `claimed`, in order, and stops at
+ * the first one that does not fit: letting a later kernel past it would delay it.
+ * On return *first_unplaced is the position in `order` where it stopped (count if none). */
+preempt_sched_status preempt_sched_start_in_order(preempt_sched_state *state, const uint32_t *order,
+                                                  uint32_t count, preempt_sm_set *claimed,
+                                                  preempt_sched_decisions *out, uint32_t *first_unplaced);
+
+/* SMs held by kernels but draining an eviction: they will be free soon. */
+uint32_t preempt_sched_draining_count(const preempt_sched_state *state);
+/* SMs the kernel holds that are not draining. */
+uint32_t preempt_sched_working_sms(const preempt_sched_state *state, const preempt_sched_kernel *kernel);
+/* True when some kernel other than `except_id` is READY. */
+bool preempt_sched_any_ready_other_than(const preempt_sched_state *state, uint32_t except_id);
+
+#endif
