@@ -264,8 +264,8 @@ static MCRegister numberedReg(const TargetRegisterInfo &TRI, StringRef Prefix, u
   return It == Map.end() ? MCRegister() : It->second;
 }
 
-// Registers Prefix<0..Count-1> nothing in the function touches (operands,
-// block and function live-ins), and the highest one touched (-1 if none).
+// Which of Prefix<0..Count-1> the function touches (operands, block and
+// function live-ins), and the highest one touched (-1 if none).
 static SmallBitVector usedNumbered(MachineFunction &MF, StringRef Prefix, unsigned Count, int &Highest) {
   const TargetRegisterInfo &TRI = *MF.getSubtarget().getRegisterInfo();
   SmallBitVector Used(Count);
