@@ -369,3 +369,19 @@ bool preempt_sched_any_ready_other_than(const preempt_sched_state *state, uint32
       return true;
   return false;
 }
+
+preempt_sched_kernel *preempt_sched_next_expired(preempt_sched_state *state, uint32_t *index) {
+  for (; *index < state->kernel_count; (*index)++) {
+    preempt_sched_kernel *kernel = &state->kernels[*index];
+    if (kernel->state == PREEMPT_KERNEL_RUNNING && kernel->policy.slice_end > 0 &&
+        kernel->policy.slice_end <= state->now + 1e-6)
+      return kernel;
+  }
+  return NULL;
+}
+
+preempt_sched_status preempt_sched_evict_if_others_wait(preempt_sched_state *state, preempt_sched_kernel *kernel,
+                                                        preempt_sched_decisions *out, bool *evicted) {
+  *evicted = preempt_sched_any_ready_other_than(state, kernel->id);
+  return *evicted ? preempt_sched_push(out, PREEMPT_ACTION_EVICT, kernel->id, NULL) : PREEMPT_SCHED_OK;
+}

@@ -59,15 +59,12 @@ static preempt_sched_status dprr_decide(preempt_sched_state *state, const preemp
   /* Quota expired: to the inactive queue with its dynamic priority reset. A
    * kernel alone on the GPU keeps it (§7 is silent; evicting it would only cost). */
   preempt_usec timer_at = 0;
-  for (uint32_t i = 0; i < state->kernel_count; i++) {
-    preempt_sched_kernel *kernel = &state->kernels[i];
-    if (kernel->state != PREEMPT_KERNEL_RUNNING || kernel->policy.slice_end <= 0 ||
-        kernel->policy.slice_end > state->now + 1e-6)
-      continue;
-    if (preempt_sched_any_ready_other_than(state, kernel->id)) {
-      status = preempt_sched_push(out, PREEMPT_ACTION_EVICT, kernel->id, NULL);
-      if (status != PREEMPT_SCHED_OK)
-        return status;
+  preempt_sched_kernel *kernel;
+  for (uint32_t i = 0; (kernel = preempt_sched_next_expired(state, &i)) != NULL; i++) {
+    bool evicted;
+    if ((status = preempt_sched_evict_if_others_wait(state, kernel, out, &evicted)) != PREEMPT_SCHED_OK)
+      return status;
+    if (evicted) {
       kernel->policy.dprr_queue = 1;
       kernel->policy.dprr_active_waited = 0;
       kernel->policy.dprr_active_since = -1;

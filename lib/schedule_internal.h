@@ -29,4 +29,13 @@ uint32_t preempt_sched_working_sms(const preempt_sched_state *state, const preem
 /* True when some kernel other than `except_id` is READY. */
 bool preempt_sched_any_ready_other_than(const preempt_sched_state *state, uint32_t except_id);
 
+/* Time-sliced policies (FFS, DPRR): the next running kernel at or after
+ * *index whose slice has ended, or NULL. */
+preempt_sched_kernel *preempt_sched_next_expired(preempt_sched_state *state, uint32_t *index);
+
+/* A kernel whose slice ended is evicted when another one waits (*evicted
+ * true), else it keeps the GPU: evicting a kernel that is alone only costs. */
+preempt_sched_status preempt_sched_evict_if_others_wait(preempt_sched_state *state, preempt_sched_kernel *kernel,
+                                                        preempt_sched_decisions *out, bool *evicted);
+
 #endif

@@ -52,22 +52,6 @@ __global__ void persistent(const float *a, const float *b, float *c, size_t n, u
   }
 }
 
-__global__ void dynamic_chunks(const float *a, const float *b, float *c, size_t n, unsigned tasks, unsigned chunk,
-                               unsigned *counter) {
-  __shared__ unsigned first;
-  for (;;) {
-    if (threadIdx.x == 0)
-      first = atomicAdd(counter, chunk);
-    __syncthreads();
-    unsigned start = first;
-    __syncthreads();
-    if (start >= tasks)
-      break;
-    for (unsigned task = start; task < min(tasks, start + chunk); task++)
-      run_task(a, b, c, n, task);
-  }
-}
-
 // preempt's tagged add (runtime-dev/task_loop.cu), reduced to plain CUDA.
 __device__ unsigned tagged_add(unsigned long long *word, unsigned generation, unsigned amount) {
   const unsigned long long tag = (unsigned long long)generation << 32, tag_mask = 0xffffffff00000000ull;
@@ -87,12 +71,14 @@ __device__ unsigned tagged_add(unsigned long long *word, unsigned generation, un
   }
 }
 
-__global__ void tagged_chunks(const float *a, const float *b, float *c, size_t n, unsigned tasks, unsigned chunk,
-                              unsigned long long *word, unsigned generation) {
+// Chunks fetched from a counter: a plain one (`word` null), reset before each
+// launch, or a generation-tagged one never reset.
+__global__ void fetched_chunks(const float *a, const float *b, float *c, size_t n, unsigned tasks, unsigned chunk,
+                               unsigned *counter, unsigned long long *word, unsigned generation) {
   __shared__ unsigned first;
   for (;;) {
     if (threadIdx.x == 0)
-      first = tagged_add(word, generation, chunk);
+      first = word ? tagged_add(word, generation, chunk) : atomicAdd(counter, chunk);
     __syncthreads();
     unsigned start = first;
     __syncthreads();
@@ -156,13 +142,13 @@ int main() {
   for (unsigned chunk : {4u, 16u, 64u})
     std::printf("reset + dynamic chunks of %u: %.1f\n", chunk, time([&] {
                   reset();
-                  dynamic_chunks<<<ctas, kBlock>>>(a, b, c, kN, tasks, chunk, counter);
+                  fetched_chunks<<<ctas, kBlock>>>(a, b, c, kN, tasks, chunk, counter, nullptr, 0);
                 }));
   unsigned generation = 1;
   for (unsigned chunk : {4u, 16u})
     std::printf("reset + tagged chunks of %u: %.1f\n", chunk, time([&] {
                   reset();
-                  tagged_chunks<<<ctas, kBlock>>>(a, b, c, kN, tasks, chunk, word, ++generation);
+                  fetched_chunks<<<ctas, kBlock>>>(a, b, c, kN, tasks, chunk, counter, word, ++generation);
                 }));
   cudaError_t status = cudaDeviceSynchronize();
   if (status != cudaSuccess) {
