@@ -16,5 +16,6 @@ if [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
   echo "run-tests.sh: lit ran no test" >&2
   failed=1
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
+[ "$skipped" -eq 0 ] || echo "run-tests.sh: $skipped tests skipped (a tool they need is missing)"
+echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
