@@ -36,11 +36,9 @@ int preempt_ctx_block_validate(const preempt_ctx_block *block) {
 }
 
 uint64_t preempt_ctx_live_bytes(const preempt_ctx_block *block, size_t index) {
-  const uint64_t *live = ctx_live_before(block, index);
   uint64_t bytes = 0;
-  for (size_t reg = 0; reg < block->register_count; reg++)
-    if (ctx_contains(live, (uint16_t)reg))
-      bytes += block->registers[reg].bytes;
+  CTX_FOR_EACH_REGISTER(reg, ctx_live_before(block, index), block->register_count)
+    bytes += block->registers[reg].bytes;
   return bytes;
 }
 
@@ -177,27 +175,14 @@ void ctx_plan_adopt(const preempt_ctx_block *block, const preempt_ctx_cost_model
 
 /* Saves every register live before `point` and loads it back: correct at any
  * instruction, and the fallback of every other technique. */
-static int plan_save_live_at(const preempt_ctx_block *block, size_t point, const preempt_ctx_cost_model *costs,
-                             ctx_steps *preempt) {
-  const uint64_t *live = ctx_live_before(block, point);
+int ctx_plan_swap_live(const preempt_ctx_block *block, size_t point, ctx_steps *preempt, ctx_steps *resume) {
   uint32_t slot = 0;
-  for (size_t reg = 0; reg < block->register_count; reg++)
-    if (ctx_contains(live, (uint16_t)reg) &&
-        ctx_steps_push(preempt, (preempt_ctx_step){.kind = PREEMPT_CTX_SAVE, .reg = (uint16_t)reg, .slot = slot++}))
+  CTX_FOR_EACH_REGISTER(reg, ctx_live_before(block, point), block->register_count) {
+    preempt_ctx_step save = {.kind = PREEMPT_CTX_SAVE, .reg = (uint16_t)reg, .slot = slot++};
+    preempt_ctx_step load = {.kind = PREEMPT_CTX_LOAD, .reg = save.reg, .slot = save.slot};
+    if (ctx_steps_push(preempt, save) || ctx_steps_push(resume, load))
       return -1;
-  (void)costs;
-  return 0;
-}
-
-int ctx_plan_swap_live(const preempt_ctx_block *block, size_t point, const preempt_ctx_cost_model *costs,
-                       ctx_steps *preempt, ctx_steps *resume) {
-  size_t first = preempt->count;
-  if (plan_save_live_at(block, point, costs, preempt))
-    return -1;
-  for (size_t s = first; s < preempt->count; s++)
-    if (ctx_steps_push(resume, (preempt_ctx_step){.kind = PREEMPT_CTX_LOAD, .reg = preempt->steps[s].reg,
-                                                  .slot = preempt->steps[s].slot}))
-      return -1;
+  }
   return 0;
 }
 
@@ -207,7 +192,7 @@ int preempt_ctx_plan_live(const preempt_ctx_block *block, size_t current, const 
     return -1;
   memset(plan, 0, sizeof *plan);
   ctx_steps preempt = {0}, resume = {0};
-  if (ctx_plan_swap_live(block, current, costs, &preempt, &resume)) {
+  if (ctx_plan_swap_live(block, current, &preempt, &resume)) {
     free(preempt.steps);
     free(resume.steps);
     return -1;

@@ -6,11 +6,9 @@
 #include "ctxback_internal.h"
 
 static uint64_t save_cycles(const preempt_ctx_block *block, size_t point, const preempt_ctx_cost_model *costs) {
-  const uint64_t *live = ctx_live_before(block, point);
   uint64_t cycles = 0;
-  for (size_t reg = 0; reg < block->register_count; reg++)
-    if (ctx_contains(live, (uint16_t)reg))
-      cycles += block->registers[reg].kind == PREEMPT_CTX_VECTOR ? costs->vector_save : costs->scalar_save;
+  CTX_FOR_EACH_REGISTER(reg, ctx_live_before(block, point), block->register_count)
+    cycles += block->registers[reg].kind == PREEMPT_CTX_VECTOR ? costs->vector_save : costs->scalar_save;
   return cycles;
 }
 
@@ -45,7 +43,7 @@ int preempt_ctx_plan_cs_defer(const preempt_ctx_block *block, size_t current, co
   for (size_t point = current; point < best && status == 0; point++)
     status = ctx_steps_push(&preempt, (preempt_ctx_step){.kind = PREEMPT_CTX_EXECUTE, .instruction = (uint32_t)point});
   if (status == 0)
-    status = ctx_plan_swap_live(block, best, costs, &preempt, &resume);
+    status = ctx_plan_swap_live(block, best, &preempt, &resume);
   if (status) {
     free(preempt.steps);
     free(resume.steps);

@@ -8,6 +8,24 @@
 static inline int ctx_contains(const uint64_t *bits, uint16_t reg) { return (bits[reg / 64] >> (reg % 64)) & 1u; }
 static inline void ctx_insert(uint64_t *bits, uint16_t reg) { bits[reg / 64] |= 1ull << (reg % 64); }
 
+/* The first register of `set` at or after `from`, or `register_count`: walks
+ * set bits only, so a pass over a live set costs what is live, not every
+ * register of the function (NVPTX has thousands). */
+static inline size_t ctx_next_register(const uint64_t *set, size_t register_count, size_t from) {
+  while (from < register_count) {
+    uint64_t word = set[from / 64] >> (from % 64);
+    if (word)
+      return from + (size_t)__builtin_ctzll(word) < register_count ? from + (size_t)__builtin_ctzll(word)
+                                                                    : register_count;
+    from = (from / 64 + 1) * 64;
+  }
+  return register_count;
+}
+
+#define CTX_FOR_EACH_REGISTER(reg, set, register_count)                                                      \
+  for (size_t reg = ctx_next_register((set), (register_count), 0); reg < (register_count);                  \
+       reg = ctx_next_register((set), (register_count), reg + 1))
+
 static inline const uint64_t *ctx_live_before(const preempt_ctx_block *block, size_t index) {
   return index == 0 ? block->live_in : block->live_after[index - 1];
 }
@@ -48,7 +66,6 @@ void ctx_plan_adopt(const preempt_ctx_block *block, const preempt_ctx_cost_model
                     ctx_steps *resume, preempt_ctx_plan *plan);
 
 /* Appends saves of every register live before `point` and their loads. */
-int ctx_plan_swap_live(const preempt_ctx_block *block, size_t point, const preempt_ctx_cost_model *costs,
-                       ctx_steps *preempt, ctx_steps *resume);
+int ctx_plan_swap_live(const preempt_ctx_block *block, size_t point, ctx_steps *preempt, ctx_steps *resume);
 
 #endif

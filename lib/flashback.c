@@ -712,9 +712,8 @@ static int plan_reentry(planner *plan, size_t resume_at, preempt_ctx_plan *out) 
   for (size_t i = plan->head; i < resume_at; i++)
     for (size_t r = 0; r < block->instructions[i].result_count; r++)
       values[block->instructions[i].results[r]] = plan->result_values[i - plan->head][r];
-  for (size_t reg = 0; reg < block->register_count; reg++)
-    if (ctx_contains(live, (uint16_t)reg))
-      needed[needed_count++] = pair_find(plan, (uint16_t)reg, values[reg]);
+  CTX_FOR_EACH_REGISTER(reg, live, block->register_count)
+    needed[needed_count++] = pair_find(plan, (uint16_t)reg, values[reg]);
   free(values);
 
   /* Greedy: load what can be loaded, rebuild the rest (Alg. 1 + Alg. 2). */

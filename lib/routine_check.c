@@ -350,9 +350,8 @@ static int run_plan(value_domain *domain, const preempt_ctx_block *block, const 
   for (size_t j = plan->resume_at; j < end; j++)
     execute(domain, block, j, state->registers, state->operand_values);
 
-  const uint64_t *live = ctx_live_before(block, end);
-  for (size_t reg = 0; reg < registers; reg++)
-    if (ctx_contains(live, (uint16_t)reg) && state->registers[reg] != state->reference[reg]) {
+  CTX_FOR_EACH_REGISTER(reg, ctx_live_before(block, end), registers)
+    if (state->registers[reg] != state->reference[reg]) {
       if (bad)
         *bad = (uint16_t)reg;
       return 1;

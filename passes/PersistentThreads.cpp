@@ -314,6 +314,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
       Published[Axis] = Builder.CreateCall(helperFunction(M, helper::TaskBlockIndex[Axis]), {Slot});
     Value *First = Builder.CreateCall(helperFunction(M, helper::BatchFirst), {Slot});
     Value *End = Builder.CreateCall(helperFunction(M, helper::BatchEnd), {Slot});
+    Value *RefilledSlot = Builder.CreateXor(Slot, Builder.getInt32(1)); // the next batch's slot
     Builder.CreateBr(TaskStart);
 
     // The next task of the batch: one step along x, carried into y and z
@@ -343,11 +344,8 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
     CurrentEndPhi->addIncoming(End, Refilled);
     CurrentEndPhi->addIncoming(LocalEnd, Step);
     PHINode *SlotAfter = Builder.CreatePHI(Int32, 2, "preempt.next.slot");
-    SlotAfter->addIncoming(Builder.CreateXor(Slot, Builder.getInt32(1)), Refilled);
+    SlotAfter->addIncoming(RefilledSlot, Refilled);
     SlotAfter->addIncoming(Slot, Step);
-    // The xor above was inserted at the builder's position in TaskStart:
-    // move it where its operand dominates, into the refill block.
-    cast<Instruction>(SlotAfter->getIncomingValue(0))->moveBefore(Refilled->getTerminator()->getIterator());
     CurrentTask = Current;
     CurrentEnd = CurrentEndPhi;
     NextSlot = SlotAfter;
