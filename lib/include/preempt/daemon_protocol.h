@@ -1,0 +1,311 @@
+/* daemon_protocol.h: what preemptd, the runtime in each application, and preemptctl exchange.
+ * EffiSha §6.1 (kernel stubs in shared memory, states PREP..DONE), §6.4 (priority limits); FLEP §3 (launches
+ * intercepted and scheduled by one scheduler per node). docs/daemon.md has the whole protocol in prose.
+ *
+ * Two channels:
+ *  1. A Unix socket (SOCK_SEQPACKET, one message per packet), authenticated with SO_PEERCRED: registration,
+ *     priority changes, and preemptctl's requests. The connection stays open for the client's lifetime;
+ *     its end is how each side learns the other died.
+ *  2. The hot path: a per-client shared page of kernel stubs (memfd, created by the daemon, mapped by that
+ *     client alone) and futex wake-ups: the client rings the daemon's doorbell word, the daemon rings the
+ *     client's wake word. No socket round trip per launch.
+ *
+ * Everything is little-endian, fixed-size, naturally aligned; the sizes are checked by static asserts.
+ * Neither side trusts the other's bytes: every message goes through preempt_msg_decode, and the daemon
+ * copies a stub out of the shared page and validates the copy (preempt_stub_validate) before using it. */
+#ifndef PREEMPT_DAEMON_PROTOCOL_H
+#define PREEMPT_DAEMON_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PREEMPT_DAEMON_PROTOCOL_VERSION 1u
+#define PREEMPT_DAEMON_MAGIC 0x544d5250u /* "PRMT" */
+/* Clients and preemptctl use $PREEMPT_DAEMON_SOCKET when set, else this. */
+#define PREEMPT_DAEMON_SOCKET_DEFAULT "/run/preemptd/preemptd.sock"
+/* Largest packet either side sends (the LIST reply is the largest). */
+#define PREEMPT_DAEMON_MAX_MESSAGE 65536u
+
+/* Priorities: larger is more urgent. A process's default is -nice (nice 0 -> 0,
+ * nice 10 -> -10). A user other than root may ask for anything from MIN up to
+ * its default and no higher (EffiSha §6.4); root may ask for up to MAX. */
+#define PREEMPT_PRIORITY_MIN (-20)
+#define PREEMPT_PRIORITY_MAX 20
+
+#define PREEMPT_DAEMON_MAX_GPUS 16
+#define PREEMPT_STUBS_PER_CLIENT 64
+#define PREEMPT_DAEMON_NAME_BYTES 48    /* kernel names, truncated, NUL-terminated */
+#define PREEMPT_DAEMON_PROGRAM_BYTES 32 /* program names, truncated, NUL-terminated */
+#define PREEMPT_DAEMON_POLICY_BYTES 16  /* "fifo", "hpf", "ffs", "piv", "dprr" */
+#define PREEMPT_DAEMON_TEXT_BYTES 160   /* error messages */
+#define PREEMPT_DAEMON_SM_MASK_WORDS 8  /* SM ids 0..255, as preempt.h's preempt_sm_mask */
+
+/* Status codes in replies and of the codec. */
+typedef enum preempt_daemon_status {
+  PREEMPT_DAEMON_OK = 0,
+  PREEMPT_DAEMON_MALFORMED = 1,       /* wrong magic, size, enum value, unterminated string... */
+  PREEMPT_DAEMON_BAD_VERSION = 2,     /* another protocol version */
+  PREEMPT_DAEMON_NOT_PERMITTED = 3,   /* e.g. a policy switch by a user other than root or the daemon's */
+  PREEMPT_DAEMON_UNKNOWN_POLICY = 4,
+  PREEMPT_DAEMON_UNKNOWN_GPU = 5,
+  PREEMPT_DAEMON_FULL = 6,            /* too many clients, GPUs, or kernels */
+  PREEMPT_DAEMON_NOT_REGISTERED = 7,  /* a client request before REGISTER */
+  PREEMPT_DAEMON_SYSTEM = 8,          /* a system call failed; the message has errno's text */
+  PREEMPT_DAEMON_BUFFER_TOO_SMALL = 9,
+} preempt_daemon_status;
+
+const char *preempt_daemon_status_name(preempt_daemon_status status);
+
+/* ---------------------------------------------------------------- socket messages */
+
+typedef enum preempt_msg_type {
+  /* client -> daemon */
+  PREEMPT_MSG_REGISTER = 1,        /* reply: REGISTERED (+ two fds) or STATUS */
+  PREEMPT_MSG_SET_PRIORITY = 2,    /* reply: PRIORITY or STATUS */
+  /* preemptctl -> daemon (any connection, registered or not) */
+  PREEMPT_MSG_LIST = 10,           /* reply: LISTING */
+  PREEMPT_MSG_SET_POLICY = 11,     /* reply: STATUS */
+  /* daemon -> client / preemptctl */
+  PREEMPT_MSG_REGISTERED = 20,
+  PREEMPT_MSG_PRIORITY = 21,
+  PREEMPT_MSG_STATUS = 22,
+  PREEMPT_MSG_LISTING = 23,
+} preempt_msg_type;
+
+typedef struct preempt_msg_header {
+  uint32_t magic;       /* PREEMPT_DAEMON_MAGIC */
+  uint16_t version;     /* PREEMPT_DAEMON_PROTOCOL_VERSION */
+  uint16_t type;        /* preempt_msg_type */
+  uint32_t length;      /* of the whole message, header included; must equal the packet's size */
+  uint32_t request_id;  /* chosen by the requester, echoed in the reply */
+} preempt_msg_header;
+
+/* A GPU as the client's CUDA/HIP runtime sees it; the daemon keys GPUs by UUID,
+ * so clients that number devices differently (CUDA_VISIBLE_DEVICES) agree. */
+typedef struct preempt_msg_gpu {
+  uint8_t uuid[16];
+  uint32_t sm_count;    /* 1..256 */
+  uint32_t reserved;    /* 0 */
+} preempt_msg_gpu;
+
+typedef struct preempt_msg_register {
+  preempt_msg_header header;
+  int32_t priority;             /* requested, meaningful when priority_requested = 1 */
+  uint32_t priority_requested;  /* 0: use the process's default (-nice) */
+  uint32_t gpu_count;           /* 0..PREEMPT_DAEMON_MAX_GPUS entries of gpus are meaningful */
+  uint32_t reserved;            /* 0 */
+  char program[PREEMPT_DAEMON_PROGRAM_BYTES];
+  preempt_msg_gpu gpus[PREEMPT_DAEMON_MAX_GPUS];
+} preempt_msg_register;
+
+/* Sent with SCM_RIGHTS carrying two fds, in this order: the client's stub page
+ * (preempt_client_page, read-write) and the daemon's doorbell (preempt_doorbell_page). */
+typedef struct preempt_msg_registered {
+  preempt_msg_header header;
+  uint32_t client_id;           /* unique for the daemon's lifetime, never 0 */
+  int32_t priority;             /* granted: the request clamped to [MIN, limit] */
+  int32_t priority_limit;       /* the most this client may ask for */
+  uint32_t stub_count;          /* PREEMPT_STUBS_PER_CLIENT */
+  uint32_t page_bytes;          /* sizeof(preempt_client_page) */
+  uint32_t doorbell_bytes;      /* sizeof(preempt_doorbell_page) */
+} preempt_msg_registered;
+
+typedef struct preempt_msg_set_priority {
+  preempt_msg_header header;
+  int32_t priority;
+  uint32_t reserved;
+} preempt_msg_set_priority;
+
+typedef struct preempt_msg_priority {
+  preempt_msg_header header;
+  int32_t priority;             /* granted */
+  int32_t priority_limit;
+} preempt_msg_priority;
+
+typedef struct preempt_msg_set_policy {
+  preempt_msg_header header;
+  uint8_t uuid[16];             /* all zero: every GPU */
+  char policy[PREEMPT_DAEMON_POLICY_BYTES];
+} preempt_msg_set_policy;
+
+typedef struct preempt_msg_status {
+  preempt_msg_header header;
+  int32_t status;               /* preempt_daemon_status */
+  uint32_t reserved;
+  char message[PREEMPT_DAEMON_TEXT_BYTES];
+} preempt_msg_status;
+
+typedef struct preempt_msg_list {
+  preempt_msg_header header;
+} preempt_msg_list;
+
+/* LISTING: this fixed part, then gpu_count preempt_listing_gpu, client_count
+ * preempt_listing_client and kernel_count preempt_listing_kernel, in that order. */
+typedef struct preempt_msg_listing {
+  preempt_msg_header header;
+  uint32_t gpu_count, client_count, kernel_count, reserved;
+  uint64_t uptime_us;
+} preempt_msg_listing;
+
+typedef struct preempt_listing_gpu {
+  uint8_t uuid[16];
+  uint32_t sm_count;
+  uint32_t kernels;             /* not DONE */
+  uint64_t decisions, evictions;
+  char policy[PREEMPT_DAEMON_POLICY_BYTES];
+} preempt_listing_gpu;
+
+typedef struct preempt_listing_client {
+  uint32_t client_id, pid, uid;
+  int32_t priority, priority_limit;
+  uint32_t reserved;
+  uint64_t launches, evictions;
+  char program[PREEMPT_DAEMON_PROGRAM_BYTES];
+} preempt_listing_client;
+
+typedef struct preempt_listing_kernel {
+  uint32_t client_id;
+  uint32_t stub;                /* index in the client's page */
+  uint32_t gpu;                 /* index in this listing's GPUs */
+  uint32_t state;               /* preempt_stub_state */
+  int32_t priority;
+  uint32_t evictions;
+  double waited_us, ran_us, predicted_us;
+  char name[PREEMPT_DAEMON_NAME_BYTES];
+} preempt_listing_kernel;
+
+#define PREEMPT_LISTING_MAX_CLIENTS 256
+#define PREEMPT_LISTING_MAX_KERNELS 256
+
+/* A decoded message. Decoding checks everything the type promises: magic,
+ * version, type, length (exactly the type's size; for LISTING, the fixed part
+ * plus its counts, each within its maximum), strings NUL-terminated within
+ * their field, counts and enums in range, reserved fields 0. */
+typedef struct preempt_msg {
+  preempt_msg_type type;
+  uint32_t request_id;
+  union {
+    preempt_msg_register register_request;
+    preempt_msg_registered registered;
+    preempt_msg_set_priority set_priority;
+    preempt_msg_priority priority;
+    preempt_msg_set_policy set_policy;
+    preempt_msg_status status;
+    preempt_msg_listing listing;   /* the fixed part; the arrays stay in the packet (see below) */
+  } body;
+  /* LISTING only: the arrays, pointing into the decoded packet. */
+  const preempt_listing_gpu *listing_gpus;
+  const preempt_listing_client *listing_clients;
+  const preempt_listing_kernel *listing_kernels;
+} preempt_msg;
+
+/* Validates `length` bytes and fills `out`; PREEMPT_DAEMON_OK or why not
+ * (MALFORMED, BAD_VERSION). Never reads outside [bytes, bytes + length). The
+ * packet must stay alive while out's listing pointers are used, and be
+ * aligned to 8 bytes. */
+preempt_daemon_status preempt_msg_decode(const void *bytes, size_t length, preempt_msg *out);
+
+/* Fills the header of a fixed-size message of `type` in place. */
+void preempt_msg_header_init(preempt_msg_header *header, preempt_msg_type type, uint32_t length, uint32_t request_id);
+
+/* Copies `text` into a fixed field, truncating, always NUL-terminated, zero-padded. */
+void preempt_copy_name(char *field, size_t field_bytes, const char *text);
+
+/* ---------------------------------------------------------------- the shared page */
+
+/* EffiSha §6.1's states, plus FREE. Who may move a stub from each state
+ * (everyone else only reads it):
+ *   FREE    -> PREP     client (compare-and-swap): it takes the stub for a launch
+ *   PREP    -> READY    client (release store), after filling the launch fields; then rings the doorbell
+ *   READY   -> TORUN    daemon: run it (SMs in command_mask, all when command_all); then wakes the client
+ *   TORUN   -> RUNNING  client, once it has launched or resumed the kernel; rings the doorbell
+ *   RUNNING -> TOEVICT  daemon (compare-and-swap): leave the SMs in command_mask (all when command_all)
+ *   RUNNING -> TORUN    daemon (compare-and-swap): after a partial eviction, take back the SMs in command_mask
+ *   RUNNING -> DONE     client (compare-and-swap): every task finished; rings the doorbell
+ *   TOEVICT -> READY    client: a full eviction finished (no CTA left); rings the doorbell
+ *   TOEVICT -> RUNNING  client: a partial eviction was issued (it keeps running on its other SMs)
+ *   TOEVICT -> DONE     client: it finished before it could be evicted
+ *   DONE    -> FREE     daemon, after accounting for it
+ * The daemon writes command_* before its store of TORUN/TOEVICT (release);
+ * the client reads them after its acquire load of the state. A value outside
+ * this enum, or a move not in this table, marks the client as broken: the
+ * daemon disconnects it and reclaims its stubs. */
+typedef enum preempt_stub_state {
+  PREEMPT_STUB_FREE = 0,
+  PREEMPT_STUB_PREP = 1,
+  PREEMPT_STUB_READY = 2,
+  PREEMPT_STUB_TORUN = 3,
+  PREEMPT_STUB_RUNNING = 4,
+  PREEMPT_STUB_TOEVICT = 5,
+  PREEMPT_STUB_DONE = 6,
+} preempt_stub_state;
+
+const char *preempt_stub_state_name(uint32_t state);
+
+/* One launch. Field groups say who writes them and when. */
+typedef struct preempt_stub {
+  uint32_t state;               /* preempt_stub_state; only through __atomic builtins */
+  uint32_t launch_sequence;     /* client: +1 per launch that takes this stub */
+  /* client, in PREP only */
+  uint32_t gpu;                 /* index into the client's REGISTER gpus */
+  int32_t priority;             /* requested; the daemon clamps it to the client's limit */
+  uint32_t grid[3], block[3];   /* the original launch */
+  uint32_t persistent_ctas;     /* CTAs of the persistent grid */
+  uint32_t ctas_per_sm;         /* occupancy; SMs needed = ceil(persistent_ctas / ctas_per_sm) */
+  uint64_t shared_bytes;        /* dynamic shared memory per CTA */
+  uint64_t input_bytes;         /* FLEP §4.2's input size, when the client knows it; else 0 */
+  uint64_t kernel_key;          /* FNV-1a of the full kernel name: the daemon's per-kernel model key */
+  char name[PREEMPT_DAEMON_NAME_BYTES];
+  /* daemon, before storing TORUN or TOEVICT */
+  uint32_t command_sequence;    /* +1 per command: tells a new command from one already carried out */
+  uint32_t command_all;         /* 1: every SM */
+  uint32_t command_mask[PREEMPT_DAEMON_SM_MASK_WORDS];
+  /* client, before storing READY (after TOEVICT) or DONE */
+  uint32_t evictions_done;      /* evictions carried out for this launch */
+  uint32_t reserved;
+  uint64_t last_eviction_ns;    /* request to no CTA left, measured by the client: the daemon's eviction cost samples */
+} preempt_stub;
+
+typedef struct preempt_client_page {
+  uint32_t page_version;        /* PREEMPT_DAEMON_PROTOCOL_VERSION, written by the daemon */
+  uint32_t client_id;
+  uint32_t client_wake;         /* futex: the daemon adds 1 and wakes after every command */
+  uint32_t reserved;
+  preempt_stub stubs[PREEMPT_STUBS_PER_CLIENT];
+} preempt_client_page;
+
+/* One per daemon, mapped read-write by every client: any client may ring it,
+ * so it carries nothing but a counter, and a ring only makes the daemon scan
+ * the pages again. */
+typedef struct preempt_doorbell_page {
+  uint32_t doorbell;            /* futex: a client adds 1 and wakes after every move it makes */
+  uint32_t reserved[15];
+} preempt_doorbell_page;
+
+/* The daemon's check of a stub it copied out of a client's page, once the copy
+ * says READY: gpu < gpu_count, every grid and block dimension >= 1, block
+ * threads <= 1024, persistent_ctas >= 1, ctas_per_sm >= 1, name NUL-terminated.
+ * Fixes nothing in place; MALFORMED names the first bad field in `why`. */
+preempt_daemon_status preempt_stub_validate(const preempt_stub *copy, uint32_t gpu_count, const char **why);
+
+/* Whether moving a stub from `from` to `to` is allowed for the client (by_daemon = 0) or the daemon. */
+int preempt_stub_move_allowed(uint32_t from, uint32_t to, int by_daemon);
+
+/* FNV-1a 64 of a string (kernel_key). */
+uint64_t preempt_kernel_key(const char *name);
+
+/* Futex helpers on a word in shared memory (not FUTEX_PRIVATE: the word is
+ * shared between processes). wait returns 0 when woken or the value differed,
+ * 1 on timeout (timeout_ns < 0: none), -1 with errno on other failures. */
+int preempt_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
+/* Adds 1 to the word and wakes every waiter. */
+void preempt_futex_ring(uint32_t *word);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
