@@ -27,6 +27,8 @@ config.substitutions += [
     ("%unit_bin", os.path.join(config.preempt_binary_root, "test", "unit")),
     ("%preempt_report", os.path.join(config.preempt_binary_root, "tools", "preempt-report")),
     ("%preempt_sim", os.path.join(config.preempt_binary_root, "tools", "preempt-sim")),
+    ("%preemptd", os.path.join(config.preempt_binary_root, "tools", "preemptd", "preemptd")),
+    ("%preemptctl", os.path.join(config.preempt_binary_root, "tools", "preemptctl")),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
