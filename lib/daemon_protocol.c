@@ -1,0 +1,333 @@
+/* daemon_protocol.c: the codec and checks of preemptd's protocol (daemon_protocol.h): message decoding, stub checks,
+ * the stub state moves, kernel keys. EffiSha §6.1 (stubs, states PREP..DONE), §6.4 (priority limits); FLEP §3. */
+#include "preempt/daemon_protocol.h"
+
+#include <math.h>
+#include <stdalign.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- layout
+ * Both sides are compiled separately (the daemon, every client, preemptctl), possibly by different compilers, so the
+ * wire layout is pinned here: each size is the sum of the member sizes (no implicit padding whose bytes would be
+ * unspecified on the wire or in the shared page) and equals the size the protocol documents. */
+#define FIELD(type, member) sizeof(((type *)0)->member)
+#define NO_PADDING(type, sum) _Static_assert(sizeof(type) == (sum), #type " has implicit padding")
+#define SIZE_IS(type, bytes) _Static_assert(sizeof(type) == (bytes), #type " changed size: update the protocol version")
+
+NO_PADDING(preempt_msg_header, 4 + 2 + 2 + 4 + 4);
+NO_PADDING(preempt_msg_gpu, 16 + 4 + 4);
+NO_PADDING(preempt_msg_register, sizeof(preempt_msg_header) + 4 * 4 + PREEMPT_DAEMON_PROGRAM_BYTES +
+                                     PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_msg_gpu));
+NO_PADDING(preempt_msg_registered, sizeof(preempt_msg_header) + 6 * 4);
+NO_PADDING(preempt_msg_set_priority, sizeof(preempt_msg_header) + 2 * 4);
+NO_PADDING(preempt_msg_priority, sizeof(preempt_msg_header) + 2 * 4);
+NO_PADDING(preempt_msg_set_policy, sizeof(preempt_msg_header) + 16 + PREEMPT_DAEMON_POLICY_BYTES);
+NO_PADDING(preempt_msg_status, sizeof(preempt_msg_header) + 2 * 4 + PREEMPT_DAEMON_TEXT_BYTES);
+NO_PADDING(preempt_msg_list, sizeof(preempt_msg_header));
+NO_PADDING(preempt_msg_listing, sizeof(preempt_msg_header) + 4 * 4 + 8);
+NO_PADDING(preempt_listing_gpu, 16 + 2 * 4 + 2 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
+NO_PADDING(preempt_listing_client, 6 * 4 + 2 * 8 + PREEMPT_DAEMON_PROGRAM_BYTES);
+NO_PADDING(preempt_listing_kernel, 6 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES);
+NO_PADDING(preempt_stub, 4 * 4 + 6 * 4 + 2 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES + 2 * 4 +
+                             PREEMPT_DAEMON_SM_MASK_WORDS * 4 + 2 * 4 + 8);
+NO_PADDING(preempt_client_page, 4 * 4 + PREEMPT_STUBS_PER_CLIENT * sizeof(preempt_stub));
+NO_PADDING(preempt_doorbell_page, 16 * 4);
+
+SIZE_IS(preempt_msg_header, 16);
+SIZE_IS(preempt_msg_register, 448);
+SIZE_IS(preempt_msg_listing, 40);
+SIZE_IS(preempt_listing_gpu, 56);
+SIZE_IS(preempt_listing_client, 72);
+SIZE_IS(preempt_listing_kernel, 96);
+SIZE_IS(preempt_stub, 176);
+SIZE_IS(preempt_client_page, 11280);
+
+/* The LISTING arrays are read in place: each part must keep the next one 8-byte aligned (their 64-bit fields). */
+_Static_assert(sizeof(preempt_msg_listing) % 8 == 0 && sizeof(preempt_listing_gpu) % 8 == 0 &&
+                   sizeof(preempt_listing_client) % 8 == 0 && sizeof(preempt_listing_kernel) % 8 == 0,
+               "LISTING parts must keep 8-byte alignment");
+_Static_assert(alignof(preempt_listing_gpu) <= 8 && alignof(preempt_listing_client) <= 8 &&
+                   alignof(preempt_listing_kernel) <= 8,
+               "LISTING entries need at most the packet's 8-byte alignment");
+/* The 64-bit stub fields sit on 8-byte boundaries in the shared page, so atomic or plain accesses never tear. */
+_Static_assert(FIELD(preempt_client_page, stubs) % 8 == 0 && offsetof(preempt_client_page, stubs) % 8 == 0 &&
+                   sizeof(preempt_stub) % 8 == 0 && offsetof(preempt_stub, shared_bytes) % 8 == 0 &&
+                   offsetof(preempt_stub, last_eviction_ns) % 8 == 0,
+               "stub 64-bit fields misaligned");
+_Static_assert(PREEMPT_DAEMON_SM_MASK_WORDS * 32 == 256, "the SM mask covers SM ids 0..255");
+/* The largest LISTING must fit the largest packet. */
+_Static_assert(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
+                       PREEMPT_LISTING_MAX_CLIENTS * sizeof(preempt_listing_client) +
+                       PREEMPT_LISTING_MAX_KERNELS * sizeof(preempt_listing_kernel) <=
+                   PREEMPT_DAEMON_MAX_MESSAGE,
+               "the largest LISTING does not fit PREEMPT_DAEMON_MAX_MESSAGE");
+
+#define MAX_SMS 256u
+
+const char *preempt_daemon_status_name(preempt_daemon_status status) {
+  switch (status) {
+  case PREEMPT_DAEMON_OK: return "ok";
+  case PREEMPT_DAEMON_MALFORMED: return "malformed message";
+  case PREEMPT_DAEMON_BAD_VERSION: return "another protocol version";
+  case PREEMPT_DAEMON_NOT_PERMITTED: return "not permitted";
+  case PREEMPT_DAEMON_UNKNOWN_POLICY: return "unknown policy";
+  case PREEMPT_DAEMON_UNKNOWN_GPU: return "unknown GPU";
+  case PREEMPT_DAEMON_FULL: return "table full";
+  case PREEMPT_DAEMON_NOT_REGISTERED: return "not registered";
+  case PREEMPT_DAEMON_SYSTEM: return "system error";
+  case PREEMPT_DAEMON_BUFFER_TOO_SMALL: return "buffer too small";
+  }
+  return "unknown status";
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+/* A fixed char field is usable as a C string only if its NUL lies inside it; the reader must never run past it. */
+static int terminated(const char *field, size_t bytes) { return memchr(field, 0, bytes) != NULL; }
+
+static int priority_ok(int32_t priority) {
+  return priority >= PREEMPT_PRIORITY_MIN && priority <= PREEMPT_PRIORITY_MAX;
+}
+
+/* A grant is a request clamped to [MIN, limit] and the limit is itself a priority, so priority <= limit. */
+static int grant_ok(int32_t priority, int32_t limit) {
+  return priority_ok(priority) && priority_ok(limit) && priority <= limit;
+}
+
+/* Times are shown and turned into JSON by preemptctl: NaN, infinities and negative times are malformed. */
+static int time_ok(double us) { return isfinite(us) && us >= 0; }
+
+static int check_register(const preempt_msg_register *m) {
+  /* priority is only meaningful when requested, but a zeroed field is in range too, so it is always checked. */
+  if (m->priority_requested > 1 || !priority_ok(m->priority) || m->reserved != 0)
+    return 0;
+  if (m->gpu_count > PREEMPT_DAEMON_MAX_GPUS || !terminated(m->program, sizeof m->program))
+    return 0;
+  /* Entries past gpu_count are not meaningful and stay unchecked: the daemon never reads them. */
+  for (uint32_t i = 0; i < m->gpu_count; i++)
+    if (m->gpus[i].sm_count < 1 || m->gpus[i].sm_count > MAX_SMS || m->gpus[i].reserved != 0)
+      return 0;
+  return 1;
+}
+
+static int check_registered(const preempt_msg_registered *m) {
+  /* The client maps exactly these sizes; any other value means the two sides disagree on the layout. */
+  return m->client_id != 0 && grant_ok(m->priority, m->priority_limit) && m->stub_count == PREEMPT_STUBS_PER_CLIENT &&
+         m->page_bytes == sizeof(preempt_client_page) && m->doorbell_bytes == sizeof(preempt_doorbell_page);
+}
+
+static int check_status(const preempt_msg_status *m) {
+  return m->status >= PREEMPT_DAEMON_OK && m->status <= PREEMPT_DAEMON_BUFFER_TOO_SMALL && m->reserved == 0 &&
+         terminated(m->message, sizeof m->message);
+}
+
+static int check_listing_gpu(const preempt_listing_gpu *g) {
+  return g->sm_count >= 1 && g->sm_count <= MAX_SMS && terminated(g->policy, sizeof g->policy);
+}
+
+static int check_listing_client(const preempt_listing_client *c) {
+  return c->client_id != 0 && grant_ok(c->priority, c->priority_limit) && c->reserved == 0 &&
+         terminated(c->program, sizeof c->program);
+}
+
+static int check_listing_kernel(const preempt_listing_kernel *k, uint32_t gpu_count) {
+  /* gpu indexes this listing's own GPU array, so a reader may use it as an index once decoded. */
+  return k->client_id != 0 && k->stub < PREEMPT_STUBS_PER_CLIENT && k->gpu < gpu_count &&
+         k->state <= PREEMPT_STUB_DONE && priority_ok(k->priority) && time_ok(k->waited_us) && time_ok(k->ran_us) &&
+         time_ok(k->predicted_us) && terminated(k->name, sizeof k->name);
+}
+
+static preempt_daemon_status decode_listing(const unsigned char *bytes, size_t length, preempt_msg *out) {
+  /* The arrays are handed out in place as typed pointers: they need the packet's 8-byte alignment. */
+  if ((uintptr_t)bytes % 8 != 0 || length < sizeof(preempt_msg_listing))
+    return PREEMPT_DAEMON_MALFORMED;
+  preempt_msg_listing *fixed = &out->body.listing;
+  memcpy(fixed, bytes, sizeof *fixed);
+  if (fixed->reserved != 0 || fixed->gpu_count > PREEMPT_DAEMON_MAX_GPUS ||
+      fixed->client_count > PREEMPT_LISTING_MAX_CLIENTS || fixed->kernel_count > PREEMPT_LISTING_MAX_KERNELS)
+    return PREEMPT_DAEMON_MALFORMED;
+  /* Counts are bounded above, so this cannot overflow. */
+  size_t gpus_at = sizeof *fixed;
+  size_t clients_at = gpus_at + (size_t)fixed->gpu_count * sizeof(preempt_listing_gpu);
+  size_t kernels_at = clients_at + (size_t)fixed->client_count * sizeof(preempt_listing_client);
+  size_t end = kernels_at + (size_t)fixed->kernel_count * sizeof(preempt_listing_kernel);
+  if (end != length)
+    return PREEMPT_DAEMON_MALFORMED;
+  const preempt_listing_gpu *gpus = (const preempt_listing_gpu *)(const void *)(bytes + gpus_at);
+  const preempt_listing_client *clients = (const preempt_listing_client *)(const void *)(bytes + clients_at);
+  const preempt_listing_kernel *kernels = (const preempt_listing_kernel *)(const void *)(bytes + kernels_at);
+  for (uint32_t i = 0; i < fixed->gpu_count; i++)
+    if (!check_listing_gpu(&gpus[i]))
+      return PREEMPT_DAEMON_MALFORMED;
+  for (uint32_t i = 0; i < fixed->client_count; i++)
+    if (!check_listing_client(&clients[i]))
+      return PREEMPT_DAEMON_MALFORMED;
+  for (uint32_t i = 0; i < fixed->kernel_count; i++)
+    if (!check_listing_kernel(&kernels[i], fixed->gpu_count))
+      return PREEMPT_DAEMON_MALFORMED;
+  /* Empty arrays get NULL rather than a pointer one past the packet, so nobody dereferences it by mistake. */
+  out->listing_gpus = fixed->gpu_count ? gpus : NULL;
+  out->listing_clients = fixed->client_count ? clients : NULL;
+  out->listing_kernels = fixed->kernel_count ? kernels : NULL;
+  return PREEMPT_DAEMON_OK;
+}
+
+/* Fixed-size bodies are copied with memcpy: the packet may be misaligned, and the copy is what gets checked, so a
+ * peer cannot change the bytes between the check and their use (the shared page's lesson applied to buffers too). */
+#define DECODE_FIXED(member, check)                                                                                    \
+  do {                                                                                                                 \
+    if (length != sizeof out->body.member)                                                                             \
+      return PREEMPT_DAEMON_MALFORMED;                                                                                 \
+    memcpy(&out->body.member, bytes, sizeof out->body.member);                                                         \
+    if (!(check))                                                                                                      \
+      return PREEMPT_DAEMON_MALFORMED;                                                                                 \
+  } while (0)
+
+static preempt_daemon_status decode(const unsigned char *bytes, size_t length, preempt_msg *out) {
+  preempt_msg_header header;
+  if (length < sizeof header)
+    return PREEMPT_DAEMON_MALFORMED;
+  memcpy(&header, bytes, sizeof header);
+  if (header.magic != PREEMPT_DAEMON_MAGIC)
+    return PREEMPT_DAEMON_MALFORMED;
+  /* Checked before anything whose layout another version may change: a peer of another version is told so rather
+   * than that its message is malformed. */
+  if (header.version != PREEMPT_DAEMON_PROTOCOL_VERSION)
+    return PREEMPT_DAEMON_BAD_VERSION;
+  if (header.length != length || length > PREEMPT_DAEMON_MAX_MESSAGE)
+    return PREEMPT_DAEMON_MALFORMED;
+  out->type = (preempt_msg_type)header.type;
+  out->request_id = header.request_id;
+  switch (header.type) {
+  case PREEMPT_MSG_REGISTER:
+    DECODE_FIXED(register_request, check_register(&out->body.register_request));
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_SET_PRIORITY:
+    DECODE_FIXED(set_priority,
+                 priority_ok(out->body.set_priority.priority) && out->body.set_priority.reserved == 0);
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_LIST:
+    /* No body: the header alone, which is all LIST is. The union member holding it is listing's header. */
+    if (length != sizeof(preempt_msg_list))
+      return PREEMPT_DAEMON_MALFORMED;
+    memcpy(&out->body.listing.header, bytes, sizeof(preempt_msg_list));
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_SET_POLICY:
+    DECODE_FIXED(set_policy, terminated(out->body.set_policy.policy, sizeof out->body.set_policy.policy));
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_REGISTERED:
+    DECODE_FIXED(registered, check_registered(&out->body.registered));
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_PRIORITY:
+    DECODE_FIXED(priority, grant_ok(out->body.priority.priority, out->body.priority.priority_limit));
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_STATUS:
+    DECODE_FIXED(status, check_status(&out->body.status));
+    return PREEMPT_DAEMON_OK;
+  case PREEMPT_MSG_LISTING:
+    return decode_listing(bytes, length, out);
+  }
+  return PREEMPT_DAEMON_MALFORMED;
+}
+
+preempt_daemon_status preempt_msg_decode(const void *bytes, size_t length, preempt_msg *out) {
+  if (!out)
+    return PREEMPT_DAEMON_MALFORMED;
+  memset(out, 0, sizeof *out);
+  if (!bytes)
+    return PREEMPT_DAEMON_MALFORMED;
+  preempt_daemon_status status = decode(bytes, length, out);
+  /* A rejected message leaves nothing half-filled behind for a careless caller to act on. */
+  if (status != PREEMPT_DAEMON_OK)
+    memset(out, 0, sizeof *out);
+  return status;
+}
+
+void preempt_msg_header_init(preempt_msg_header *header, preempt_msg_type type, uint32_t length,
+                             uint32_t request_id) {
+  header->magic = PREEMPT_DAEMON_MAGIC;
+  header->version = PREEMPT_DAEMON_PROTOCOL_VERSION;
+  header->type = (uint16_t)type;
+  header->length = length;
+  header->request_id = request_id;
+}
+
+void preempt_copy_name(char *field, size_t field_bytes, const char *text) {
+  if (!field || field_bytes == 0)
+    return;
+  /* A loop, not strnlen (POSIX, and this file is plain C11): it reads no byte of `text` past its NUL. */
+  size_t length = 0;
+  while (text && length < field_bytes - 1 && text[length])
+    length++;
+  if (length)
+    memcpy(field, text, length);
+  /* Zero padding, not just one NUL: the rest of the field goes on the wire or into the page and must not leak. */
+  memset(field + length, 0, field_bytes - length);
+}
+
+/* ---------------------------------------------------------------- stubs */
+
+const char *preempt_stub_state_name(uint32_t state) {
+  static const char *const names[] = {"FREE", "PREP", "READY", "TORUN", "RUNNING", "TOEVICT", "DONE"};
+  return state < sizeof names / sizeof names[0] ? names[state] : "?";
+}
+
+preempt_daemon_status preempt_stub_validate(const preempt_stub *copy, uint32_t gpu_count, const char **why) {
+  const char *bad = NULL;
+  if (!copy)
+    bad = "stub";
+  else if (copy->gpu >= gpu_count)
+    bad = "gpu";
+  else if (copy->grid[0] < 1 || copy->grid[1] < 1 || copy->grid[2] < 1)
+    bad = "grid";
+  else if (copy->block[0] < 1 || copy->block[1] < 1 || copy->block[2] < 1)
+    bad = "block";
+  /* 64-bit product: three 32-bit dimensions could wrap a 32-bit one back under the limit. */
+  else if ((uint64_t)copy->block[0] * copy->block[1] * copy->block[2] > 1024)
+    bad = "block threads";
+  else if (copy->persistent_ctas < 1)
+    bad = "persistent_ctas";
+  else if (copy->ctas_per_sm < 1)
+    bad = "ctas_per_sm";
+  else if (!terminated(copy->name, sizeof copy->name))
+    bad = "name";
+  if (why)
+    *why = bad;
+  return bad ? PREEMPT_DAEMON_MALFORMED : PREEMPT_DAEMON_OK;
+}
+
+int preempt_stub_move_allowed(uint32_t from, uint32_t to, int by_daemon) {
+  /* The header's table, one bit per destination state: allowed[by_daemon][from] has bit `to` set. */
+#define BIT(state) (1u << PREEMPT_STUB_##state)
+  static const unsigned allowed[2][PREEMPT_STUB_DONE + 1] = {
+      [0] =
+          {
+              [PREEMPT_STUB_FREE] = BIT(PREP),
+              [PREEMPT_STUB_PREP] = BIT(READY),
+              [PREEMPT_STUB_TORUN] = BIT(RUNNING),
+              [PREEMPT_STUB_RUNNING] = BIT(DONE),
+              [PREEMPT_STUB_TOEVICT] = BIT(READY) | BIT(RUNNING) | BIT(DONE),
+          },
+      [1] =
+          {
+              [PREEMPT_STUB_READY] = BIT(TORUN),
+              [PREEMPT_STUB_RUNNING] = BIT(TOEVICT) | BIT(TORUN),
+              [PREEMPT_STUB_DONE] = BIT(FREE),
+          },
+  };
+#undef BIT
+  if (from > PREEMPT_STUB_DONE || to > PREEMPT_STUB_DONE)
+    return 0;
+  return (allowed[by_daemon ? 1 : 0][from] >> to) & 1u;
+}
+
+uint64_t preempt_kernel_key(const char *name) {
+  /* FNV-1a 64: offset basis and prime from the FNV reference; byte-wise, so it is the same on every host. */
+  uint64_t hash = UINT64_C(0xcbf29ce484222325);
+  if (name)
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+      hash ^= *p;
+      hash *= UINT64_C(0x100000001b3);
+    }
+  return hash;
+}
