@@ -42,6 +42,12 @@ for log2 in 23 27; do
   clang++-22 "${flags[@]}" -DVECTOR_ADD_LOG2_N=$log2 -fpass-plugin="$plugin" "$root/bench/suite/vector_add.cu" \
     -o "$out/preempt/vector_add_2e$log2" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 done
+# Cross-process pairs (issue 4): the same program built both ways, and the daemon that schedules them.
+clang++-22 "${flags[@]}" "$root/bench/daemon/pair_bench.cu" -o "$out/original/pair_bench" "${libs[@]}"
+clang++-22 "${flags[@]}" -fpass-plugin="$plugin" "$root/bench/daemon/pair_bench.cu" -o "$out/preempt/pair_bench" \
+  -L"$runtime" -lpreempt_runtime "${libs[@]}"
+[ -x "$build/tools/preemptd/preemptd" ] || { echo "build_suite.sh: $build/tools/preemptd/preemptd missing: build the project first" >&2; exit 1; }
+cp "$build/tools/preemptd/preemptd" "$out/preemptd"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do

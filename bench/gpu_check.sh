@@ -92,6 +92,10 @@ md=$(ls -t "$results"/*.md | head -1)
   timeout -s KILL 60 "$bin/original/persistent_shapes" 2>&1
   echo '```'
 } >> "$md"
+# Across processes (issue 4): pairs without and with preemptd, and under MPS.
+bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
+json_out=${md%.md}.json
+python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$md" || status=1
 tail -n 30 "$md"
 rm -rf "$work"
 exit $status

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# pairs.sh: on the GPU machine, FLEP §6.3.1's pairs across two processes: a low-priority process runs long kernels,
+# a high-priority one times short kernels arriving at random moments; without and with preemptd (HPF), and under MPS.
+# Usage: bench/daemon/pairs.sh BIN_DIR OUT_JSON [TRIALS]   (BIN_DIR = build/bench from bench/build_suite.sh)
+set -uo pipefail
+bin=$1 out=$2 trials=${3:-40}
+work=$(mktemp -d)
+daemon_pid=""
+mps_dir=""
+cleanup() {
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
+  [ -n "$mps_dir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export PREEMPT_DAEMON_SOCKET=$work/preemptd.sock
+
+start_daemon() {
+  "$bin/preemptd" --foreground --socket "$PREEMPT_DAEMON_SOCKET" --policy "$1" --log "$work/daemon_$2.log" \
+    2> "$work/daemon_$2.err" &
+  daemon_pid=$!
+  for _ in $(seq 1 100); do [ -S "$PREEMPT_DAEMON_SOCKET" ] && return 0; sleep 0.02; done
+  echo "pairs.sh: preemptd did not start:" >&2; cat "$work/daemon_$2.err" >&2; return 1
+}
+stop_daemon() {
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  daemon_pid=""
+}
+
+# mode NAME BUILD DAEMON(none|hpf) PAIR(0|1): one JSON line {"mode": ..., "short": {...}, "long": {...}}
+measure() {
+  local name=$1 build=$2 daemon=$3 pair=$4 long_json='null' short_json
+  local ready=$work/$name.ready stop=$work/$name.stop
+  if [ "$daemon" != none ]; then start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; }; fi
+  if [ "$pair" = 1 ]; then
+    PREEMPT_PRIORITY=-10 timeout -s KILL 120 "$bin/$build/pair_bench" long 60 "$ready" "$stop" \
+      > "$work/$name.long" 2> "$work/$name.long.err" &
+    local long_pid=$!
+    short_json=$(PREEMPT_PRIORITY=10 timeout -s KILL 90 "$bin/$build/pair_bench" short "$trials" "$ready" 2> "$work/$name.short.err")
+    touch "$stop"
+    wait "$long_pid"
+    long_json=$(cat "$work/$name.long")
+  else
+    short_json=$(PREEMPT_PRIORITY=10 timeout -s KILL 90 "$bin/$build/pair_bench" short "$trials" 2> "$work/$name.short.err")
+  fi
+  stop_daemon
+  for side in short long; do
+    [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -5 "$work/$name.$side.err" >&2; }
+  done
+  echo "{\"mode\": \"$name\", \"short\": ${short_json:-null}, \"long\": ${long_json:-null}}"
+}
+
+{
+  measure alone_original original none 0
+  measure alone_preempt preempt none 0
+  measure alone_preempt_daemon preempt hpf 0
+  measure pair_original original none 1
+  measure pair_preempt preempt none 1
+  measure pair_preempt_daemon preempt hpf 1
+  if command -v nvidia-cuda-mps-control >/dev/null; then
+    mps_dir=$work/mps
+    mkdir -p "$mps_dir/pipe" "$mps_dir/log"
+    export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
+    if nvidia-cuda-mps-control -d; then
+      measure mps_alone_original original none 0
+      measure mps_pair_original original none 1
+      measure mps_alone_preempt_daemon preempt hpf 0
+      measure mps_pair_preempt_daemon preempt hpf 1
+    else
+      echo '{"mode": "mps", "failed": "nvidia-cuda-mps-control -d failed"}'
+    fi
+  else
+    echo '{"mode": "mps", "failed": "nvidia-cuda-mps-control not found"}'
+  fi
+} > "$out"
+cat "$out"
