@@ -271,6 +271,21 @@ preempt_sched_status preempt_sched_complete(preempt_sched_state *state, uint32_t
   return PREEMPT_SCHED_OK;
 }
 
+preempt_sched_status preempt_sched_remove_kernel(preempt_sched_state *state, uint32_t kernel_id) {
+  preempt_sched_kernel *kernel = preempt_sched_find(state, kernel_id);
+  if (!kernel)
+    return PREEMPT_SCHED_UNKNOWN_KERNEL;
+  /* Only DONE: a kernel in any other state holds SMs or waits for them, and removing it would leave
+   * sm_owner naming a kernel that no longer exists. */
+  if (kernel->state != PREEMPT_KERNEL_DONE)
+    return PREEMPT_SCHED_BAD_DECISION;
+  /* Order kept: policies break ties by table order (preempt_sched_ready_in_order is stable). */
+  uint32_t index = (uint32_t)(kernel - state->kernels);
+  memmove(kernel, kernel + 1, (state->kernel_count - index - 1) * sizeof *kernel);
+  state->kernel_count--;
+  return PREEMPT_SCHED_OK;
+}
+
 /* --- helpers for the policy files (schedule_internal.h) --- */
 
 uint32_t preempt_sched_ready_in_order(const preempt_sched_state *state, preempt_sched_order_fn order,

@@ -293,6 +293,40 @@ static void test_errors(void) {
   CHECK(preempt_sched_advance(&state, -1) == PREEMPT_SCHED_INVALID_ARGUMENT);
 }
 
+/* A long-lived caller (the daemon) drops finished kernels so the fixed-size table never fills. */
+static void test_remove_kernel(void) {
+  fresh(4);
+  arrive(1, 0, 100, 1, 0);
+  arrive(2, 0, 100, 1, 0);
+  arrive(3, 0, 100, 1, 0);
+  preempt_sched_decisions out = decide(&preempt_policy_fifo, PREEMPT_EVENT_ARRIVAL, 1);
+  expect(&out, 0, PREEMPT_ACTION_RUN, 1, true, 0);
+  /* Not DONE: it holds every SM, so removing it would leave the SMs owned by nobody known. */
+  CHECK(preempt_sched_remove_kernel(&state, 1) == PREEMPT_SCHED_BAD_DECISION);
+  CHECK(preempt_sched_remove_kernel(&state, 2) == PREEMPT_SCHED_BAD_DECISION); /* READY */
+  CHECK(preempt_sched_remove_kernel(&state, 9) == PREEMPT_SCHED_UNKNOWN_KERNEL);
+  CHECK(preempt_sched_complete(&state, 1) == PREEMPT_SCHED_OK);
+  CHECK(preempt_sched_remove_kernel(&state, 1) == PREEMPT_SCHED_OK);
+  CHECK_EQ_U64(state.kernel_count, 2);
+  CHECK(preempt_sched_find(&state, 1) == NULL);
+  /* The others keep their order, so FIFO still starts 2 before 3. */
+  CHECK_EQ_U64(state.kernels[0].id, 2);
+  CHECK_EQ_U64(state.kernels[1].id, 3);
+  out = decide(&preempt_policy_fifo, PREEMPT_EVENT_COMPLETION, 1);
+  expect(&out, 0, PREEMPT_ACTION_RUN, 2, true, 0);
+  /* Removing frees the slot: the table takes PREEMPT_SCHED_MAX_KERNELS arrivals again. */
+  fresh(1);
+  for (uint32_t id = 1; id <= PREEMPT_SCHED_MAX_KERNELS; id++)
+    arrive(id, 0, 10, 1, 0);
+  preempt_sched_kernel extra = state.kernels[0];
+  extra.id = 1000;
+  CHECK(preempt_sched_add_kernel(&state, &extra) == PREEMPT_SCHED_FULL);
+  CHECK(preempt_sched_complete(&state, 7) == PREEMPT_SCHED_OK);
+  CHECK(preempt_sched_remove_kernel(&state, 7) == PREEMPT_SCHED_OK);
+  CHECK(preempt_sched_add_kernel(&state, &extra) == PREEMPT_SCHED_OK);
+  CHECK(preempt_sched_find(&state, 1000) == &state.kernels[PREEMPT_SCHED_MAX_KERNELS - 1]);
+}
+
 int main(void) {
   test_fifo_never_preempts();
   test_hpf_higher_priority_preempts();
@@ -302,5 +336,6 @@ int main(void) {
   test_dprr();
   test_ffs();
   test_errors();
+  test_remove_kernel();
   CHECK_DONE("test_schedule_policies");
 }

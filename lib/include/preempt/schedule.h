@@ -191,6 +191,9 @@ preempt_sched_status preempt_sched_apply(preempt_sched_state *state, const preem
 preempt_sched_status preempt_sched_eviction_done(preempt_sched_state *state, uint32_t kernel_id);
 /* Marks a kernel DONE and frees every SM it held. */
 preempt_sched_status preempt_sched_complete(preempt_sched_state *state, uint32_t kernel_id);
+/* Drops a DONE kernel from the table (which is fixed-size: a long-running caller such as the daemon
+ * must, or the table fills); the others keep their order. BAD_DECISION when the kernel is not DONE. */
+preempt_sched_status preempt_sched_remove_kernel(preempt_sched_state *state, uint32_t kernel_id);
 
 #ifdef __cplusplus
 }
