@@ -2,7 +2,9 @@
 # setup.sh: installs what preempt builds with (Debian packages of LLVM/Clang 22, HIP headers, CMake, Ninja).
 # Used by tools/demo.sh and tools/run-tests.sh; safe to run again (installs only what is missing).
 set -euo pipefail
-packages=(clang-22 llvm-22-dev llvm-22-tools lld-22 libclang-22-dev libamdhip64-dev cmake ninja-build python3)
+# libclang-rt-22-dev: libFuzzer and the sanitizers for test/fuzz; clang-22 only recommends it.
+packages=(clang-22 llvm-22-dev llvm-22-tools lld-22 libclang-22-dev libclang-rt-22-dev libamdhip64-dev cmake ninja-build
+          python3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

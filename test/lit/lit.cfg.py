@@ -13,6 +13,8 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 
 bin_dir = config.llvm_bin
 plugin = os.path.join(config.preempt_binary_root, "passes", "libpreempt.so")
+# Built only when clang 22 has libFuzzer (test/fuzz/CMakeLists.txt); tests needing it say REQUIRES: fuzzer.
+fuzz_protocol = os.path.join(config.preempt_binary_root, "test", "fuzz", "fuzz_daemon_protocol")
 cuda_flags = (f"-x cuda --cuda-gpu-arch=sm_90 --cuda-path={config.cuda_path} -Wno-unknown-cuda-version -O2 "
               f"-fpass-plugin={plugin}")
 config.substitutions += [
@@ -29,9 +31,13 @@ config.substitutions += [
     ("%preempt_sim", os.path.join(config.preempt_binary_root, "tools", "preempt-sim")),
     ("%preemptd", os.path.join(config.preempt_binary_root, "tools", "preemptd", "preemptd")),
     ("%preemptctl", os.path.join(config.preempt_binary_root, "tools", "preemptctl")),
+    ("%fuzz_protocol", fuzz_protocol),
+    ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
 ]
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
+if os.path.exists(fuzz_protocol):
+    config.available_features.add("fuzzer")

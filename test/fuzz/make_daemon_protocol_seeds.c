@@ -1,0 +1,179 @@
+/* make_daemon_protocol_seeds.c: writes fuzz_daemon_protocol's seed corpus, one valid message of each type per file.
+ * EffiSha §6.1, FLEP §3 (preemptd's protocol). Generated at build time so no binary files live in the repository.
+ *
+ * Usage: make_daemon_protocol_seeds DIR   (DIR must exist; files are named after their message type) */
+#include <stdio.h>
+#include <string.h>
+
+#include "preempt/daemon_protocol.h"
+
+static const char *directory;
+
+static int write_seed(const char *name, const void *bytes, size_t length) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/%s", directory, name) >= (int)sizeof path)
+    return 1;
+  FILE *file = fopen(path, "wb");
+  if (!file || fwrite(bytes, 1, length, file) != length || fclose(file) != 0) {
+    perror(path);
+    return 1;
+  }
+  return 0;
+}
+
+/* Every message seed must be one the decoder accepts, or the fuzzer would start from rejections only. */
+static int write_message_seed(const char *name, const void *bytes, size_t length) {
+  preempt_msg msg;
+  preempt_daemon_status status = preempt_msg_decode(bytes, length, &msg);
+  if (status != PREEMPT_DAEMON_OK) {
+    fprintf(stderr, "make_daemon_protocol_seeds: seed %s does not decode: %s\n", name, preempt_daemon_status_name(status));
+    return 1;
+  }
+  return write_seed(name, bytes, length);
+}
+
+/* A LISTING with some of everything; the largest seed, and the one whose layout is easiest to break. */
+static size_t make_listing(unsigned char *packet, uint32_t gpus, uint32_t clients, uint32_t kernels) {
+  preempt_msg_listing m;
+  memset(&m, 0, sizeof m);
+  size_t length = sizeof m + gpus * sizeof(preempt_listing_gpu) + clients * sizeof(preempt_listing_client) +
+                  kernels * sizeof(preempt_listing_kernel);
+  preempt_msg_header_init(&m.header, PREEMPT_MSG_LISTING, (uint32_t)length, 8);
+  m.gpu_count = gpus;
+  m.client_count = clients;
+  m.kernel_count = kernels;
+  m.uptime_us = 5000000;
+  memcpy(packet, &m, sizeof m);
+  size_t at = sizeof m;
+  for (uint32_t i = 0; i < gpus; i++, at += sizeof(preempt_listing_gpu)) {
+    preempt_listing_gpu g;
+    memset(&g, 0, sizeof g);
+    g.uuid[0] = (uint8_t)(0x10 + i);
+    g.sm_count = 132;
+    g.kernels = kernels;
+    g.decisions = 40;
+    g.evictions = 3;
+    preempt_copy_name(g.policy, sizeof g.policy, i ? "ffs" : "hpf");
+    memcpy(packet + at, &g, sizeof g);
+  }
+  for (uint32_t i = 0; i < clients; i++, at += sizeof(preempt_listing_client)) {
+    preempt_listing_client c;
+    memset(&c, 0, sizeof c);
+    c.client_id = i + 1;
+    c.pid = 1234 + i;
+    c.uid = 1000;
+    c.priority = (int32_t)i - 1;
+    c.priority_limit = 20;
+    c.launches = 10;
+    c.evictions = 1;
+    preempt_copy_name(c.program, sizeof c.program, "inference");
+    memcpy(packet + at, &c, sizeof c);
+  }
+  for (uint32_t i = 0; i < kernels; i++, at += sizeof(preempt_listing_kernel)) {
+    preempt_listing_kernel k;
+    memset(&k, 0, sizeof k);
+    k.client_id = 1 + i % (clients ? clients : 1);
+    k.stub = i;
+    k.gpu = i % gpus;
+    k.state = PREEMPT_STUB_READY + i % 4;
+    k.priority = 1;
+    k.evictions = i;
+    k.waited_us = 250.0 * i;
+    k.ran_us = 1000.0;
+    k.predicted_us = 1500.0;
+    preempt_copy_name(k.name, sizeof k.name, "_Z6matmulPKfS0_Pfi");
+    memcpy(packet + at, &k, sizeof k);
+  }
+  return length;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: make_daemon_protocol_seeds DIR\n");
+    return 2;
+  }
+  directory = argv[1];
+  int failed = 0;
+
+  preempt_msg_register reg;
+  memset(&reg, 0, sizeof reg);
+  preempt_msg_header_init(&reg.header, PREEMPT_MSG_REGISTER, sizeof reg, 1);
+  reg.priority = 5;
+  reg.priority_requested = 1;
+  reg.gpu_count = 2;
+  preempt_copy_name(reg.program, sizeof reg.program, "train.py");
+  for (int i = 0; i < 16; i++) {
+    reg.gpus[0].uuid[i] = (uint8_t)(0x10 + i);
+    reg.gpus[1].uuid[i] = (uint8_t)(0x20 + i);
+  }
+  reg.gpus[0].sm_count = 132;
+  reg.gpus[1].sm_count = 108;
+  failed |= write_message_seed("register", &reg, sizeof reg);
+
+  preempt_msg_registered registered;
+  memset(&registered, 0, sizeof registered);
+  preempt_msg_header_init(&registered.header, PREEMPT_MSG_REGISTERED, sizeof registered, 1);
+  registered.client_id = 1;
+  registered.priority = 0;
+  registered.priority_limit = 0;
+  registered.stub_count = PREEMPT_STUBS_PER_CLIENT;
+  registered.page_bytes = sizeof(preempt_client_page);
+  registered.doorbell_bytes = sizeof(preempt_doorbell_page);
+  failed |= write_message_seed("registered", &registered, sizeof registered);
+
+  preempt_msg_set_priority set_priority;
+  memset(&set_priority, 0, sizeof set_priority);
+  preempt_msg_header_init(&set_priority.header, PREEMPT_MSG_SET_PRIORITY, sizeof set_priority, 2);
+  set_priority.priority = -7;
+  failed |= write_message_seed("set_priority", &set_priority, sizeof set_priority);
+
+  preempt_msg_priority priority;
+  memset(&priority, 0, sizeof priority);
+  preempt_msg_header_init(&priority.header, PREEMPT_MSG_PRIORITY, sizeof priority, 2);
+  priority.priority = -7;
+  priority.priority_limit = 0;
+  failed |= write_message_seed("priority", &priority, sizeof priority);
+
+  preempt_msg_set_policy set_policy;
+  memset(&set_policy, 0, sizeof set_policy);
+  preempt_msg_header_init(&set_policy.header, PREEMPT_MSG_SET_POLICY, sizeof set_policy, 3);
+  preempt_copy_name(set_policy.policy, sizeof set_policy.policy, "dprr");
+  failed |= write_message_seed("set_policy", &set_policy, sizeof set_policy);
+
+  preempt_msg_status status;
+  memset(&status, 0, sizeof status);
+  preempt_msg_header_init(&status.header, PREEMPT_MSG_STATUS, sizeof status, 3);
+  status.status = PREEMPT_DAEMON_UNKNOWN_POLICY;
+  preempt_copy_name(status.message, sizeof status.message, "unknown policy \"lifo\"");
+  failed |= write_message_seed("status", &status, sizeof status);
+
+  preempt_msg_list list;
+  preempt_msg_header_init(&list.header, PREEMPT_MSG_LIST, sizeof list, 4);
+  failed |= write_message_seed("list", &list, sizeof list);
+
+  static _Alignas(8) unsigned char packet[PREEMPT_DAEMON_MAX_MESSAGE];
+  size_t length = make_listing(packet, 2, 3, 4);
+  failed |= write_message_seed("listing", packet, length);
+  length = make_listing(packet, 0, 0, 0);
+  failed |= write_message_seed("listing_empty", packet, length);
+
+  /* A stub as the daemon copies it out of a page (for the stub part of the fuzzer: one byte of GPU count first). */
+  unsigned char stub_seed[1 + sizeof(preempt_stub)];
+  preempt_stub stub;
+  memset(&stub, 0, sizeof stub);
+  stub.state = PREEMPT_STUB_READY;
+  stub.launch_sequence = PREEMPT_STUB_TORUN;
+  stub.gpu = 0;
+  stub.grid[0] = 80;
+  stub.grid[1] = stub.grid[2] = 1;
+  stub.block[0] = 256;
+  stub.block[1] = stub.block[2] = 1;
+  stub.persistent_ctas = 264;
+  stub.ctas_per_sm = 2;
+  preempt_copy_name(stub.name, sizeof stub.name, "vadd");
+  stub.kernel_key = preempt_kernel_key("vadd");
+  stub_seed[0] = 2;
+  memcpy(stub_seed + 1, &stub, sizeof stub);
+  failed |= write_seed("stub", stub_seed, sizeof stub_seed);
+  return failed;
+}
