@@ -1,6 +1,7 @@
 # lit.cfg.py: lit configuration for preempt's regression tests.
 # Substitutions name LLVM 22's tools explicitly: LLVM 14 is the default clang on our machines.
 import os
+import sys
 
 import lit.formats
 
@@ -33,6 +34,7 @@ config.substitutions += [
     ("%preemptctl", os.path.join(config.preempt_binary_root, "tools", "preemptctl")),
     ("%fuzz_protocol", fuzz_protocol),
     ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),
+    ("%python", sys.executable),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
