@@ -1,0 +1,328 @@
+/* clients.c: the socket thread: connections, SO_PEERCRED, REGISTER, SET_PRIORITY, LIST, SET_POLICY, hang-ups.
+ * EffiSha §6.4 (priorities and who may raise them; policy switches by root or the daemon's user); FLEP §3 (registration). */
+#include "preemptd.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Replies never block the socket thread: a peer that stops reading gets dropped, not the daemon stuck. */
+static preempt_daemon_status send_packet(int fd, const void *bytes, size_t length, const int *fds, int fd_count) {
+  struct iovec iov = {(void *)bytes, length};
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  union {
+    char buffer[CMSG_SPACE(2 * sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  if (fd_count > 0) {
+    memset(&control, 0, sizeof control);
+    message.msg_control = control.buffer;
+    message.msg_controllen = CMSG_SPACE((size_t)fd_count * sizeof(int));
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN((size_t)fd_count * sizeof(int));
+    memcpy(CMSG_DATA(header), fds, (size_t)fd_count * sizeof(int));
+  }
+  ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  return sent == (ssize_t)length ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_SYSTEM;
+}
+
+preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_daemon_status status,
+                                           const char *text) {
+  preempt_msg_status reply;
+  memset(&reply, 0, sizeof reply);
+  preempt_msg_header_init(&reply.header, PREEMPT_MSG_STATUS, sizeof reply, request_id);
+  reply.status = (int32_t)status;
+  preempt_copy_name(reply.message, sizeof reply.message, text ? text : preempt_daemon_status_name(status));
+  return send_packet(fd, &reply, sizeof reply, NULL, 0);
+}
+
+/* Closes a connection (under the lock): a registered client is reclaimed first. */
+static void disconnect(preemptd_context *ctx, preemptd_client *client, const char *why) {
+  if (client->registered && preemptd_reclaim(ctx, client, why) != PREEMPT_DAEMON_OK)
+    preemptd_log(ctx, "reclaim of client=%u was incomplete", client->id);
+  if (client->id != 0 || client->broken)
+    preemptd_log(ctx, "disconnect client=%u pid=%d: %s", client->id, (int)client->pid, why);
+  close(client->fd);
+  memset(client, 0, sizeof *client);
+  client->fd = -1;
+  preemptd_ring_doorbell(ctx); /* the scheduler rescans without the client */
+}
+
+static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_client *client,
+                                             const preempt_msg_register *request, uint32_t request_id,
+                                             bool *hang_up) {
+  char text[PREEMPT_DAEMON_TEXT_BYTES];
+  if (client->registered) {
+    *hang_up = true;
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_MALFORMED, "already registered");
+  }
+  const char *why = NULL;
+  preempt_daemon_status status = preemptd_gpus_check(ctx, request->gpus, request->gpu_count, &why);
+  if (status != PREEMPT_DAEMON_OK) {
+    *hang_up = status == PREEMPT_DAEMON_MALFORMED;
+    preemptd_log(ctx, "register refused pid=%d: %s", (int)client->pid, why);
+    return preemptd_send_status(client->fd, request_id, status, why);
+  }
+  int nice = 0;
+  if (preemptd_read_nice(client->pid, &nice) != PREEMPT_DAEMON_OK) {
+    snprintf(text, sizeof text, "cannot read the nice value of pid %d: %s", (int)client->pid, strerror(errno));
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
+  }
+  int32_t granted = 0, limit = 0;
+  preemptd_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
+  uint32_t id = ctx->next_client_id + 1;
+  if (id == 0)
+    id = 1;
+  int page_fd = -1;
+  preempt_client_page *page = NULL;
+  if (preemptd_page_create(id, &page_fd, &page) != PREEMPT_DAEMON_OK) {
+    snprintf(text, sizeof text, "cannot create the stub page: %s", strerror(errno));
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
+  }
+  uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS];
+  for (uint32_t i = 0; i < request->gpu_count; i++)
+    if ((status = preemptd_gpu_add(ctx, &request->gpus[i], &gpus[i])) != PREEMPT_DAEMON_OK) {
+      close(page_fd);
+      preemptd_page_release(page);
+      return preemptd_send_status(client->fd, request_id, status, "cannot add the GPU");
+    }
+  ctx->next_client_id = id;
+  client->id = id;
+  client->priority = granted;
+  client->priority_limit = limit;
+  preempt_copy_name(client->program, sizeof client->program, request->program);
+  client->gpu_count = request->gpu_count;
+  memcpy(client->gpus, gpus, sizeof gpus);
+  client->page = page;
+  memset(client->stubs, 0, sizeof client->stubs);
+  for (uint32_t s = 0; s < PREEMPT_STUBS_PER_CLIENT; s++)
+    client->stubs[s].running_since_us = -1;
+  client->registered = true;
+
+  preempt_msg_registered reply;
+  memset(&reply, 0, sizeof reply);
+  preempt_msg_header_init(&reply.header, PREEMPT_MSG_REGISTERED, sizeof reply, request_id);
+  reply.client_id = id;
+  reply.priority = granted;
+  reply.priority_limit = limit;
+  reply.stub_count = PREEMPT_STUBS_PER_CLIENT;
+  reply.page_bytes = sizeof(preempt_client_page);
+  reply.doorbell_bytes = sizeof(preempt_doorbell_page);
+  int fds[2] = {page_fd, ctx->doorbell_fd};
+  status = send_packet(client->fd, &reply, sizeof reply, fds, 2);
+  close(page_fd); /* the client has its own descriptor now; the daemon keeps only the mapping */
+  preemptd_log(ctx, "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u", id,
+               (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit, client->gpu_count);
+  if (status != PREEMPT_DAEMON_OK)
+    *hang_up = true; /* it cannot use a registration it never received */
+  return status;
+}
+
+static preempt_daemon_status handle_set_priority(preemptd_context *ctx, preemptd_client *client,
+                                                 const preempt_msg_set_priority *request, uint32_t request_id) {
+  if (!client->registered)
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "register first");
+  client->priority = preemptd_clamp_priority(request->priority, client->priority_limit);
+  preemptd_log(ctx, "priority client=%u asked=%d granted=%d limit=%d", client->id, request->priority, client->priority,
+               client->priority_limit);
+  preempt_msg_priority reply;
+  memset(&reply, 0, sizeof reply);
+  preempt_msg_header_init(&reply.header, PREEMPT_MSG_PRIORITY, sizeof reply, request_id);
+  reply.priority = client->priority;
+  reply.priority_limit = client->priority_limit;
+  return send_packet(client->fd, &reply, sizeof reply, NULL, 0);
+}
+
+static preempt_daemon_status handle_set_policy(preemptd_context *ctx, preemptd_client *client,
+                                               const preempt_msg_set_policy *request, uint32_t request_id) {
+  /* EffiSha §6.4 leaves the policy to the administrator: root, or whoever runs the daemon. */
+  if (client->uid != 0 && client->uid != ctx->euid) {
+    preemptd_log(ctx, "policy switch refused uid=%u", (unsigned)client->uid);
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_PERMITTED,
+                                "only root or the daemon's user may switch policies");
+  }
+  const preempt_sched_policy *policy = NULL;
+  if (preempt_sched_policy_by_name(request->policy, &policy) != PREEMPT_SCHED_OK)
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_UNKNOWN_POLICY,
+                                "policies: fifo, hpf, ffs, piv, dprr");
+  static const uint8_t every_gpu[16] = {0};
+  preempt_daemon_status status = PREEMPT_DAEMON_OK;
+  if (memcmp(request->uuid, every_gpu, 16) == 0) {
+    ctx->default_policy = policy; /* GPUs registered later get it too */
+    for (uint32_t gpu = 0; gpu < ctx->gpu_count; gpu++)
+      if (preemptd_gpu_set_policy(ctx, gpu, policy) != PREEMPT_DAEMON_OK)
+        status = PREEMPT_DAEMON_SYSTEM;
+    preemptd_log(ctx, "policy default -> %s", policy->name);
+  } else {
+    int gpu = preemptd_gpu_find(ctx, request->uuid);
+    if (gpu < 0)
+      return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_UNKNOWN_GPU, "no client reported that GPU");
+    status = preemptd_gpu_set_policy(ctx, (uint32_t)gpu, policy);
+  }
+  /* The switch happened either way; SYSTEM says a decision right after it failed (the log has it). */
+  return preemptd_send_status(client->fd, request_id, status, status == PREEMPT_DAEMON_OK ? "ok" : "switched; see log");
+}
+
+/* One packet from a connection, under the lock. *hang_up when the connection must close. */
+static void handle_packet(preemptd_context *ctx, preemptd_client *client, const void *bytes, size_t length,
+                          bool truncated, bool *hang_up) {
+  preempt_msg message;
+  preempt_daemon_status status = truncated ? PREEMPT_DAEMON_MALFORMED : preempt_msg_decode(bytes, length, &message);
+  if (status != PREEMPT_DAEMON_OK) {
+    preemptd_log(ctx, "malformed message from pid=%d client=%u (%zu bytes): %s", (int)client->pid, client->id, length,
+                 preempt_daemon_status_name(status));
+    (void)preemptd_send_status(client->fd, 0, status, preempt_daemon_status_name(status)); /* closing anyway */
+    *hang_up = true;
+    return;
+  }
+  switch (message.type) {
+  case PREEMPT_MSG_REGISTER:
+    status = handle_register(ctx, client, &message.body.register_request, message.request_id, hang_up);
+    break;
+  case PREEMPT_MSG_SET_PRIORITY:
+    status = handle_set_priority(ctx, client, &message.body.set_priority, message.request_id);
+    break;
+  case PREEMPT_MSG_SET_POLICY:
+    status = handle_set_policy(ctx, client, &message.body.set_policy, message.request_id);
+    break;
+  case PREEMPT_MSG_LIST: {
+    /* Static-free: the reply buffer lives on this thread's stack (64 KB, 8-byte aligned). */
+    uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+    size_t bytes_out = 0;
+    status = preemptd_build_listing(ctx, message.request_id, buffer, sizeof buffer, &bytes_out);
+    status = status == PREEMPT_DAEMON_OK ? send_packet(client->fd, buffer, bytes_out, NULL, 0)
+                                         : preemptd_send_status(client->fd, message.request_id, status, NULL);
+    break;
+  }
+  default:
+    /* A reply type sent to the daemon: well-formed bytes, but not a request. */
+    preemptd_log(ctx, "malformed message from pid=%d: type %u is not a request", (int)client->pid,
+                 (unsigned)message.type);
+    (void)preemptd_send_status(client->fd, message.request_id, PREEMPT_DAEMON_MALFORMED, "not a request");
+    *hang_up = true;
+    return;
+  }
+  /* Every handler returns whether its reply went out: a peer that cannot take one (its queue is full,
+   * it does not read) is of no use connected. */
+  if (status != PREEMPT_DAEMON_OK)
+    *hang_up = true;
+}
+
+/* Reads one packet; closes the connection on hang-up, error, or a message that asks for it. */
+static void serve_connection(preemptd_context *ctx, uint32_t slot) {
+  preemptd_client *client = &ctx->clients[slot];
+  uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8]; /* 8-byte aligned, as preempt_msg_decode wants */
+  union {
+    char bytes[CMSG_SPACE(8 * sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  struct iovec iov = {buffer, sizeof buffer};
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.bytes;
+  message.msg_controllen = sizeof control.bytes;
+  ssize_t got = recvmsg(client->fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  /* Descriptors a peer sends the daemon are never used: closed at once so nobody can fill its fd table. */
+  for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header))
+    if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
+      size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; i++) {
+        int fd;
+        memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+        close(fd);
+      }
+    }
+  pthread_mutex_lock(&ctx->lock);
+  if (got <= 0) {
+    disconnect(ctx, client, got == 0 ? "connection closed" : strerror(errno));
+  } else {
+    bool hang_up = false;
+    handle_packet(ctx, client, buffer, (size_t)got, (message.msg_flags & MSG_TRUNC) != 0, &hang_up);
+    if (hang_up)
+      disconnect(ctx, client, "malformed or refused message");
+  }
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+static void accept_connections(preemptd_context *ctx) {
+  for (;;) {
+    int fd = accept4(ctx->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+      return; /* EAGAIN: all taken; anything else (EMFILE, a peer gone already) is retried at the next poll */
+    pid_t pid = 0;
+    uid_t uid = 0;
+    if (preemptd_peer_credentials(fd, &pid, &uid) != PREEMPT_DAEMON_OK) {
+      close(fd);
+      continue;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    preemptd_client *slot = NULL;
+    for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS && !slot; i++)
+      if (ctx->clients[i].fd < 0)
+        slot = &ctx->clients[i];
+    if (!slot) {
+      preemptd_log(ctx, "connection refused pid=%d: %d connections", (int)pid, PREEMPTD_MAX_CONNECTIONS);
+      pthread_mutex_unlock(&ctx->lock);
+      (void)preemptd_send_status(fd, 0, PREEMPT_DAEMON_FULL, "too many connections"); /* closing anyway */
+      close(fd);
+      continue;
+    }
+    memset(slot, 0, sizeof *slot);
+    slot->fd = fd;
+    slot->pid = pid;
+    slot->uid = uid;
+    pthread_mutex_unlock(&ctx->lock);
+  }
+}
+
+preempt_daemon_status preemptd_serve(preemptd_context *ctx) {
+  struct pollfd polled[2 + PREEMPTD_MAX_CONNECTIONS];
+  uint32_t slot_of[2 + PREEMPTD_MAX_CONNECTIONS];
+  for (;;) {
+    nfds_t count = 0;
+    polled[count++] = (struct pollfd){ctx->signal_fd, POLLIN, 0};
+    polled[count++] = (struct pollfd){ctx->listen_fd, POLLIN, 0};
+    pthread_mutex_lock(&ctx->lock);
+    for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
+      if (ctx->clients[i].fd >= 0) {
+        slot_of[count] = i;
+        polled[count++] = (struct pollfd){ctx->clients[i].fd, POLLIN, 0};
+      }
+    pthread_mutex_unlock(&ctx->lock);
+    if (poll(polled, count, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return PREEMPT_DAEMON_SYSTEM;
+    }
+    if (polled[0].revents) {
+      struct signalfd_siginfo info;
+      if (read(ctx->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+        pthread_mutex_lock(&ctx->lock);
+        preemptd_log(ctx, "signal %u: stopping", info.ssi_signo);
+        ctx->stopping = true;
+        pthread_mutex_unlock(&ctx->lock);
+        preemptd_ring_doorbell(ctx); /* wakes the scheduler thread to see `stopping` */
+        return PREEMPT_DAEMON_OK;
+      }
+    }
+    if (polled[1].revents)
+      accept_connections(ctx);
+    for (nfds_t i = 2; i < count; i++) {
+      /* Only this thread closes descriptors, so the slot still holds the fd that was polled. */
+      if (polled[i].revents && ctx->clients[slot_of[i]].fd == polled[i].fd)
+        serve_connection(ctx, slot_of[i]);
+    }
+  }
+}

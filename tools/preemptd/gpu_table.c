@@ -1,0 +1,162 @@
+/* gpu_table.c: one scheduler state, policy and set of kernel models per GPU UUID.
+ * FLEP §4.2 (per-kernel duration models, measured eviction cost), §5 (a policy per GPU, switchable). */
+#include "preemptd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int preemptd_gpu_find(const preemptd_context *ctx, const uint8_t uuid[16]) {
+  for (uint32_t i = 0; i < ctx->gpu_count; i++)
+    if (memcmp(ctx->gpus[i].uuid, uuid, 16) == 0)
+      return (int)i;
+  return -1;
+}
+
+preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preempt_msg_gpu *gpus, uint32_t count,
+                                          const char **why) {
+  uint32_t new_ones = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (gpus[i].sm_count == 0 || gpus[i].sm_count > PREEMPT_SCHED_MAX_SMS) {
+      *why = "sm_count out of range";
+      return PREEMPT_DAEMON_MALFORMED;
+    }
+    int known = preemptd_gpu_find(ctx, gpus[i].uuid);
+    if (known >= 0 && ctx->gpus[known].sm_count != gpus[i].sm_count) {
+      /* Two clients disagree about one GPU: one of them lies, and SM masks would mean different things. */
+      *why = "sm_count differs from an earlier client's for this GPU";
+      return PREEMPT_DAEMON_MALFORMED;
+    }
+    bool repeated = false;
+    for (uint32_t j = 0; j < i; j++)
+      repeated |= memcmp(gpus[j].uuid, gpus[i].uuid, 16) == 0;
+    if (known < 0 && !repeated)
+      new_ones++;
+  }
+  if (ctx->gpu_count + new_ones > PREEMPTD_MAX_GPUS) {
+    *why = "too many GPUs";
+    return PREEMPT_DAEMON_FULL;
+  }
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *reported, uint32_t *index) {
+  int known = preemptd_gpu_find(ctx, reported->uuid);
+  if (known >= 0) {
+    *index = (uint32_t)known;
+    return PREEMPT_DAEMON_OK;
+  }
+  if (ctx->gpu_count == PREEMPTD_MAX_GPUS)
+    return PREEMPT_DAEMON_FULL;
+  preemptd_gpu *gpu = &ctx->gpus[ctx->gpu_count];
+  memset(gpu, 0, sizeof *gpu);
+  gpu->sched = malloc(sizeof *gpu->sched);
+  gpu->models = calloc(PREEMPTD_MODELS_PER_GPU, sizeof *gpu->models);
+  if (!gpu->sched || !gpu->models ||
+      preempt_sched_state_init(gpu->sched, reported->sm_count, NULL) != PREEMPT_SCHED_OK) {
+    free(gpu->sched);
+    free(gpu->models);
+    memset(gpu, 0, sizeof *gpu);
+    return PREEMPT_DAEMON_SYSTEM;
+  }
+  /* The new GPU's clock starts now, not at 0: advance refuses to move backwards later. */
+  gpu->sched->now = preemptd_now_us(ctx);
+  memcpy(gpu->uuid, reported->uuid, 16);
+  gpu->sm_count = reported->sm_count;
+  gpu->policy = ctx->default_policy;
+  *index = ctx->gpu_count++;
+  char uuid[33];
+  for (int i = 0; i < 16; i++)
+    snprintf(uuid + 2 * i, 3, "%02x", reported->uuid[i]);
+  preemptd_log(ctx, "gpu %u uuid=%s sms=%u policy=%s", *index, uuid, gpu->sm_count, gpu->policy->name);
+  return PREEMPT_DAEMON_OK;
+}
+
+void preemptd_gpus_free(preemptd_context *ctx) {
+  for (uint32_t i = 0; i < ctx->gpu_count; i++) {
+    free(ctx->gpus[i].sched);
+    free(ctx->gpus[i].models);
+  }
+  ctx->gpu_count = 0;
+}
+
+/* The model of a kernel; a new one replaces the least recently used when the table is full (a
+ * node that ran 256 other kernels since has forgotten the oldest, which only makes it cautious). */
+static preemptd_kernel_model *model_for(preemptd_gpu *gpu, uint64_t key, bool create) {
+  preemptd_kernel_model *oldest = NULL;
+  for (uint32_t i = 0; i < gpu->model_count; i++) {
+    if (gpu->models[i].key == key) {
+      gpu->models[i].last_used = ++gpu->model_clock;
+      return &gpu->models[i];
+    }
+    if (!oldest || gpu->models[i].last_used < oldest->last_used)
+      oldest = &gpu->models[i];
+  }
+  if (!create)
+    return NULL;
+  preemptd_kernel_model *model =
+      gpu->model_count < PREEMPTD_MODELS_PER_GPU ? &gpu->models[gpu->model_count++] : oldest;
+  memset(model, 0, sizeof *model);
+  model->key = key;
+  model->last_used = ++gpu->model_clock;
+  if (preempt_duration_model_init(&model->duration, PREEMPTD_DURATION_L2) != PREEMPT_SCHED_OK)
+    return NULL;
+  preempt_eviction_cost_init(&model->eviction);
+  return model;
+}
+
+preempt_daemon_status preemptd_predict(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
+                                       double *duration_us, double *eviction_cost_us) {
+  *duration_us = PREEMPTD_UNKNOWN_DURATION_US;
+  *eviction_cost_us = PREEMPTD_DEFAULT_EVICTION_COST_US;
+  preemptd_kernel_model *model = model_for(gpu, key, false);
+  if (!model)
+    return PREEMPT_DAEMON_OK;
+  preempt_usec predicted = 0;
+  preempt_sched_status status = preempt_duration_model_predict(&model->duration, features, &predicted);
+  if (status == PREEMPT_SCHED_OK)
+    *duration_us = predicted;
+  else if (status != PREEMPT_SCHED_NO_DATA)
+    return PREEMPT_DAEMON_MALFORMED; /* features the model refuses (negative, not finite) */
+  /* The whole kernel's cost: what HPF and FFS compare against (they scale it for partial evictions). */
+  preempt_usec cost = 0;
+  if (preempt_eviction_cost_estimate(&model->eviction, 1, 1, &cost) == PREEMPT_SCHED_OK)
+    *eviction_cost_us = cost;
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_learn_duration(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
+                                              double ran_us) {
+  preemptd_kernel_model *model = model_for(gpu, key, true);
+  if (!model)
+    return PREEMPT_DAEMON_SYSTEM;
+  return preempt_duration_model_add(&model->duration, features, ran_us) == PREEMPT_SCHED_OK ? PREEMPT_DAEMON_OK
+                                                                                            : PREEMPT_DAEMON_MALFORMED;
+}
+
+preempt_daemon_status preemptd_learn_eviction(preemptd_gpu *gpu, uint64_t key, double cost_us, uint32_t sms_evicted,
+                                              uint32_t sms_held) {
+  preemptd_kernel_model *model = model_for(gpu, key, true);
+  if (!model)
+    return PREEMPT_DAEMON_SYSTEM;
+  return preempt_eviction_cost_add(&model->eviction, cost_us, sms_evicted, sms_held) == PREEMPT_SCHED_OK
+             ? PREEMPT_DAEMON_OK
+             : PREEMPT_DAEMON_MALFORMED;
+}
+
+preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t index, const preempt_sched_policy *policy) {
+  preemptd_gpu *gpu = &ctx->gpus[index];
+  const char *before = gpu->policy->name;
+  gpu->policy = policy;
+  /* The old policy's slices, queues and turn counter mean nothing to the new one: start them afresh,
+   * as preempt_sched_add_kernel would have. */
+  for (uint32_t i = 0; i < gpu->sched->kernel_count; i++) {
+    memset(&gpu->sched->kernels[i].policy, 0, sizeof gpu->sched->kernels[i].policy);
+    gpu->sched->kernels[i].policy.dprr_active_since = -1;
+  }
+  gpu->sched->policy_turn_counter = 0;
+  gpu->timer_at = 0;
+  preemptd_log(ctx, "policy gpu=%u %s -> %s", index, before, policy->name);
+  /* A TIMER event makes the new policy look at the GPU now rather than at the next launch. */
+  preempt_daemon_status status = preemptd_gpu_advance(ctx, index);
+  return status == PREEMPT_DAEMON_OK ? preemptd_gpu_decide(ctx, index, PREEMPT_EVENT_TIMER, 0) : status;
+}

@@ -1,0 +1,218 @@
+/* main.c: preemptd's options, start-up (socket, doorbell, daemonizing), its two threads, and a clean stop on SIGTERM.
+ * FLEP §3 (one scheduler per node between every program and the GPUs); EffiSha §6.1 (the scheduler as its own process). */
+#include "preemptd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--log FILE|-]\n"
+    "\n"
+    "Schedules the preemptible kernels of every process on this node, per GPU (docs/daemon.md).\n"
+    "\n"
+    "  --foreground   stay attached (containers, systemd Type=simple); otherwise fork, detach and\n"
+    "                 print the daemon's pid\n"
+    "  --socket PATH  the Unix socket (default: $PREEMPT_DAEMON_SOCKET, else " PREEMPT_DAEMON_SOCKET_DEFAULT ")\n"
+    "  --policy NAME  fifo, hpf, ffs, piv or dprr (default hpf); preemptctl policy switches it later\n"
+    "  --log FILE|-   decision log, one line per event and decision with a CLOCK_MONOTONIC time\n"
+    "  --help         this text\n";
+
+typedef struct options {
+  bool foreground;
+  const char *socket;
+  const char *policy;
+  const char *log;
+} options;
+
+/* Exit status 2 for anything wrong on the command line, as the usual tools do. */
+static int bad_usage(const char *format, const char *what) {
+  fprintf(stderr, "preemptd: ");
+  fprintf(stderr, format, what);
+  fprintf(stderr, "\ntry 'preemptd --help'\n");
+  return 2;
+}
+
+/* 0: parsed; 1: --help printed; 2: bad usage (reported). */
+static int parse_options(int argc, char **argv, options *out) {
+  memset(out, 0, sizeof *out);
+  out->policy = "hpf";
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      fputs(usage, stdout);
+      return 1;
+    }
+    if (strcmp(arg, "--foreground") == 0) {
+      out->foreground = true;
+      continue;
+    }
+    static const char *const valued[] = {"--socket", "--policy", "--log"};
+    const char **targets[] = {&out->socket, &out->policy, &out->log};
+    bool matched = false;
+    for (int v = 0; v < 3 && !matched; v++) {
+      size_t n = strlen(valued[v]);
+      if (strncmp(arg, valued[v], n) != 0 || (arg[n] != '\0' && arg[n] != '='))
+        continue;
+      matched = true;
+      const char *value = arg[n] == '=' ? arg + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!value || value[0] == '\0')
+        return bad_usage("%s needs a value", valued[v]);
+      *targets[v] = value;
+    }
+    if (!matched)
+      return bad_usage(arg[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", arg);
+  }
+  return 0;
+}
+
+/* The socket path, absolute: a daemon chdirs to / and must still unlink it on exit. */
+static preempt_daemon_status socket_path(const char *given, char *out, size_t out_bytes) {
+  const char *env = getenv("PREEMPT_DAEMON_SOCKET");
+  const char *path = given ? given : (env && env[0] ? env : PREEMPT_DAEMON_SOCKET_DEFAULT);
+  int written;
+  if (path[0] == '/') {
+    written = snprintf(out, out_bytes, "%s", path);
+  } else {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+      return PREEMPT_DAEMON_SYSTEM;
+    written = snprintf(out, out_bytes, "%s/%s", cwd, path);
+  }
+  return written > 0 && (size_t)written < out_bytes ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_MALFORMED;
+}
+
+/* SIGTERM and SIGINT arrive through a signalfd the socket thread polls: no handler, no global flag. */
+static preempt_daemon_status signals_setup(int *out_fd) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  /* Blocked before any thread exists, so every thread inherits the mask and only the signalfd sees them. */
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  /* A client that dies mid-reply must not kill the daemon (sends also pass MSG_NOSIGNAL). */
+  signal(SIGPIPE, SIG_IGN);
+  *out_fd = fd;
+  return PREEMPT_DAEMON_OK;
+}
+
+/* fork, setsid, chdir /, stdio to /dev/null; the parent prints the daemon's pid and exits. The socket
+ * exists before the fork, so when the parent returns the daemon already accepts connections. */
+static preempt_daemon_status daemonize(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  if (pid > 0) {
+    printf("%d\n", (int)pid);
+    fflush(stdout);
+    _exit(0);
+  }
+  if (setsid() < 0 || chdir("/") != 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  for (int fd = 0; fd <= 2; fd++)
+    if (dup2(null, fd) < 0)
+      return PREEMPT_DAEMON_SYSTEM;
+  close(null);
+  return PREEMPT_DAEMON_OK;
+}
+
+static void shutdown_context(preemptd_context *ctx) {
+  for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++) {
+    preemptd_client *client = &ctx->clients[i];
+    if (client->fd < 0)
+      continue;
+    preemptd_page_release(client->page); /* clients keep their mappings; they see the socket close */
+    close(client->fd);
+    client->fd = -1;
+  }
+  preemptd_gpus_free(ctx);
+  if (ctx->listen_fd >= 0) {
+    close(ctx->listen_fd);
+    unlink(ctx->socket_path);
+  }
+  preemptd_log(ctx, "stop");
+  if (ctx->log && ctx->log != stdout)
+    fclose(ctx->log);
+}
+
+int main(int argc, char **argv) {
+  options opts;
+  int parsed = parse_options(argc, argv, &opts);
+  if (parsed != 0)
+    return parsed == 1 ? 0 : 2;
+  preemptd_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) {
+    fprintf(stderr, "preemptd: out of memory\n");
+    return 1;
+  }
+  ctx->listen_fd = ctx->signal_fd = ctx->doorbell_fd = -1;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
+    ctx->clients[i].fd = -1;
+  if (preempt_sched_policy_by_name(opts.policy, &ctx->default_policy) != PREEMPT_SCHED_OK)
+    return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr)", opts.policy);
+  if (socket_path(opts.socket, ctx->socket_path, sizeof ctx->socket_path) != PREEMPT_DAEMON_OK)
+    return bad_usage("socket path '%s' is too long for a Unix socket", opts.socket ? opts.socket : "(default)");
+  if (opts.log) {
+    ctx->log = strcmp(opts.log, "-") == 0 ? stdout : fopen(opts.log, "ae");
+    if (!ctx->log) {
+      fprintf(stderr, "preemptd: cannot open log %s: %s\n", opts.log, strerror(errno));
+      return 1;
+    }
+  }
+  char why[256];
+  if (signals_setup(&ctx->signal_fd) != PREEMPT_DAEMON_OK ||
+      preemptd_doorbell_create(&ctx->doorbell_fd, &ctx->doorbell) != PREEMPT_DAEMON_OK) {
+    fprintf(stderr, "preemptd: cannot set up: %s\n", strerror(errno));
+    return 1;
+  }
+  if (preemptd_listen(ctx->socket_path, &ctx->listen_fd, why, sizeof why) != PREEMPT_DAEMON_OK) {
+    fprintf(stderr, "preemptd: %s\n", why);
+    return 1;
+  }
+  if (!opts.foreground && daemonize() != PREEMPT_DAEMON_OK) {
+    fprintf(stderr, "preemptd: cannot detach: %s\n", strerror(errno));
+    unlink(ctx->socket_path);
+    return 1;
+  }
+  ctx->euid = geteuid();
+  ctx->start_us = preemptd_monotonic_us();
+  if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+    fprintf(stderr, "preemptd: cannot create the lock\n");
+    unlink(ctx->socket_path);
+    return 1;
+  }
+  preemptd_log(ctx, "start pid=%d socket=%s policy=%s", (int)getpid(), ctx->socket_path, ctx->default_policy->name);
+  pthread_t scheduler;
+  if (pthread_create(&scheduler, NULL, preemptd_scheduler_thread, ctx) != 0) {
+    fprintf(stderr, "preemptd: cannot start the scheduler thread\n");
+    unlink(ctx->socket_path);
+    return 1;
+  }
+  /* Tests and scripts wait for this line: the socket accepts and the scheduler runs. */
+  fprintf(stderr, "preemptd: listening on %s (policy %s)\n", ctx->socket_path, ctx->default_policy->name);
+  preempt_daemon_status status = preemptd_serve(ctx);
+  if (status != PREEMPT_DAEMON_OK) {
+    fprintf(stderr, "preemptd: the socket loop failed: %s\n", strerror(errno));
+    pthread_mutex_lock(&ctx->lock);
+    ctx->stopping = true;
+    pthread_mutex_unlock(&ctx->lock);
+    preemptd_ring_doorbell(ctx);
+  }
+  pthread_join(scheduler, NULL);
+  shutdown_context(ctx);
+  free(ctx);
+  return status == PREEMPT_DAEMON_OK ? 0 : 1;
+}

@@ -1,0 +1,89 @@
+/* peer.c: who is on the other end of a connection (SO_PEERCRED, nice) and what priority it may have.
+ * EffiSha §6.4: a user other than root cannot raise its kernels above the default; priorities follow nice. */
+#include "preemptd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+preempt_daemon_status preemptd_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
+  struct ucred credentials;
+  socklen_t length = sizeof credentials;
+  /* The kernel's record of who called connect(): a client cannot claim another pid or uid. */
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0 || length != sizeof credentials)
+    return PREEMPT_DAEMON_SYSTEM;
+  *pid = credentials.pid;
+  *uid = credentials.uid;
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice) {
+  /* "pid (comm) state ppid ...": comm is the program's name as it chose it, spaces and ')' included,
+   * so only the last ')' ends it. nice is field 19, the 17th after comm. */
+  const char *close_paren = NULL;
+  for (size_t i = 0; i < length; i++)
+    if (stat_text[i] == ')')
+      close_paren = stat_text + i;
+  if (!close_paren)
+    return PREEMPT_DAEMON_MALFORMED;
+  const char *p = close_paren + 1, *end = stat_text + length;
+  for (int field = 3; field <= 19; field++) {
+    while (p < end && *p == ' ')
+      p++;
+    if (p == end)
+      return PREEMPT_DAEMON_MALFORMED;
+    const char *start = p;
+    while (p < end && *p != ' ' && *p != '\n')
+      p++;
+    if (field < 19)
+      continue;
+    char number[16];
+    size_t digits = (size_t)(p - start);
+    if (digits == 0 || digits >= sizeof number)
+      return PREEMPT_DAEMON_MALFORMED;
+    memcpy(number, start, digits);
+    number[digits] = '\0';
+    char *parsed_end = NULL;
+    errno = 0;
+    long value = strtol(number, &parsed_end, 10);
+    if (errno != 0 || *parsed_end != '\0' || value < -20 || value > 19)
+      return PREEMPT_DAEMON_MALFORMED;
+    *nice = (int)value;
+    return PREEMPT_DAEMON_OK;
+  }
+  return PREEMPT_DAEMON_MALFORMED;
+}
+
+preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice) {
+  char path[64], text[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  ssize_t got = read(fd, text, sizeof text);
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  if (got <= 0)
+    return PREEMPT_DAEMON_SYSTEM;
+  /* The whole line is well under 1 KB: comm is at most 64 bytes; a truncated read fails the parse. */
+  return preemptd_parse_nice(text, (size_t)got, nice);
+}
+
+int32_t preemptd_clamp_priority(int32_t priority, int32_t limit) {
+  if (priority > limit)
+    priority = limit;
+  if (priority < PREEMPT_PRIORITY_MIN)
+    priority = PREEMPT_PRIORITY_MIN;
+  return priority;
+}
+
+void preemptd_grant_priority(uid_t uid, int nice, bool requested, int32_t request, int32_t *granted,
+                             int32_t *limit) {
+  int32_t fallback = -nice; /* nice -20..19 -> 20..-19: always inside [MIN, MAX] */
+  *limit = uid == 0 ? PREEMPT_PRIORITY_MAX : fallback;
+  *granted = preemptd_clamp_priority(requested ? request : fallback, *limit);
+}

@@ -1,0 +1,201 @@
+/* preemptd.h: the daemon's one context object and the functions its files share.
+ * FLEP §3 (one scheduler per node sees every launch) and §5 (policies per GPU); EffiSha §6.1 (stubs), §6.4 (limits). */
+#ifndef PREEMPTD_H
+#define PREEMPTD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "preempt/daemon_protocol.h"
+#include "preempt/duration_model.h"
+#include "preempt/schedule.h"
+
+/* Connections, registered or not (preemptctl's too). More get FULL. */
+#define PREEMPTD_MAX_CONNECTIONS 128
+/* Distinct GPUs: the LISTING carries at most this many. */
+#define PREEMPTD_MAX_GPUS PREEMPT_DAEMON_MAX_GPUS
+/* Kernel models (duration, eviction cost) kept per GPU; the least recently used is replaced. */
+#define PREEMPTD_MODELS_PER_GPU 256
+/* Before a kernel's first measured run: long, so an unknown kernel never looks short (docs/daemon.md). */
+#define PREEMPTD_UNKNOWN_DURATION_US 1e6
+/* Before a kernel's first measured eviction: FLEP §6.3 measured overheads of tens of µs; 100 µs errs high. */
+#define PREEMPTD_DEFAULT_EVICTION_COST_US 100.0
+/* Ridge lambda of the duration models (FLEP §4.2 uses an L2 penalty; features are pre-scaled). */
+#define PREEMPTD_DURATION_L2 1.0
+/* The scheduler rescans at least this often even when no client rings: a lost ring costs 100 ms, not a hang. */
+#define PREEMPTD_IDLE_WAIT_NS 100000000LL
+/* A client-reported eviction time above this is a lie or a bug; the sample is dropped. */
+#define PREEMPTD_MAX_EVICTION_NS 10000000000ULL
+
+/* The daemon's own view of one stub of a client's page. The page is the client's to scribble on;
+ * this record is what the daemon believes, and every change it sees is checked against it. */
+typedef struct preemptd_stub_record {
+  uint32_t seen;                 /* the stub's state as the daemon last saw or wrote it */
+  uint32_t kernel_id;            /* scheduler id of the launch in this stub; 0: none */
+  uint32_t gpu;                  /* daemon GPU index of that launch */
+  uint32_t command_sequence;     /* last value written into the stub */
+  bool last_command_all;         /* the last TOEVICT was for every SM */
+  uint32_t evict_sms, evict_held; /* SMs the last eviction asked for / held then: the cost sample's scale */
+  bool pending_evict;            /* evicted by the policy while the stub could not take a command (TORUN) */
+  bool pending_run;              /* given SMs back while the stub could not take a command */
+  preempt_sm_set pending_run_sms;
+  uint64_t kernel_key;
+  preempt_kernel_features features;
+  char name[PREEMPT_DAEMON_NAME_BYTES];
+  int32_t priority;              /* clamped */
+  double predicted_us;
+  double torun_us;               /* when the daemon last said TORUN from READY (daemon clock) */
+  double ran_us;                 /* measured running time of finished running periods */
+  double running_since_us;       /* when the client said RUNNING; < 0: not running now */
+  bool deferred_logged;          /* an arrival that found the kernel table full was logged once */
+  uint32_t evictions;
+} preemptd_stub_record;
+
+typedef struct preemptd_client {
+  int fd;                        /* -1: a free slot */
+  bool registered;               /* has a page, stubs, scheduler kernels */
+  bool broken;                   /* reclaimed by the scheduler; the socket thread closes the connection */
+  uint32_t id;                   /* registered clients only */
+  pid_t pid;
+  uid_t uid;
+  int32_t priority, priority_limit;
+  char program[PREEMPT_DAEMON_PROGRAM_BYTES];
+  uint32_t gpu_count;
+  uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS]; /* the client's GPU index -> the daemon's */
+  preempt_client_page *page;     /* mapped; NULL when not registered */
+  uint64_t launches, evictions;
+  preemptd_stub_record stubs[PREEMPT_STUBS_PER_CLIENT];
+} preemptd_client;
+
+typedef struct preemptd_kernel_model {
+  uint64_t key;                  /* kernel_key (FNV-1a of the name) */
+  uint64_t last_used;
+  preempt_duration_model duration;
+  preempt_eviction_cost_model eviction;
+} preemptd_kernel_model;
+
+typedef struct preemptd_gpu {
+  uint8_t uuid[16];
+  uint32_t sm_count;
+  const preempt_sched_policy *policy;
+  preempt_sched_state *sched;    /* malloc'd: 40 KB, one per GPU */
+  preempt_usec timer_at;         /* the policy's next TIMER, daemon microseconds; 0: none */
+  uint64_t decisions, evictions;
+  uint32_t model_count;
+  uint64_t model_clock;
+  preemptd_kernel_model *models; /* PREEMPTD_MODELS_PER_GPU, malloc'd */
+} preemptd_gpu;
+
+/* Everything the daemon has. Fields above `lock` are set before the threads start and only read after;
+ * the rest is shared by the socket thread and the scheduler thread under `lock`. */
+typedef struct preemptd_context {
+  char socket_path[108];
+  int listen_fd;
+  int signal_fd;                 /* SIGTERM, SIGINT */
+  uid_t euid;                    /* the daemon's: may switch policies like root */
+  FILE *log;                     /* decision log; NULL: none */
+  const char *log_name;
+  double start_us;               /* CLOCK_MONOTONIC at start: the schedulers' clock starts at 0 */
+  int doorbell_fd;
+  preempt_doorbell_page *doorbell;
+
+  pthread_mutex_t lock;
+  bool stopping;
+  bool rescan;                   /* a scan found something it could not finish: scan again at once */
+  const preempt_sched_policy *default_policy; /* for GPUs not seen yet */
+  uint32_t next_client_id, next_kernel_id;
+  uint32_t gpu_count;
+  preemptd_gpu gpus[PREEMPTD_MAX_GPUS];
+  preemptd_client clients[PREEMPTD_MAX_CONNECTIONS];
+} preemptd_context;
+
+/* ---- time and log (decision_log.c) */
+double preemptd_monotonic_us(void);
+/* The schedulers' clock: microseconds since the daemon started. */
+double preemptd_now_us(const preemptd_context *ctx);
+/* One line, prefixed with the CLOCK_MONOTONIC time in seconds; flushed at once (tests read it live). */
+void preemptd_log(preemptd_context *ctx, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* "all" or "0-3,7" into `text`. */
+void preemptd_format_sms(const preempt_sm_set *sms, bool all, char *text, size_t text_bytes);
+
+/* ---- the listening socket (listen_socket.c) */
+preempt_daemon_status preemptd_listen(const char *path, int *out_fd, char *why, size_t why_bytes);
+
+/* ---- shared memory (shared_pages.c) */
+preempt_daemon_status preemptd_doorbell_create(int *out_fd, preempt_doorbell_page **out_page);
+preempt_daemon_status preemptd_page_create(uint32_t client_id, int *out_fd, preempt_client_page **out_page);
+void preemptd_page_release(preempt_client_page *page);
+void preemptd_ring_doorbell(preemptd_context *ctx);
+
+/* ---- who the peer is (peer.c) */
+preempt_daemon_status preemptd_peer_credentials(int fd, pid_t *pid, uid_t *uid);
+/* nice from the text of /proc/<pid>/stat: the comm field may hold spaces and ')', so the
+ * fields are counted after the last ')'. */
+preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice);
+preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice);
+/* EffiSha §6.4: default -nice; limit MAX for root, else the default; granted = clamp(request or default). */
+void preemptd_grant_priority(uid_t uid, int nice, bool requested, int32_t request, int32_t *granted,
+                             int32_t *limit);
+int32_t preemptd_clamp_priority(int32_t priority, int32_t limit);
+
+/* ---- GPUs and kernel models (gpu_table.c) */
+/* Index of the GPU with this UUID, or -1. */
+int preemptd_gpu_find(const preemptd_context *ctx, const uint8_t uuid[16]);
+/* Whether every GPU of a REGISTER can be taken: MALFORMED (sm_count differs from an earlier
+ * client's for that UUID, or out of range), FULL (too many distinct GPUs). */
+preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preempt_msg_gpu *gpus, uint32_t count,
+                                          const char **why);
+preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *gpu, uint32_t *index);
+void preemptd_gpus_free(preemptd_context *ctx);
+/* T_e and the whole-kernel eviction cost for a launch (FLEP §4.2), from the (GPU, kernel) models. */
+preempt_daemon_status preemptd_predict(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
+                                       double *duration_us, double *eviction_cost_us);
+preempt_daemon_status preemptd_learn_duration(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
+                                              double ran_us);
+preempt_daemon_status preemptd_learn_eviction(preemptd_gpu *gpu, uint64_t key, double cost_us, uint32_t sms_evicted,
+                                              uint32_t sms_held);
+/* Switches a GPU's policy: kernels stay, the policy's bookkeeping restarts, the new policy decides at once. */
+preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t gpu, const preempt_sched_policy *policy);
+
+/* ---- decisions (decisions.c) */
+/* Moves the GPU's scheduler clock to now (FLEP §5.1's T_r, T_w). Call before changing its state. */
+preempt_daemon_status preemptd_gpu_advance(preemptd_context *ctx, uint32_t gpu);
+/* Runs the GPU's policy on one event, applies its decisions and writes them into the stubs, then
+ * drops DONE kernels from the scheduler's table. */
+preempt_daemon_status preemptd_gpu_decide(preemptd_context *ctx, uint32_t gpu, preempt_sched_event_kind kind,
+                                          uint32_t kernel_id);
+/* A command the stub could not take when it was decided (it was TORUN or TOEVICT): write it now that
+ * the stub is RUNNING again. */
+preempt_daemon_status preemptd_flush_pending(preemptd_context *ctx, preemptd_client *client, uint32_t stub);
+
+/* ---- pages to events (stub_scan.c) */
+/* Scans every registered client's page; a client found breaking the protocol is reclaimed there. */
+preempt_daemon_status preemptd_scan_all(preemptd_context *ctx);
+
+/* ---- the end of a client (reclaim.c) */
+/* Completes the client's kernels (their SMs free at once), lets each GPU's policy hand them out,
+ * unmaps the page. The connection stays for the caller to close. */
+preempt_daemon_status preemptd_reclaim(preemptd_context *ctx, preemptd_client *client, const char *why);
+/* A client that broke the protocol: reclaimed now, told why, and its connection shut down (the socket
+ * thread sees the hang-up and frees the slot). */
+preempt_daemon_status preemptd_client_broken(preemptd_context *ctx, preemptd_client *client, const char *why);
+preemptd_client *preemptd_client_by_id(preemptd_context *ctx, uint32_t client_id);
+
+/* ---- replies (clients.c) */
+/* A STATUS packet; never blocks (a client that does not read loses the reply, not the daemon its thread). */
+preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_daemon_status status,
+                                           const char *text);
+
+/* ---- LIST (listing.c) */
+preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t request_id, void *buffer,
+                                             size_t capacity, size_t *length);
+
+/* ---- threads (scheduler.c, clients.c) */
+void *preemptd_scheduler_thread(void *context);
+/* The socket loop, on the main thread; returns when a signal asks the daemon to stop. */
+preempt_daemon_status preemptd_serve(preemptd_context *ctx);
+
+#endif
