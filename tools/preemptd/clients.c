@@ -46,6 +46,10 @@ preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_
 
 /* Closes a connection (under the lock): a registered client is reclaimed first. */
 static void disconnect(preemptd_context *ctx, preemptd_client *client, const char *why) {
+  /* The page outlives the process: what it finished before dying counts as finished. A broken page is
+   * reclaimed by the scan itself. */
+  if (client->registered && !client->broken && preemptd_scan_one(ctx, client) != PREEMPT_DAEMON_OK)
+    preemptd_log(ctx, "last scan of client=%u was incomplete", client->id);
   if (client->registered && preemptd_reclaim(ctx, client, why) != PREEMPT_DAEMON_OK)
     preemptd_log(ctx, "reclaim of client=%u was incomplete", client->id);
   if (client->id != 0 || client->broken)

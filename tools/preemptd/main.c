@@ -139,10 +139,6 @@ static void shutdown_context(preemptd_context *ctx) {
     client->fd = -1;
   }
   preemptd_gpus_free(ctx);
-  if (ctx->listen_fd >= 0) {
-    close(ctx->listen_fd);
-    unlink(ctx->socket_path);
-  }
   preemptd_log(ctx, "stop");
   if (ctx->log && ctx->log != stdout)
     fclose(ctx->log);
@@ -204,6 +200,11 @@ int main(int argc, char **argv) {
   /* Tests and scripts wait for this line: the socket accepts and the scheduler runs. */
   fprintf(stderr, "preemptd: listening on %s (policy %s)\n", ctx->socket_path, ctx->default_policy->name);
   preempt_daemon_status status = preemptd_serve(ctx);
+  /* Stop accepting first: a client that connects now would be dropped, so let it find no socket (it
+   * retries until the next daemon is up). */
+  close(ctx->listen_fd);
+  ctx->listen_fd = -1;
+  unlink(ctx->socket_path);
   if (status != PREEMPT_DAEMON_OK) {
     fprintf(stderr, "preemptd: the socket loop failed: %s\n", strerror(errno));
     pthread_mutex_lock(&ctx->lock);

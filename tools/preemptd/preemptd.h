@@ -174,6 +174,9 @@ preempt_daemon_status preemptd_flush_pending(preemptd_context *ctx, preemptd_cli
 /* ---- pages to events (stub_scan.c) */
 /* Scans every registered client's page; a client found breaking the protocol is reclaimed there. */
 preempt_daemon_status preemptd_scan_all(preemptd_context *ctx);
+/* One client's page, e.g. a last look before reclaiming it: a launch that finished just before its
+ * process exited is a completion (its time trains the model), not a reclaimed kernel. */
+preempt_daemon_status preemptd_scan_one(preemptd_context *ctx, preemptd_client *client);
 
 /* ---- the end of a client (reclaim.c) */
 /* Completes the client's kernels (their SMs free at once), lets each GPU's policy hand them out,

@@ -243,6 +243,17 @@ static preempt_daemon_status scan_client(preemptd_context *ctx, preemptd_client 
   return PREEMPT_DAEMON_OK;
 }
 
+preempt_daemon_status preemptd_scan_one(preemptd_context *ctx, preemptd_client *client) {
+  bool changed = false;
+  for (int pass = 0; pass < SCAN_PASSES && client->registered && !client->broken; pass++) {
+    changed = false;
+    preempt_daemon_status status = scan_client(ctx, client, &changed);
+    if (status != PREEMPT_DAEMON_OK || !changed)
+      return status;
+  }
+  return PREEMPT_DAEMON_OK;
+}
+
 preempt_daemon_status preemptd_scan_all(preemptd_context *ctx) {
   preempt_daemon_status result = PREEMPT_DAEMON_OK;
   for (int pass = 0; pass < SCAN_PASSES; pass++) {

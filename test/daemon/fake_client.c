@@ -1,0 +1,856 @@
+/* fake_client.c: a preemptd client without any GPU: registers, plays a script of launches and stub moves, prints what it sees.
+ * EffiSha §6.1 (the client's half of the stub states) and FLEP §3 (a program whose launches the scheduler intercepts). */
+#define _GNU_SOURCE /* struct ucred-free, but mmap flags, MSG_CMSG_CLOEXEC and usleep-free nanosleep want it */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preempt/daemon_protocol.h"
+
+static const char usage[] =
+    "usage: fake_client [--socket PATH] [--tag TAG] [--priority P] [--gpu UUIDHEX:SMS]... [--program NAME]\n"
+    "                   [--no-register] [COMMAND]...\n"
+    "Commands (arguments, or lines on stdin when none are given):\n"
+    "  launch NAME [ctas=N] [per_sm=M] [priority=P] [gpu=I] [grid=G] [block=B] [input=BYTES]\n"
+    "  wait STATE NAME TIMEOUT_MS     until the stub is in STATE; prints the command and the time taken\n"
+    "  ack NAME [evict_us=U]          TORUN->RUNNING; TOEVICT->READY (all SMs) or ->RUNNING (a mask)\n"
+    "  done NAME                      RUNNING or TOEVICT -> DONE\n"
+    "  state NAME                     prints the stub's state\n"
+    "  set-priority P | list | policy NAME [UUIDHEX]\n"
+    "  garbage KIND                   short|magic|length|type|reply|unterminated|version|oversize|fds\n"
+    "  illegal-move NAME STATE|NUMBER writes a state the client may not write\n"
+    "  register [TIMEOUT_MS]          (re)connects and registers, retrying until the daemon answers\n"
+    "  wait-closed TIMEOUT_MS | sleep MS | touch PATH | wait-file PATH TIMEOUT_MS\n"
+    "  pidfile PATH | kill PIDFILE (SIGKILL; later waits also print the time since) | exit [CODE]\n";
+
+typedef struct fake {
+  const char *socket_path;
+  const char *tag;
+  const char *program;
+  bool priority_requested;
+  int32_t priority_request;
+  uint32_t gpu_count;
+  preempt_msg_gpu gpus[PREEMPT_DAEMON_MAX_GPUS];
+  int fd;
+  uint32_t request_id;
+  uint32_t client_id;
+  int32_t priority, limit;
+  preempt_client_page *page;
+  preempt_doorbell_page *doorbell;
+  char names[PREEMPT_STUBS_PER_CLIENT][PREEMPT_DAEMON_NAME_BYTES];
+  double kill_ms; /* < 0: nothing killed yet */
+} fake;
+
+static double now_ms(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
+}
+
+static void sleep_ms(double ms) {
+  struct timespec pause = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+  nanosleep(&pause, NULL);
+}
+
+static void say(const fake *f, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void say(const fake *f, const char *format, ...) {
+  if (f->tag)
+    printf("%s: ", f->tag);
+  va_list args;
+  va_start(args, format);
+  vprintf(format, args);
+  va_end(args);
+  putchar('\n');
+  fflush(stdout);
+}
+
+/* ---------------------------------------------------------------- the socket */
+
+static int send_bytes(fake *f, const void *bytes, size_t length) {
+  return send(f->fd, bytes, length, MSG_NOSIGNAL) == (ssize_t)length ? 0 : -1;
+}
+
+/* One packet (and up to two fds) within timeout_ms: >0 its length, 0 the socket closed, -1 timeout or error. */
+static ssize_t receive(fake *f, uint64_t *buffer, size_t capacity, int fds[2], int timeout_ms) {
+  struct pollfd polled = {f->fd, POLLIN, 0};
+  if (poll(&polled, 1, timeout_ms) <= 0)
+    return -1;
+  union {
+    char bytes[CMSG_SPACE(2 * sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  struct iovec iov = {buffer, capacity};
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.bytes;
+  message.msg_controllen = sizeof control.bytes;
+  ssize_t got = recvmsg(f->fd, &message, MSG_CMSG_CLOEXEC);
+  if (got < 0 && errno == ECONNRESET)
+    return 0;
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(&message); h && fds; h = CMSG_NXTHDR(&message, h))
+    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+      memcpy(fds, CMSG_DATA(h), 2 * sizeof(int));
+  return got;
+}
+
+static void say_status(fake *f, const char *what, const preempt_msg_status *status) {
+  say(f, "%s: status %s: %s", what, preempt_daemon_status_name((preempt_daemon_status)status->status),
+      status->message);
+}
+
+/* Waits for a reply, decodes it; 0 with `out` filled, -1 (reported) otherwise. */
+static int reply(fake *f, const char *what, preempt_msg *out, uint64_t *buffer, size_t capacity, int fds[2]) {
+  ssize_t got = receive(f, buffer, capacity, fds, 5000);
+  if (got <= 0) {
+    say(f, "%s: %s", what, got == 0 ? "socket closed" : "no reply");
+    return -1;
+  }
+  preempt_daemon_status status = preempt_msg_decode(buffer, (size_t)got, out);
+  if (status != PREEMPT_DAEMON_OK) {
+    say(f, "%s: undecodable reply: %s", what, preempt_daemon_status_name(status));
+    return -1;
+  }
+  return 0;
+}
+
+static int connect_daemon(fake *f) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  snprintf(address.sun_path, sizeof address.sun_path, "%s", f->socket_path);
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  f->fd = fd;
+  return 0;
+}
+
+static void forget_registration(fake *f) {
+  if (f->page)
+    munmap(f->page, sizeof *f->page);
+  if (f->doorbell)
+    munmap(f->doorbell, sizeof *f->doorbell);
+  f->page = NULL;
+  f->doorbell = NULL;
+  memset(f->names, 0, sizeof f->names);
+}
+
+static int register_once(fake *f, bool quiet);
+
+/* Connects and registers, retrying for timeout_ms: a daemon that is stopping may still accept a connection
+ * it then drops, and one that is starting has no socket yet. */
+static int do_register(fake *f, int timeout_ms) {
+  double start = now_ms();
+  for (;;) {
+    if (f->fd >= 0)
+      close(f->fd);
+    f->fd = -1;
+    forget_registration(f);
+    bool last = now_ms() - start >= timeout_ms;
+    if (connect_daemon(f) == 0) {
+      int result = register_once(f, !last);
+      if (result >= 0 || last)
+        return result < 0 ? -1 : 0;
+    } else if (last) {
+      say(f, "register: cannot connect to %s: %s", f->socket_path, strerror(errno));
+      return -1;
+    }
+    sleep_ms(10);
+  }
+}
+
+/* 0 registered; -1 refused (reported); -2 the connection failed (reported unless quiet: the caller retries). */
+static int register_once(fake *f, bool quiet) {
+  preempt_msg_register request;
+  memset(&request, 0, sizeof request);
+  preempt_msg_header_init(&request.header, PREEMPT_MSG_REGISTER, sizeof request, ++f->request_id);
+  request.priority = f->priority_request;
+  request.priority_requested = f->priority_requested;
+  request.gpu_count = f->gpu_count;
+  preempt_copy_name(request.program, sizeof request.program, f->program);
+  memcpy(request.gpus, f->gpus, sizeof request.gpus);
+  if (send_bytes(f, &request, sizeof request) != 0) {
+    if (!quiet)
+      say(f, "register: send failed: %s", strerror(errno));
+    return -2;
+  }
+  uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+  int fds[2] = {-1, -1};
+  preempt_msg message;
+  ssize_t got = receive(f, buffer, sizeof buffer, fds, 5000);
+  if (got <= 0) {
+    if (!quiet)
+      say(f, "register: %s", got == 0 ? "socket closed" : "no reply");
+    return -2;
+  }
+  if (preempt_msg_decode(buffer, (size_t)got, &message) != PREEMPT_DAEMON_OK) {
+    say(f, "register: undecodable reply");
+    return -1;
+  }
+  if (message.type == PREEMPT_MSG_STATUS) {
+    say_status(f, "register refused", &message.body.status);
+    return -1;
+  }
+  if (message.type != PREEMPT_MSG_REGISTERED || fds[0] < 0 || fds[1] < 0) {
+    say(f, "register: unexpected reply type %u", (unsigned)message.type);
+    return -1;
+  }
+  const preempt_msg_registered *registered = &message.body.registered;
+  void *page = mmap(NULL, registered->page_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+  void *doorbell = mmap(NULL, registered->doorbell_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+  close(fds[0]);
+  close(fds[1]);
+  if (page == MAP_FAILED || doorbell == MAP_FAILED) {
+    say(f, "register: mmap failed: %s", strerror(errno));
+    return -1;
+  }
+  f->page = page;
+  f->doorbell = doorbell;
+  f->client_id = registered->client_id;
+  f->priority = registered->priority;
+  f->limit = registered->priority_limit;
+  say(f, "registered client=%u priority=%d limit=%d page_version=%u page_client=%u", f->client_id, f->priority,
+      f->limit, f->page->page_version, f->page->client_id);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- stubs */
+
+static int stub_named(fake *f, const char *name) {
+  if (!f->page) {
+    say(f, "%s: not registered", name);
+    return -1;
+  }
+  for (int i = 0; i < PREEMPT_STUBS_PER_CLIENT; i++)
+    if (strcmp(f->names[i], name) == 0)
+      return i;
+  say(f, "%s: no such launch", name);
+  return -1;
+}
+
+static uint32_t load_state(fake *f, int stub) { return __atomic_load_n(&f->page->stubs[stub].state, __ATOMIC_ACQUIRE); }
+
+static int parse_state(const char *text, uint32_t *state) {
+  for (uint32_t s = PREEMPT_STUB_FREE; s <= PREEMPT_STUB_DONE; s++)
+    if (strcmp(text, preempt_stub_state_name(s)) == 0) {
+      *state = s;
+      return 0;
+    }
+  char *end = NULL;
+  unsigned long value = strtoul(text, &end, 0);
+  if (!end || *end || end == text)
+    return -1;
+  *state = (uint32_t)value;
+  return 0;
+}
+
+/* "all" or "sms=0-3,7" from the command fields, read after the acquire load of the state. */
+static void command_text(const preempt_stub *stub, char *text, size_t bytes) {
+  if (stub->command_all) {
+    snprintf(text, bytes, "all");
+    return;
+  }
+  size_t used = (size_t)snprintf(text, bytes, "sms=");
+  bool any = false;
+  for (uint32_t sm = 0; sm < 256; sm++) {
+    bool has = (stub->command_mask[sm / 32] >> (sm % 32)) & 1;
+    bool before = sm > 0 && ((stub->command_mask[(sm - 1) / 32] >> ((sm - 1) % 32)) & 1);
+    if (!has || before)
+      continue;
+    uint32_t last = sm;
+    while (last + 1 < 256 && ((stub->command_mask[(last + 1) / 32] >> ((last + 1) % 32)) & 1))
+      last++;
+    int n = last == sm ? snprintf(text + used, bytes - used, "%s%u", any ? "," : "", sm)
+                       : snprintf(text + used, bytes - used, "%s%u-%u", any ? "," : "", sm, last);
+    if (n < 0 || (size_t)n >= bytes - used)
+      return;
+    used += (size_t)n;
+    any = true;
+  }
+  if (!any)
+    snprintf(text + used, bytes - used, "none");
+}
+
+static void ring(fake *f) { preempt_futex_ring(&f->doorbell->doorbell); }
+
+static int cmd_launch(fake *f, int argc, char **argv) {
+  if (argc < 2 || !f->page) {
+    say(f, "launch: needs NAME and a registration");
+    return -1;
+  }
+  unsigned long long ctas = 8, per_sm = 1, gpu = 0, grid = 0, block = 128, input = 0;
+  long long priority = f->priority;
+  for (int i = 2; i < argc; i++) {
+    char *eq = strchr(argv[i], '=');
+    if (!eq) {
+      say(f, "launch: bad argument %s", argv[i]);
+      return -1;
+    }
+    *eq = '\0';
+    const char *key = argv[i], *value = eq + 1;
+    if (strcmp(key, "priority") == 0)
+      priority = strtoll(value, NULL, 0);
+    else if (strcmp(key, "ctas") == 0)
+      ctas = strtoull(value, NULL, 0);
+    else if (strcmp(key, "per_sm") == 0)
+      per_sm = strtoull(value, NULL, 0);
+    else if (strcmp(key, "gpu") == 0)
+      gpu = strtoull(value, NULL, 0);
+    else if (strcmp(key, "grid") == 0)
+      grid = strtoull(value, NULL, 0);
+    else if (strcmp(key, "block") == 0)
+      block = strtoull(value, NULL, 0);
+    else if (strcmp(key, "input") == 0)
+      input = strtoull(value, NULL, 0);
+    else {
+      say(f, "launch: unknown key %s", key);
+      return -1;
+    }
+  }
+  for (int i = 0; i < PREEMPT_STUBS_PER_CLIENT; i++) {
+    preempt_stub *stub = &f->page->stubs[i];
+    uint32_t expected = PREEMPT_STUB_FREE;
+    /* FREE -> PREP takes the stub (a CAS: a real runtime has several launching threads). */
+    if (!__atomic_compare_exchange_n(&stub->state, &expected, PREEMPT_STUB_PREP, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+      continue;
+    stub->launch_sequence++;
+    stub->gpu = (uint32_t)gpu;
+    stub->priority = (int32_t)priority;
+    stub->grid[0] = (uint32_t)(grid ? grid : ctas);
+    stub->grid[1] = stub->grid[2] = 1;
+    stub->block[0] = (uint32_t)block;
+    stub->block[1] = stub->block[2] = 1;
+    stub->persistent_ctas = (uint32_t)ctas;
+    stub->ctas_per_sm = (uint32_t)per_sm;
+    stub->shared_bytes = 0;
+    stub->input_bytes = input;
+    stub->kernel_key = preempt_kernel_key(argv[1]);
+    preempt_copy_name(stub->name, sizeof stub->name, argv[1]);
+    stub->evictions_done = 0;
+    stub->last_eviction_ns = 0;
+    preempt_copy_name(f->names[i], sizeof f->names[i], argv[1]);
+    __atomic_store_n(&stub->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
+    ring(f);
+    say(f, "launch %s stub=%d", argv[1], i);
+    return 0;
+  }
+  say(f, "launch: no free stub");
+  return -1;
+}
+
+static int cmd_wait(fake *f, const char *state_name, const char *name, int timeout_ms) {
+  uint32_t wanted = 0;
+  int stub = stub_named(f, name);
+  if (stub < 0 || parse_state(state_name, &wanted) != 0)
+    return -1;
+  double start = now_ms();
+  for (;;) {
+    uint32_t wake = __atomic_load_n(&f->page->client_wake, __ATOMIC_ACQUIRE);
+    uint32_t state = load_state(f, stub);
+    double elapsed = now_ms() - start;
+    if (state == wanted) {
+      char command[128] = "";
+      if (state == PREEMPT_STUB_TORUN || state == PREEMPT_STUB_TOEVICT)
+        command_text(&f->page->stubs[stub], command, sizeof command);
+      char since_kill[64] = "";
+      if (f->kill_ms >= 0)
+        snprintf(since_kill, sizeof since_kill, ", %.1f ms since kill", now_ms() - f->kill_ms);
+      say(f, "%s: %s %s (%.0f ms%s)", name, preempt_stub_state_name(state), command, elapsed, since_kill);
+      return 0;
+    }
+    if (elapsed >= timeout_ms) {
+      say(f, "%s: timeout waiting for %s after %.0f ms (state %s)", name, state_name, elapsed,
+          preempt_stub_state_name(state));
+      return -1;
+    }
+    /* Slices of 10 ms: the daemon rings client_wake after commands, but not after DONE -> FREE. */
+    double left = timeout_ms - elapsed;
+    preempt_futex_wait(&f->page->client_wake, wake, (int64_t)((left < 10 ? left : 10) * 1e6));
+  }
+}
+
+static int cmd_ack(fake *f, const char *name, int argc, char **argv) {
+  int stub = stub_named(f, name);
+  if (stub < 0)
+    return -1;
+  unsigned long long evict_us = 50;
+  for (int i = 0; i < argc; i++)
+    if (strncmp(argv[i], "evict_us=", 9) == 0)
+      evict_us = strtoull(argv[i] + 9, NULL, 0);
+  preempt_stub *s = &f->page->stubs[stub];
+  uint32_t state = load_state(f, stub);
+  uint32_t next;
+  if (state == PREEMPT_STUB_TORUN) {
+    next = PREEMPT_STUB_RUNNING; /* launched (or resumed, or refilled) */
+  } else if (state == PREEMPT_STUB_TOEVICT && s->command_all) {
+    s->evictions_done++;
+    s->last_eviction_ns = evict_us * 1000;
+    next = PREEMPT_STUB_READY; /* no CTA left */
+  } else if (state == PREEMPT_STUB_TOEVICT) {
+    next = PREEMPT_STUB_RUNNING; /* mask written: those SMs' CTAs leave, the rest runs on */
+  } else {
+    say(f, "ack %s: nothing to acknowledge in %s", name, preempt_stub_state_name(state));
+    return -1;
+  }
+  __atomic_store_n(&s->state, next, __ATOMIC_RELEASE);
+  ring(f);
+  say(f, "ack %s: %s -> %s", name, preempt_stub_state_name(state), preempt_stub_state_name(next));
+  return 0;
+}
+
+static int cmd_done(fake *f, const char *name) {
+  int stub = stub_named(f, name);
+  if (stub < 0)
+    return -1;
+  uint32_t state = load_state(f, stub);
+  if (state != PREEMPT_STUB_RUNNING && state != PREEMPT_STUB_TOEVICT) {
+    say(f, "done %s: cannot finish from %s", name, preempt_stub_state_name(state));
+    return -1;
+  }
+  /* A CAS: from RUNNING the daemon may be writing TOEVICT at this moment. */
+  if (!__atomic_compare_exchange_n(&f->page->stubs[stub].state, &state, PREEMPT_STUB_DONE, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE) &&
+      !__atomic_compare_exchange_n(&f->page->stubs[stub].state, &state, PREEMPT_STUB_DONE, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    say(f, "done %s: the state kept changing", name);
+    return -1;
+  }
+  ring(f);
+  say(f, "done %s: %s -> DONE", name, preempt_stub_state_name(state));
+  return 0;
+}
+
+static int cmd_illegal(fake *f, const char *name, const char *value) {
+  int stub = stub_named(f, name);
+  uint32_t state = 0;
+  if (stub < 0 || parse_state(value, &state) != 0)
+    return -1;
+  uint32_t before = load_state(f, stub);
+  __atomic_store_n(&f->page->stubs[stub].state, state, __ATOMIC_RELEASE);
+  ring(f);
+  say(f, "illegal-move %s: %s -> %s (%u)", name, preempt_stub_state_name(before), preempt_stub_state_name(state),
+      state);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static int cmd_set_priority(fake *f, int32_t priority) {
+  preempt_msg_set_priority request;
+  memset(&request, 0, sizeof request);
+  preempt_msg_header_init(&request.header, PREEMPT_MSG_SET_PRIORITY, sizeof request, ++f->request_id);
+  request.priority = priority;
+  uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+  preempt_msg message;
+  if (send_bytes(f, &request, sizeof request) != 0 || reply(f, "set-priority", &message, buffer, sizeof buffer, NULL))
+    return -1;
+  if (message.type == PREEMPT_MSG_STATUS) {
+    say_status(f, "set-priority", &message.body.status);
+    return 0;
+  }
+  f->priority = message.body.priority.priority;
+  say(f, "set-priority %d: granted=%d limit=%d", priority, message.body.priority.priority,
+      message.body.priority.priority_limit);
+  return 0;
+}
+
+static int parse_uuid(const char *hex, uint8_t uuid[16]) {
+  memset(uuid, 0, 16);
+  size_t length = strlen(hex);
+  if (length == 0 || length > 32)
+    return -1;
+  /* Right-aligned, so "1" is 00..01. */
+  for (size_t i = 0; i < length; i++) {
+    char c = hex[length - 1 - i];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (v < 0)
+      return -1;
+    uuid[15 - i / 2] |= (uint8_t)(i % 2 ? v << 4 : v);
+  }
+  return 0;
+}
+
+static int cmd_policy(fake *f, const char *name, const char *uuid_hex) {
+  preempt_msg_set_policy request;
+  memset(&request, 0, sizeof request);
+  preempt_msg_header_init(&request.header, PREEMPT_MSG_SET_POLICY, sizeof request, ++f->request_id);
+  if (uuid_hex && parse_uuid(uuid_hex, request.uuid) != 0)
+    return -1;
+  preempt_copy_name(request.policy, sizeof request.policy, name);
+  uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+  preempt_msg message;
+  if (send_bytes(f, &request, sizeof request) != 0 || reply(f, "policy", &message, buffer, sizeof buffer, NULL))
+    return -1;
+  if (message.type != PREEMPT_MSG_STATUS)
+    return -1;
+  say_status(f, "policy", &message.body.status);
+  return 0;
+}
+
+static int cmd_list(fake *f) {
+  preempt_msg_list request;
+  preempt_msg_header_init(&request.header, PREEMPT_MSG_LIST, sizeof request, ++f->request_id);
+  uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+  preempt_msg message;
+  if (send_bytes(f, &request, sizeof request) != 0 || reply(f, "list", &message, buffer, sizeof buffer, NULL))
+    return -1;
+  if (message.type == PREEMPT_MSG_STATUS) {
+    say_status(f, "list", &message.body.status);
+    return 0;
+  }
+  if (message.type != PREEMPT_MSG_LISTING || message.request_id != f->request_id) {
+    say(f, "list: unexpected reply type %u", (unsigned)message.type);
+    return -1;
+  }
+  const preempt_msg_listing *listing = &message.body.listing;
+  say(f, "list gpus=%u clients=%u kernels=%u", listing->gpu_count, listing->client_count, listing->kernel_count);
+  for (uint32_t i = 0; i < listing->gpu_count; i++)
+    say(f, "list gpu %u sms=%u policy=%s kernels=%u", i, message.listing_gpus[i].sm_count,
+        message.listing_gpus[i].policy, message.listing_gpus[i].kernels);
+  for (uint32_t i = 0; i < listing->client_count; i++) {
+    const preempt_listing_client *c = &message.listing_clients[i];
+    say(f, "list client %u program=%s priority=%d limit=%d launches=%llu", c->client_id, c->program, c->priority,
+        c->priority_limit, (unsigned long long)c->launches);
+  }
+  for (uint32_t i = 0; i < listing->kernel_count; i++) {
+    const preempt_listing_kernel *k = &message.listing_kernels[i];
+    say(f, "list kernel client=%u stub=%u gpu=%u %s name=%s priority=%d evictions=%u", k->client_id, k->stub, k->gpu,
+        preempt_stub_state_name(k->state), k->name, k->priority, k->evictions);
+  }
+  return 0;
+}
+
+/* Bytes no correct peer sends; the daemon must answer STATUS MALFORMED (or BAD_VERSION) and hang up. */
+static int cmd_garbage(fake *f, const char *kind) {
+  static uint64_t buffer[70000 / 8 + 1];
+  memset(buffer, 0, sizeof buffer);
+  preempt_msg_header *header = (preempt_msg_header *)buffer;
+  size_t length = sizeof(preempt_msg_list);
+  preempt_msg_header_init(header, PREEMPT_MSG_LIST, (uint32_t)length, ++f->request_id);
+  int passed_fd = -1;
+  if (strcmp(kind, "short") == 0) {
+    length = 3;
+  } else if (strcmp(kind, "magic") == 0) {
+    header->magic = 0xdeadbeef;
+  } else if (strcmp(kind, "length") == 0) {
+    header->length = 4096;
+  } else if (strcmp(kind, "type") == 0) {
+    header->type = 99;
+  } else if (strcmp(kind, "version") == 0) {
+    header->version = 7;
+  } else if (strcmp(kind, "reply") == 0) { /* a daemon -> client type, well formed */
+    preempt_msg_status *status = (preempt_msg_status *)buffer;
+    length = sizeof *status;
+    preempt_msg_header_init(header, PREEMPT_MSG_STATUS, (uint32_t)length, f->request_id);
+  } else if (strcmp(kind, "unterminated") == 0) { /* REGISTER whose program name has no NUL */
+    preempt_msg_register *request = (preempt_msg_register *)buffer;
+    length = sizeof *request;
+    preempt_msg_header_init(header, PREEMPT_MSG_REGISTER, (uint32_t)length, f->request_id);
+    memset(request->program, 'x', sizeof request->program);
+  } else if (strcmp(kind, "oversize") == 0) {
+    length = 70000;
+    header->length = (uint32_t)length;
+  } else if (strcmp(kind, "fds") == 0) {
+    passed_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* sent along with a LIST: the daemon must drop it */
+  } else {
+    say(f, "garbage: unknown kind %s", kind);
+    return -1;
+  }
+  struct iovec iov = {buffer, length};
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  union {
+    char bytes[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  if (passed_fd >= 0) {
+    memset(&control, 0, sizeof control);
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&message);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &passed_fd, sizeof(int));
+  }
+  ssize_t sent = sendmsg(f->fd, &message, MSG_NOSIGNAL);
+  if (passed_fd >= 0)
+    close(passed_fd);
+  if (sent != (ssize_t)length) {
+    /* SEQPACKET refuses a packet over the socket's send buffer: the daemon never sees it. */
+    say(f, "garbage %s: send refused: %s", kind, strerror(errno));
+    return 0;
+  }
+  uint64_t in[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+  ssize_t got = receive(f, in, sizeof in, NULL, 5000);
+  preempt_msg decoded;
+  if (got > 0 && preempt_msg_decode(in, (size_t)got, &decoded) == PREEMPT_DAEMON_OK) {
+    if (decoded.type == PREEMPT_MSG_STATUS)
+      say_status(f, kind, &decoded.body.status);
+    else
+      say(f, "garbage %s: reply type %u", kind, (unsigned)decoded.type);
+    if (passed_fd >= 0)
+      return 0; /* a well-formed request with a stray fd: answered, and the connection stays */
+  } else {
+    say(f, "garbage %s: %s", kind, got == 0 ? "socket closed without a reply" : "no usable reply");
+    return 0;
+  }
+  got = receive(f, in, sizeof in, NULL, 2000);
+  say(f, "garbage %s: %s", kind, got == 0 ? "socket closed" : "socket still open");
+  return 0;
+}
+
+static int cmd_wait_closed(fake *f, int timeout_ms) {
+  double start = now_ms();
+  for (;;) {
+    double left = timeout_ms - (now_ms() - start);
+    if (left <= 0) {
+      say(f, "wait-closed: still open after %d ms", timeout_ms);
+      return -1;
+    }
+    uint64_t in[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+    ssize_t got = receive(f, in, sizeof in, NULL, (int)left);
+    if (got == 0) {
+      say(f, "socket closed (%.0f ms)", now_ms() - start);
+      return 0;
+    }
+    preempt_msg decoded;
+    if (got > 0 && preempt_msg_decode(in, (size_t)got, &decoded) == PREEMPT_DAEMON_OK &&
+        decoded.type == PREEMPT_MSG_STATUS)
+      say_status(f, "message", &decoded.body.status);
+  }
+}
+
+/* ---------------------------------------------------------------- the script */
+
+static int wait_file(fake *f, const char *path, int timeout_ms) {
+  double start = now_ms();
+  struct stat info;
+  while (stat(path, &info) != 0) {
+    if (now_ms() - start >= timeout_ms) {
+      say(f, "wait-file %s: timeout", path);
+      return -1;
+    }
+    sleep_ms(2);
+  }
+  return 0;
+}
+
+static int run_command(fake *f, int argc, char **argv) {
+  if (argc == 0)
+    return 0;
+  const char *c = argv[0];
+#define NEED(n)                                                                                                        \
+  do {                                                                                                                 \
+    if (argc < (n)) {                                                                                                  \
+      say(f, "%s: missing arguments", c);                                                                              \
+      return -1;                                                                                                       \
+    }                                                                                                                  \
+  } while (0)
+  if (strcmp(c, "launch") == 0)
+    return cmd_launch(f, argc, argv);
+  if (strcmp(c, "wait") == 0) {
+    NEED(4);
+    return cmd_wait(f, argv[1], argv[2], atoi(argv[3]));
+  }
+  if (strcmp(c, "ack") == 0) {
+    NEED(2);
+    return cmd_ack(f, argv[1], argc - 2, argv + 2);
+  }
+  if (strcmp(c, "done") == 0) {
+    NEED(2);
+    return cmd_done(f, argv[1]);
+  }
+  if (strcmp(c, "state") == 0) {
+    NEED(2);
+    int stub = stub_named(f, argv[1]);
+    if (stub < 0)
+      return -1;
+    say(f, "%s: state %s", argv[1], preempt_stub_state_name(load_state(f, stub)));
+    return 0;
+  }
+  if (strcmp(c, "set-priority") == 0) {
+    NEED(2);
+    return cmd_set_priority(f, (int32_t)atoi(argv[1]));
+  }
+  if (strcmp(c, "list") == 0)
+    return cmd_list(f);
+  if (strcmp(c, "policy") == 0) {
+    NEED(2);
+    return cmd_policy(f, argv[1], argc > 2 ? argv[2] : NULL);
+  }
+  if (strcmp(c, "garbage") == 0) {
+    NEED(2);
+    return cmd_garbage(f, argv[1]);
+  }
+  if (strcmp(c, "illegal-move") == 0) {
+    NEED(3);
+    return cmd_illegal(f, argv[1], argv[2]);
+  }
+  if (strcmp(c, "register") == 0)
+    return do_register(f, argc > 1 ? atoi(argv[1]) : 0);
+  if (strcmp(c, "wait-closed") == 0) {
+    NEED(2);
+    return cmd_wait_closed(f, atoi(argv[1]));
+  }
+  if (strcmp(c, "sleep") == 0) {
+    NEED(2);
+    sleep_ms(atof(argv[1]));
+    return 0;
+  }
+  if (strcmp(c, "touch") == 0) {
+    NEED(2);
+    FILE *file = fopen(argv[1], "w");
+    return file && fclose(file) == 0 ? 0 : -1;
+  }
+  if (strcmp(c, "wait-file") == 0) {
+    NEED(3);
+    return wait_file(f, argv[1], atoi(argv[2]));
+  }
+  if (strcmp(c, "pidfile") == 0) {
+    NEED(2);
+    FILE *file = fopen(argv[1], "w");
+    if (!file)
+      return -1;
+    fprintf(file, "%d\n", (int)getpid());
+    return fclose(file) == 0 ? 0 : -1;
+  }
+  if (strcmp(c, "kill") == 0) {
+    NEED(2);
+    FILE *file = fopen(argv[1], "r");
+    int pid = 0;
+    if (!file || fscanf(file, "%d", &pid) != 1 || pid <= 1) {
+      if (file)
+        fclose(file);
+      say(f, "kill: no pid in %s", argv[1]);
+      return -1;
+    }
+    fclose(file);
+    if (kill(pid, SIGKILL) != 0) {
+      say(f, "kill: %s", strerror(errno));
+      return -1;
+    }
+    f->kill_ms = now_ms();
+    say(f, "killed the process of %s", argv[1]);
+    return 0;
+  }
+  if (strcmp(c, "exit") == 0) {
+    fflush(stdout);
+    exit(argc > 1 ? atoi(argv[1]) : 0);
+  }
+  say(f, "unknown command %s", c);
+  return -1;
+#undef NEED
+}
+
+/* Splits a command into words (spaces and tabs) in place. */
+static int split(char *line, char **words, int capacity) {
+  int count = 0;
+  for (char *word = strtok(line, " \t\r\n"); word && count < capacity; word = strtok(NULL, " \t\r\n"))
+    words[count++] = word;
+  return count;
+}
+
+int main(int argc, char **argv) {
+  fake f;
+  memset(&f, 0, sizeof f);
+  f.fd = -1;
+  f.kill_ms = -1;
+  f.program = "fake_client";
+  const char *env = getenv("PREEMPT_DAEMON_SOCKET");
+  f.socket_path = env && env[0] ? env : PREEMPT_DAEMON_SOCKET_DEFAULT;
+  bool do_registration = true;
+  int i = 1;
+  for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+    const char *option = argv[i];
+    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(option, "--no-register") == 0) {
+      do_registration = false;
+      continue;
+    }
+    if (strcmp(option, "--help") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    }
+    if (!value) {
+      fprintf(stderr, "fake_client: %s needs a value\n%s", option, usage);
+      return 2;
+    }
+    i++;
+    if (strcmp(option, "--socket") == 0) {
+      f.socket_path = value;
+    } else if (strcmp(option, "--tag") == 0) {
+      f.tag = value;
+    } else if (strcmp(option, "--program") == 0) {
+      f.program = value;
+    } else if (strcmp(option, "--priority") == 0) {
+      f.priority_requested = true;
+      f.priority_request = (int32_t)atoi(value);
+    } else if (strcmp(option, "--gpu") == 0) {
+      const char *colon = strchr(value, ':');
+      char hex[40];
+      if (!colon || (size_t)(colon - value) >= sizeof hex || f.gpu_count == PREEMPT_DAEMON_MAX_GPUS) {
+        fprintf(stderr, "fake_client: --gpu UUIDHEX:SMS\n");
+        return 2;
+      }
+      memcpy(hex, value, (size_t)(colon - value));
+      hex[colon - value] = '\0';
+      if (parse_uuid(hex, f.gpus[f.gpu_count].uuid) != 0) {
+        fprintf(stderr, "fake_client: bad uuid %s\n", hex);
+        return 2;
+      }
+      f.gpus[f.gpu_count++].sm_count = (uint32_t)atoi(colon + 1);
+    } else {
+      fprintf(stderr, "fake_client: unknown option %s\n%s", option, usage);
+      return 2;
+    }
+  }
+  if (f.gpu_count == 0) { /* one GPU of 8 SMs, UUID 00..01 */
+    f.gpus[0].uuid[15] = 1;
+    f.gpus[0].sm_count = 8;
+    f.gpu_count = 1;
+  }
+  if (do_registration ? do_register(&f, 0) != 0 : connect_daemon(&f) != 0) {
+    if (!do_registration)
+      say(&f, "connect: %s", strerror(errno));
+    return 1;
+  }
+  char *words[32];
+  if (i < argc) {
+    for (; i < argc; i++) {
+      char line[1024];
+      snprintf(line, sizeof line, "%s", argv[i]);
+      if (run_command(&f, split(line, words, 32), words) != 0)
+        return 1;
+    }
+  } else {
+    char line[1024];
+    while (fgets(line, sizeof line, stdin))
+      if (line[0] != '#' && run_command(&f, split(line, words, 32), words) != 0)
+        return 1;
+  }
+  return 0;
+}

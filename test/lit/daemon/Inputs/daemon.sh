@@ -1,0 +1,71 @@
+# daemon.sh: sourced by the daemon lit tests (bash scripts run by their own RUN line): arguments, a private socket,
+# start/stop of preemptd in the background, and cleanup of every process the test started, whatever way it exits.
+# Usage: source daemon.sh PREEMPTD FAKE_CLIENT WORKDIR FILECHECK [PREEMPTCTL]
+set -u
+PREEMPTD=$1
+FAKE=$2
+WORK=$3
+FILECHECK=$4
+PREEMPTCTL=${5:-}
+rm -rf "$WORK"
+mkdir -p "$WORK"
+# A Unix socket path holds at most 107 bytes and build trees can be deep: the socket lives in a short directory,
+# searchable by other users (the tests run clients as nobody when they run as root).
+SOCKDIR=$(mktemp -d /tmp/preemptd-lit.XXXXXX)
+chmod 755 "$SOCKDIR"
+SOCK=$SOCKDIR/preemptd.sock
+LOG=$WORK/daemon.log
+DAEMON_PID=
+
+cleanup() {
+  local pids
+  pids=$(jobs -p)
+  [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+  rm -rf "$SOCKDIR"
+}
+trap cleanup EXIT
+
+# Starts preemptd --foreground with extra options; returns once it accepts connections (its "listening" line).
+start_daemon() {
+  local err=$WORK/daemon.err.$RANDOM
+  "$PREEMPTD" --foreground --socket "$SOCK" --log "$LOG" "$@" 2>"$err" &
+  DAEMON_PID=$!
+  for _ in $(seq 500); do
+    grep -q "listening on" "$err" && return 0
+    if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+      echo "preemptd did not start:" >&2
+      cat "$err" >&2
+      exit 1
+    fi
+    sleep 0.01
+  done
+  echo "preemptd did not start within 5 s" >&2
+  exit 1
+}
+
+# SIGTERM, then waits: prints the exit status so tests can check a clean stop.
+stop_daemon() {
+  kill -TERM "$DAEMON_PID"
+  wait "$DAEMON_PID"
+  echo "preemptd exited with $?"
+  DAEMON_PID=
+}
+
+# Runs a command as an unprivileged user: nobody when the test runs as root, the user itself otherwise.
+as_user() {
+  if [ "$(id -u)" = 0 ]; then
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+  else
+    "$@"
+  fi
+}
+
+# Waits up to 5 s for a file a client touches: orders clients (and so their client ids) without fixed sleeps.
+wait_for_file() {
+  for _ in $(seq 1000); do
+    [ -e "$1" ] && return 0
+    sleep 0.005
+  done
+  echo "timed out waiting for $1" >&2
+  exit 1
+}
