@@ -9,8 +9,10 @@
 
 #include "runtime.h"
 
-static preempt_runtime runtime_context = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                                          .relauncher = {.wake = PTHREAD_COND_INITIALIZER}};
+static preempt_runtime runtime_context = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .relauncher = {.wake = PTHREAD_COND_INITIALIZER},
+    .daemon = {.socket = -1, .request_lock = PTHREAD_MUTEX_INITIALIZER, .agent = {.wake = PTHREAD_COND_INITIALIZER}}};
 
 /* DESIGN.md's hardware-queue trap: an application stream held by the wait
  * for done_generation blocks every stream mapped to the same hardware queue,
@@ -170,6 +172,9 @@ preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_l
 preempt_status preempt_shutdown(void) {
   preempt_stress_stop(&runtime_context);
   preempt_runtime *runtime = preempt_runtime_lock();
+  /* First, while the relaunch thread still runs: launches preemptd holds
+   * are resumed (they run unscheduled) before the connection closes. */
+  runtime = preempt_daemon_stop(runtime);
   if (runtime->relauncher.running) {
     runtime->relauncher.stopping = 1;
     pthread_cond_signal(&runtime->relauncher.wake);

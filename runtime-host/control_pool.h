@@ -42,6 +42,11 @@ typedef struct preempt_launch_record {
    * ahead of the launch is done. Relaunches wait for it (they run on another
    * stream), and it times the first wave when the task length is sampled. */
   void *ready_event;
+  /* Scheduled by preemptd (daemon_client.c): its stub + 1, else 0. */
+  uint32_t daemon_stub;
+  /* The daemon keeps it off some or all SMs (held before its first run, or
+   * evicted by the daemon): only the daemon's commands resume it. */
+  int daemon_evicted;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

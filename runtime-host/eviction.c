@@ -21,9 +21,7 @@ static uint32_t mask_popcount(const uint32_t *words) {
   return count;
 }
 
-/* Distinct application streams, other than `except`, whose launches are
- * evicted and not resumed (their stream is blocked on the wait). */
-static uint32_t held_streams(const preempt_device_state *device, void *except) {
+uint32_t preempt_held_streams(const preempt_device_state *device, void *except) {
   void *seen[64];
   uint32_t count = 0;
   for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
@@ -42,6 +40,14 @@ static uint32_t held_streams(const preempt_device_state *device, void *except) {
   return count;
 }
 
+/* A held stream (an evicted launch's, waiting for its tasks) blocks its
+ * hardware queue. With one queue the relaunch waits behind it forever; on
+ * the H100 with 32 queues, 16 held streams were fine and 40 hung the host
+ * (bench/preemption/queue_trap.cu). Hold at most half the queues. */
+int preempt_may_hold_stream(const preempt_runtime *runtime, const preempt_device_state *device, void *stream) {
+  return runtime->hardware_queues > 1 && preempt_held_streams(device, stream) < runtime->hardware_queues / 2;
+}
+
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
                                     preempt_launch_record *record, const preempt_sm_mask *sms) {
   const preempt_gpu_ops *gpu = runtime->gpu;
@@ -52,12 +58,8 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
                    record->desc->name);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
-  /* A held stream (an evicted launch's, waiting for its tasks) blocks its
-   * hardware queue. With one queue the relaunch waits behind it forever; on
-   * the H100 with 32 queues, 16 held streams were fine and 40 hung the host
-   * (bench/preemption/queue_trap.cu). Hold at most half the queues. */
-  uint32_t held = held_streams(device, record->stream);
-  if (runtime->hardware_queues <= 1 || held >= runtime->hardware_queues / 2) {
+  if (!preempt_may_hold_stream(runtime, device, record->stream)) {
+    uint32_t held = preempt_held_streams(device, record->stream);
     preempt_report("eviction refused for kernel '%s': %u streams already held by evicted launches, and "
                    "CUDA_DEVICE_MAX_CONNECTIONS=%u hardware queues: more would deadlock",
                    record->desc->name, held, runtime->hardware_queues);
@@ -150,32 +152,38 @@ static int wake_relauncher(preempt_runtime *runtime) {
   return 0;
 }
 
-preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_state *device,
-                                     preempt_launch_record *record) {
+preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_device_state *device,
+                                         preempt_launch_record *record, const preempt_sm_mask *sms) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!preempt_launch_suspended(record))
     return record->in_flight ? PREEMPT_OK : PREEMPT_ERROR_FINISHED;
-  /* Refill what was yielded: every SM after a temporal eviction, else the
-   * evicted SMs at the kernel's occupancy. CTAs that find no task left just
-   * leave, so an estimate on the high side costs little. */
-  uint32_t evicted_sms = mask_popcount(record->yield_mask);
+  uint32_t cleared[PREEMPT_YIELD_MASK_WORDS];
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    cleared[word] = record->yield_mask[word] & (sms ? sms->words[word] : 0xffffffffu);
+  uint32_t resumed_sms = mask_popcount(cleared);
+  if (resumed_sms == 0)
+    return PREEMPT_OK; /* none of those SMs was evicted */
+  /* Refill what is given back: every SM after a temporal eviction, else the
+   * SMs at the kernel's occupancy. CTAs that find no task left (or land on an
+   * SM still evicted) just leave, so an estimate on the high side costs little. */
   uint32_t ctas = record->full_ctas;
-  if (!mask_is_full(record->yield_mask) && (uint64_t)evicted_sms * record->ctas_per_sm < ctas)
-    ctas = evicted_sms * record->ctas_per_sm;
+  if (!mask_is_full(cleared) && (uint64_t)resumed_sms * record->ctas_per_sm < ctas)
+    ctas = resumed_sms * record->ctas_per_sm;
   if (ctas == 0)
     ctas = 1;
 
   preempt_control_block *control = record->control;
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
-    if (!record->yield_mask[word])
+    if (!cleared[word])
       continue;
-    int status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], 0);
+    uint32_t left = record->yield_mask[word] & ~cleared[word];
+    int status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], left);
     if (status != 0) {
       preempt_report_gpu(gpu, status, "clearing the yield mask", record->desc->name);
       return PREEMPT_ERROR_GPU;
     }
+    record->yield_mask[word] = left;
   }
-  memset(record->yield_mask, 0, sizeof record->yield_mask);
   if (!record->relaunch_pending || ctas > record->relaunch_ctas)
     record->relaunch_ctas = ctas;
   record->relaunch_pending = 1;
@@ -184,6 +192,11 @@ preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_st
   if (preempt_enqueue_ready_relaunches(runtime) > 0 && wake_relauncher(runtime) != 0)
     return PREEMPT_ERROR_GPU;
   return PREEMPT_OK;
+}
+
+preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_state *device,
+                                     preempt_launch_record *record) {
+  return preempt_resume_record_sms(runtime, device, record, NULL);
 }
 
 preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sms) {
@@ -199,16 +212,32 @@ preempt_status preempt_resume(preempt_launch_id launch) {
   preempt_runtime *runtime = preempt_runtime_lock();
   preempt_device_state *device;
   preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
-  preempt_status result = record ? preempt_resume_record(runtime, device, record) : PREEMPT_ERROR_FINISHED;
+  preempt_status result = PREEMPT_ERROR_FINISHED;
+  if (record && record->daemon_evicted)
+    result = PREEMPT_OK; /* preemptd holds it: it runs when the daemon says so */
+  else if (record)
+    result = preempt_resume_record(runtime, device, record);
   preempt_runtime_unlock(runtime);
   return result;
+}
+
+preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
+  if (!record->in_flight || preempt_launch_finished(record, gpu))
+    return PREEMPT_LAUNCH_DONE;
+  if (!preempt_launch_suspended(record))
+    return PREEMPT_LAUNCH_RUNNING;
+  /* Evicted from every SM, and every CTA gone: the first wave's (none for a
+   * launch preemptd held before its first run) and the relaunches'. */
+  if (mask_is_full(record->yield_mask) && gpu->event_query(record->wave_done_event) == 0 &&
+      (!record->resumed || gpu->event_query(record->resume_event) == 0))
+    return PREEMPT_LAUNCH_EVICTED;
+  return PREEMPT_LAUNCH_EVICTING;
 }
 
 preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state) {
   if (!state)
     return PREEMPT_ERROR_INVALID_ARGUMENT;
   preempt_runtime *runtime = preempt_runtime_lock();
-  const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_device_state *device;
   preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
   preempt_status result = PREEMPT_OK;
@@ -216,15 +245,8 @@ preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *sta
     /* Its control block went to a newer launch: it had finished. */
     *state = PREEMPT_LAUNCH_DONE;
     result = launch ? PREEMPT_OK : PREEMPT_ERROR_INVALID_ARGUMENT;
-  } else if (!record->in_flight || preempt_launch_finished(record, gpu)) {
-    *state = PREEMPT_LAUNCH_DONE;
-  } else if (!preempt_launch_suspended(record)) {
-    *state = PREEMPT_LAUNCH_RUNNING;
-  } else if (mask_is_full(record->yield_mask) && gpu->event_query(record->wave_done_event) == 0 &&
-             (!record->resumed || gpu->event_query(record->resume_event) == 0)) {
-    *state = PREEMPT_LAUNCH_EVICTED;
   } else {
-    *state = PREEMPT_LAUNCH_EVICTING;
+    *state = preempt_record_state(runtime->gpu, record);
   }
   preempt_runtime_unlock(runtime);
   return result;
@@ -242,7 +264,8 @@ static preempt_status for_each_launch_on_stream(void *stream, const preempt_sm_m
     preempt_device_state *device = &runtime->devices[device_index];
     for (uint32_t slot = 0; slot < device->control_pool.capacity && result == PREEMPT_OK; slot++) {
       preempt_launch_record *record = &device->control_pool.records[slot];
-      if (!record->in_flight || record->stream != stream)
+      /* preemptd's holds are its own to lift: it runs them when it decides. */
+      if (!record->in_flight || record->stream != stream || (resume && record->daemon_evicted))
         continue;
       preempt_status status = resume ? preempt_resume_record(runtime, device, record)
                                      : preempt_evict_record(runtime, device, record, sms);

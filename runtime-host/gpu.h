@@ -17,7 +17,11 @@ typedef struct preempt_gpu_ops {
   int invalid_value, out_of_memory, invalid_configuration, not_supported, not_ready;
   const char *(*error_string)(int code);
   int (*current_device)(int *device);
+  int (*device_count)(int *count);
   int (*sm_count)(int device, uint32_t *count);
+  /* The device's 16-byte UUID: preemptd knows GPUs by UUID, so processes
+   * that number devices differently (CUDA_VISIBLE_DEVICES) agree on them. */
+  int (*device_uuid)(int device, unsigned char uuid[16]);
   /* Reads the kernel's marker: *abi_version = 0 when it has none. */
   int (*kernel_marker)(const void *host_stub, const char *marker_name, uint32_t *abi_version);
   /* Byte size of each of the kernel's first `count` parameters. */

@@ -2,6 +2,7 @@
  * Supplies FLEP §3/§4's primitives: occupancy, stream memory operations for yield words, launches. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <string.h>
 
 #include "gpu.h"
 
@@ -9,10 +10,22 @@ static const char *cuda_error_string(int code) { return cudaGetErrorString((cuda
 
 static int cuda_current_device(int *device) { return cudaGetDevice(device); }
 
+static int cuda_device_count(int *count) { return cudaGetDeviceCount(count); }
+
 static int cuda_sm_count(int device, uint32_t *count) {
   int value = 0;
   cudaError_t status = cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device);
   *count = (uint32_t)value;
+  return status;
+}
+
+/* The runtime API has no UUID call of its own; the properties carry it. Read
+ * once per device, at registration with preemptd. */
+static int cuda_device_uuid(int device, unsigned char uuid[16]) {
+  struct cudaDeviceProp properties;
+  cudaError_t status = cudaGetDeviceProperties(&properties, device);
+  if (status == cudaSuccess)
+    memcpy(uuid, properties.uuid.bytes, 16);
   return status;
 }
 
@@ -182,7 +195,9 @@ static const preempt_gpu_ops cuda_ops = {
     .not_ready = cudaErrorNotReady,
     .error_string = cuda_error_string,
     .current_device = cuda_current_device,
+    .device_count = cuda_device_count,
     .sm_count = cuda_sm_count,
+    .device_uuid = cuda_device_uuid,
     .kernel_marker = cuda_kernel_marker,
     .kernel_param_sizes = cuda_kernel_param_sizes,
     .occupancy = cuda_occupancy,

@@ -1,6 +1,7 @@
 /* gpu_hip.c: the HIP implementation of gpu.h, for AMD GPUs (built against Debian's libamdhip64-dev).
  * Same launch primitives as gpu_cuda.c for FLEP §3's runtime; untested on hardware: no AMD GPU here. */
 #include <hip/hip_runtime_api.h>
+#include <string.h>
 
 #include "gpu.h"
 
@@ -8,10 +9,23 @@ static const char *hip_error_string(int code) { return hipGetErrorString((hipErr
 
 static int hip_current_device(int *device) { return hipGetDevice(device); }
 
+static int hip_device_count(int *count) { return hipGetDeviceCount(count); }
+
 static int hip_sm_count(int device, uint32_t *count) {
   int value = 0;
   hipError_t status = hipDeviceGetAttribute(&value, hipDeviceAttributeMultiprocessorCount, device);
   *count = (uint32_t)value;
+  return status;
+}
+
+static int hip_device_uuid(int device, unsigned char uuid[16]) {
+  hipDevice_t handle;
+  hipUUID value;
+  hipError_t status = hipDeviceGet(&handle, device);
+  if (status == hipSuccess)
+    status = hipDeviceGetUuid(&value, handle);
+  if (status == hipSuccess)
+    memcpy(uuid, value.bytes, 16);
   return status;
 }
 
@@ -95,7 +109,9 @@ static const preempt_gpu_ops hip_ops = {
     .not_ready = hipErrorNotReady,
     .error_string = hip_error_string,
     .current_device = hip_current_device,
+    .device_count = hip_device_count,
     .sm_count = hip_sm_count,
+    .device_uuid = hip_device_uuid,
     .kernel_marker = hip_kernel_marker,
     .kernel_param_sizes = hip_kernel_param_sizes,
     .occupancy = hip_occupancy,

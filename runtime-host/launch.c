@@ -165,8 +165,18 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->check_interval = interval;
   memset(record->yield_mask, 0, sizeof record->yield_mask);
   record->resumed = 0;
+  record->daemon_stub = 0;
+  record->daemon_evicted = 0;
 
-  int sample = !on_device->sampling && on_device->task_nanoseconds <= 0;
+  /* Under preemptd the launch is held: everything but its grid is enqueued,
+   * and the daemon starts it later through the resume path (docs/daemon.md). */
+  uint32_t epoch = 0;
+  int stub = -1;
+  if (preempt_daemon_active(runtime))
+    stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
+  int held = stub >= 0;
+  /* A held launch's first-wave timing has no grid in it: never sample one. */
+  int sample = !held && !on_device->sampling && on_device->task_nanoseconds <= 0;
   if (sample) {
     on_device->sampling = 1;
     on_device->sample_slot = slot;
@@ -179,30 +189,44 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   preempt_runtime_unlock(runtime);
   const char *failed = NULL;
   preempt_dim3 persistent_grid = {ctas, 1, 1};
-  int launched = 0;
+  int launched = 0, waiting = 0;
   if ((status = gpu->event_record(record->ready_event, stream)) != 0) {
     failed = "recording the launch's start";
-  } else if ((status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
-                                   stream)) != 0) {
+  } else if (!held && (status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
+                                            stream)) != 0) {
     failed = "launching the persistent grid";
-  } else if ((launched = 1, status = gpu->event_record(record->wave_done_event, stream)) != 0) {
+  } else if ((launched = !held, status = gpu->event_record(record->wave_done_event, stream)) != 0) {
     failed = "recording the launch's first wave";
   } else if ((status = gpu->stream_wait_u32(stream, &((preempt_control_block *)record->control)->done_generation,
                                             record->generation)) != 0) {
     /* Stream order: the application's later work waits until every task is
      * done, however often the launch is evicted and resumed (DESIGN.md). */
     failed = "ordering the stream after the launch";
-  } else if ((status = gpu->event_record(record->done_event, stream)) != 0) {
+  } else if ((waiting = 1, status = gpu->event_record(record->done_event, stream)) != 0) {
     failed = "recording the launch's completion";
   }
   runtime = preempt_runtime_lock(); /* the same context, locked again */
   record->launching = 0;
+  /* A held launch whose stream already waits for it must run some day, or
+   * the stream never moves on: it is in flight as if evicted from every SM
+   * (not yet resumed), which keeps its control block and counts its stream
+   * as held. */
+  int must_run = held && waiting;
+  if (must_run)
+    memset(record->yield_mask, 0xff, sizeof record->yield_mask);
   /* Once the grid is launched it runs: keep it in flight so that its
    * control block is not reused under it, even if a later step failed. */
-  record->in_flight = launched;
-  record->unordered = failed && launched;
+  record->in_flight = launched || must_run;
+  record->unordered = failed && (launched || must_run);
   if (record->unordered)
     gpu->event_record(record->done_event, stream); /* best effort: "done" = the first wave ended */
+  if (held && (failed || preempt_daemon_publish(runtime, stub, epoch, device_index, slot, record) != 0)) {
+    if (failed)
+      preempt_daemon_unhold(runtime, stub, epoch);
+    /* Not under the daemon after all: it runs now, unscheduled. */
+    if (must_run)
+      preempt_resume_record(runtime, device, record);
+  }
   if (failed) {
     if (sample && !launched)
       on_device->sampling = 0;

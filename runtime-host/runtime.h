@@ -9,6 +9,7 @@
 #include "control_pool.h"
 #include "gpu.h"
 #include "preempt.h"
+#include "preempt/daemon_protocol.h"
 
 #define PREEMPT_MAX_DEVICES 64
 /* Kernel parameter space is 32 KiB on current GPUs: at most 8192 4-byte parameters. */
@@ -55,6 +56,48 @@ typedef struct preempt_stress {
   uint64_t evictions, spatial_evictions, resumptions;
 } preempt_stress;
 
+/* One stub of the preemptd page as this process sees it (daemon_client.c). */
+typedef struct preempt_daemon_stub_view {
+  int owned;            /* this process moved it out of FREE and has not yet answered DONE */
+  int spare;            /* owned, in PREP, with no launch: taken by a launch that failed */
+  int waiting_start;    /* in PREP until the launch's start event fires (work ahead of it done) */
+  int evicting;         /* a full eviction was issued: answer once no CTA is left */
+  int refused;          /* the eviction was refused: answer DONE once the launch finishes */
+  int device;
+  uint32_t slot, generation; /* the launch record */
+  uint32_t command_sequence; /* of the eviction being carried out */
+  uint32_t evictions;
+  uint64_t eviction_started_ns;
+} preempt_daemon_stub_view;
+
+/* The client of preemptd, the per-node scheduling daemon (docs/daemon.md). */
+typedef struct preempt_daemon_client {
+  int started;          /* environment read, first registration tried */
+  int registered;       /* page and doorbell mapped: converted launches are held for the daemon */
+  int lost;             /* was registered, the daemon went away: the agent registers again */
+  uint32_t epoch;       /* +1 per registration and per loss: a launch's stub belongs to one page */
+  char socket_path[108];
+  int socket;           /* -1 when not connected */
+  preempt_client_page *page;
+  preempt_doorbell_page *doorbell;
+  uint32_t client_id, next_request_id;
+  /* Asked for (PREEMPT_PRIORITY or preempt_set_priority), granted and the limit (the daemon's answer). */
+  int priority_requested, priority_from_api;
+  int32_t priority, granted, limit;
+  char program[PREEMPT_DAEMON_PROGRAM_BYTES];
+  uint32_t gpu_count; /* devices 0..gpu_count-1, in REGISTER's order: a stub's gpu is its device number */
+  preempt_msg_gpu gpus[PREEMPT_DAEMON_MAX_GPUS];
+  preempt_daemon_stub_view stubs[PREEMPT_STUBS_PER_CLIENT];
+  int told_no_stub, told_held_streams, told_lost;
+  int request_in_flight;         /* a SET_PRIORITY reply is due: the agent leaves the socket alone */
+  pthread_mutex_t request_lock;  /* one SET_PRIORITY round trip at a time; taken before the runtime lock */
+  struct {
+    int running, stopping;
+    pthread_t thread;
+    pthread_cond_t wake; /* between registration attempts */
+  } agent;
+} preempt_daemon_client;
+
 /* The runtime's one context object. */
 typedef struct preempt_runtime {
   pthread_mutex_t lock;
@@ -73,6 +116,7 @@ typedef struct preempt_runtime {
     pthread_t thread;
     pthread_cond_t wake;
   } relauncher;
+  preempt_daemon_client daemon;
 } preempt_runtime;
 
 /* Locks the context and returns it. */
@@ -108,6 +152,35 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
                                     preempt_launch_record *record, const preempt_sm_mask *sms);
 preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_state *device,
                                      preempt_launch_record *record);
+/* Resumes only the SMs in `sms` (NULL: all) of those the launch was evicted from. */
+preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_device_state *device,
+                                         preempt_launch_record *record, const preempt_sm_mask *sms);
+/* Where a launch is (preempt_query's answer for a record). Context locked. */
+preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
+/* Distinct application streams, other than `except`, held by launches that
+ * are evicted and not resumed (DESIGN.md's hardware-queue trap). */
+uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
+/* Whether one more stream other than `stream` may be held on the device. */
+int preempt_may_hold_stream(const preempt_runtime *runtime, const preempt_device_state *device, void *stream);
+
+/* preemptd's client (daemon_client.c), context locked. */
+/* Registers on first use; whether converted launches are held for the daemon now. */
+int preempt_daemon_active(preempt_runtime *runtime);
+/* Takes a stub for a launch that will be held, or returns -1: run it at once,
+ * unscheduled (the device is beyond those registered, no stub is free, or one
+ * more held stream would risk the hardware-queue trap; the last two said once). */
+int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_device_state *device, void *stream,
+                        preempt_dim3 block, uint32_t ctas_per_sm, uint32_t *epoch);
+/* After the launch was recorded without its grid: fills the stub, which goes
+ * READY once the launch's start event fires. Returns -1 if the daemon went
+ * away meanwhile: the caller runs the launch unscheduled. */
+int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, int device_index, uint32_t slot,
+                           preempt_launch_record *record);
+/* The launch that took `stub` failed before it was held: the stub stays this process's for the next one. */
+void preempt_daemon_unhold(preempt_runtime *runtime, int stub, uint32_t epoch);
+/* Stops the agent thread (the lock is released while it is joined), runs
+ * every launch the daemon holds, and disconnects. Returns the context locked. */
+preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime);
 
 /* Starts the random eviction thread if PREEMPT_STRESS=1 (once). */
 void preempt_stress_start_if_requested(preempt_runtime *runtime);

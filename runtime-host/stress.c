@@ -28,7 +28,8 @@ struct stress_round {
 static void act_on_launch(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,
                           preempt_launch_record *record, void *context) {
   struct stress_round *round = context;
-  if (!record->in_flight)
+  /* preemptd schedules its launches itself: random moves would fight it. */
+  if (!record->in_flight || record->daemon_stub)
     return;
   if (round->resume) {
     if (preempt_launch_suspended(record) && preempt_resume_record(runtime, device, record) == PREEMPT_OK) {

@@ -107,8 +107,33 @@ preempt_status preempt_set_check_interval(const void *kernel, uint32_t tasks);
  * "" when none. Errors are also printed to stderr unless PREEMPT_QUIET=1. */
 const char *preempt_last_error(void);
 
+/* preemptd, the node's scheduling daemon (docs/daemon.md). When it runs, the
+ * first converted launch registers with it (PREEMPT_DAEMON=off: never; the
+ * socket is $PREEMPT_DAEMON_SOCKET, else /run/preemptd/preemptd.sock), and
+ * each converted launch is held until the daemon runs it: the launch call
+ * stays asynchronous and stream order is kept, but preempt_query reads
+ * EVICTING/EVICTED while the daemon holds or has evicted a launch, and
+ * preempt_resume leaves such a launch to the daemon (PREEMPT_OK, nothing
+ * done). Without a daemon nothing changes.
+ *
+ * Asks for this process's priority, -20..20, larger is more urgent
+ * (PREEMPT_PRIORITY sets it from the environment; this call wins). The
+ * daemon may clamp it: a user other than root gets at most its default,
+ * -nice (EffiSha §6.4). When registered, waits (1 s at most) for the daemon's
+ * answer; before registration, remembers it for then. Read what was granted
+ * with preempt_get_priority. PREEMPT_ERROR_INVALID_ARGUMENT outside -20..20,
+ * else PREEMPT_OK (even if the daemon did not answer). */
+preempt_status preempt_set_priority(int priority);
+
+/* The priority the daemon granted this process and the most it may ask for
+ * (either pointer may be NULL); PREEMPT_ERROR_UNSUPPORTED while not
+ * registered with a daemon. */
+preempt_status preempt_get_priority(int *granted, int *limit);
+
 /* Releases every device resource the runtime holds; launches after it start
- * afresh. Call after the GPU work is done (or let process exit do it). */
+ * afresh. Call after the GPU work is done (or let process exit do it).
+ * Launches preemptd still holds run at once, unscheduled, and the runtime
+ * leaves the daemon. */
 preempt_status preempt_shutdown(void);
 
 #ifdef __cplusplus

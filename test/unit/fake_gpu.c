@@ -9,6 +9,14 @@ fake_gpu_state fake_gpu;
 
 static const char *fake_error_string(int code) { return code == FAKE_ERROR_LAUNCH ? "fake launch failure" : "fake error"; }
 static int fake_current_device(int *device) { *device = 0; return 0; }
+static int fake_device_count(int *count) { *count = fake_gpu.device_count ? fake_gpu.device_count : 1; return 0; }
+void fake_device_uuid(int device, unsigned char uuid[16]) {
+  memset(uuid, 0x5a, 16);
+  uuid[0] = 0xfa;
+  uuid[1] = 0xce;
+  uuid[2] = (unsigned char)device;
+}
+static int fake_uuid(int device, unsigned char uuid[16]) { fake_device_uuid(device, uuid); return 0; }
 static int fake_sm_count(int device, uint32_t *count) { (void)device; *count = fake_gpu.sm_count; return 0; }
 static int fake_kernel_marker(const void *stub, const char *marker_name, uint32_t *abi_version) {
   (void)stub;
@@ -66,7 +74,10 @@ static int fake_stream_wait(void *stream, void *word, uint32_t value) {
 static int fake_stream_wait_event(void *stream, void *event) { (void)stream; (void)event; return 0; }
 static int fake_event_create(void **event, int timed) { (void)timed; *event = calloc(1, sizeof(int)); return 0; }
 static int fake_event_record(void *event, void *stream) { (void)event; (void)stream; fake_gpu.event_records++; return 0; }
-static int fake_event_query(void *event) { (void)event; return fake_gpu.events_pending ? FAKE_ERROR_NOT_READY : 0; }
+void fake_event_set_pending(void *event, int pending) { __atomic_store_n((int *)event, pending, __ATOMIC_RELEASE); }
+static int fake_event_query(void *event) {
+  return fake_gpu.events_pending || __atomic_load_n((int *)event, __ATOMIC_ACQUIRE) ? FAKE_ERROR_NOT_READY : 0;
+}
 static int fake_event_synchronize(void *event) { (void)event; fake_gpu.event_waits++; return 0; }
 static int fake_event_elapsed(void *start, void *end, float *milliseconds) {
   (void)start; (void)end;
@@ -109,7 +120,9 @@ static const preempt_gpu_ops fake_ops = {
     .not_ready = FAKE_ERROR_NOT_READY,
     .error_string = fake_error_string,
     .current_device = fake_current_device,
+    .device_count = fake_device_count,
     .sm_count = fake_sm_count,
+    .device_uuid = fake_uuid,
     .kernel_marker = fake_kernel_marker,
     .kernel_param_sizes = fake_param_sizes,
     .occupancy = fake_occupancy,

@@ -27,6 +27,7 @@ typedef struct fake_launch {
 
 typedef struct fake_gpu_state {
   uint32_t sm_count, ctas_per_sm, marker_abi;
+  int device_count;        /* 0 reads as 1 */
   int fail_device_alloc;
   int events_pending;      /* event_query answers not_ready */
   float elapsed_ms;        /* what timed event pairs measure */
@@ -42,5 +43,11 @@ typedef struct fake_gpu_state {
 } fake_gpu_state;
 
 extern fake_gpu_state fake_gpu;
+
+/* Each device's UUID: bytes 0xfa 0xce, the device number, then 13 bytes of 0x5a. */
+void fake_device_uuid(int device, unsigned char uuid[16]);
+/* One event's own state, on top of events_pending: a pending event answers
+ * not_ready until it is set done again (the test plays the GPU's part). */
+void fake_event_set_pending(void *event, int pending);
 
 #endif

@@ -43,6 +43,7 @@ static void reset_fake(uint32_t marker_abi) {
 int main(void) {
   unsetenv("PREEMPT_CHECK_INTERVAL");
   unsetenv("PREEMPT_STRESS");
+  setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   reset_fake(PREEMPT_KERNEL_ABI_VERSION);
   {

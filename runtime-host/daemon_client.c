@@ -1,0 +1,986 @@
+/* daemon_client.c: the runtime's side of preemptd: registration, the shared stub page, the agent thread.
+ * EffiSha §6.1 (kernel stubs and their states), §6.4 (priorities, limits); FLEP §3 (one scheduler per node). */
+#define _GNU_SOURCE /* program_invocation_short_name, MSG_CMSG_CLOEXEC */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+_Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemon's SM masks are preempt_sm_mask");
+
+/* A hung daemon must not hang the application: every exchange ends within this. */
+#define REPLY_TIMEOUT_MS 1000
+/* After the daemon went away: how often the agent tries to register again. */
+#define RETRY_PERIOD_MS 500
+/* The agent's futex timeouts: short while a launch runs, is being evicted or
+ * waits for its start (completion and eviction end are seen only by event
+ * queries); long otherwise, when only the daemon's death (on the socket) and
+ * its commands (which ring) can happen. */
+#define POLL_BUSY_NS 20000
+#define POLL_IDLE_NS 100000000
+/* While busy, the socket is checked for the daemon's death at most this often. */
+#define SOCKET_CHECK_NS 10000000ull
+
+/* Replies to a client are small (REGISTERED, PRIORITY, STATUS); aligned for preempt_msg_decode. */
+typedef union reply_buffer {
+  uint64_t align;
+  unsigned char bytes[1024];
+} reply_buffer;
+
+/* What a registration gives: the connection, both pages mapped, the daemon's answer. */
+typedef struct daemon_link {
+  int socket;
+  preempt_client_page *page;
+  preempt_doorbell_page *doorbell;
+  uint32_t client_id;
+  int32_t granted, limit;
+} daemon_link;
+
+enum { LINK_OK = 0, LINK_ABSENT = 1, LINK_FAILED = -1 };
+
+static uint64_t monotonic_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static int mask_is_full(const uint32_t *words) {
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    if (words[word] != 0xffffffffu)
+      return 0;
+  return 1;
+}
+
+static void close_link(daemon_link *link) {
+  if (link->page)
+    munmap(link->page, sizeof *link->page);
+  if (link->doorbell)
+    munmap(link->doorbell, sizeof *link->doorbell);
+  if (link->socket >= 0)
+    close(link->socket);
+  memset(link, 0, sizeof *link);
+  link->socket = -1;
+}
+
+/* 1 when `events` are ready, 0 at the deadline, -1 on error. */
+static int wait_socket(int socket_fd, short events, uint64_t deadline_ns) {
+  for (;;) {
+    uint64_t now = monotonic_ns();
+    if (now >= deadline_ns)
+      return 0;
+    struct pollfd entry = {.fd = socket_fd, .events = events};
+    int ready = poll(&entry, 1, (int)((deadline_ns - now + 999999) / 1000000));
+    if (ready > 0)
+      return 1;
+    if (ready < 0 && errno != EINTR)
+      return -1;
+  }
+}
+
+/* A packet goes whole or not at all (SOCK_SEQPACKET). 0 or -1 with errno. */
+static int send_message(int socket_fd, const void *message, size_t length, uint64_t deadline_ns) {
+  for (;;) {
+    ssize_t sent = send(socket_fd, message, length, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent == (ssize_t)length)
+      return 0;
+    if (sent >= 0) {
+      errno = EMSGSIZE;
+      return -1;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return -1;
+    int ready = wait_socket(socket_fd, POLLOUT, deadline_ns);
+    if (ready <= 0) {
+      if (ready == 0)
+        errno = ETIMEDOUT;
+      return -1;
+    }
+  }
+}
+
+/* One packet and the fds that came with it (at most two kept, the rest closed).
+ * 0: received; 1: deadline; 2: the peer closed; -1: error (errno), or a
+ * truncated packet (EMSGSIZE). */
+static int receive_message(int socket_fd, reply_buffer *buffer, size_t *length, int fds[2], int *fd_count,
+                           uint64_t deadline_ns) {
+  *fd_count = 0;
+  for (;;) {
+    int ready = wait_socket(socket_fd, POLLIN, deadline_ns);
+    if (ready <= 0)
+      return ready == 0 ? 1 : -1;
+    struct iovec vector = {.iov_base = buffer->bytes, .iov_len = sizeof buffer->bytes};
+    union {
+      struct cmsghdr align;
+      char bytes[CMSG_SPACE(sizeof(int) * 4)];
+    } control;
+    struct msghdr header = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes,
+                            .msg_controllen = sizeof control.bytes};
+    ssize_t got = recvmsg(socket_fd, &header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+      continue;
+    if (got < 0)
+      return -1;
+    for (struct cmsghdr *message = CMSG_FIRSTHDR(&header); message; message = CMSG_NXTHDR(&header, message)) {
+      if (message->cmsg_level != SOL_SOCKET || message->cmsg_type != SCM_RIGHTS)
+        continue;
+      size_t count = (message->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t index = 0; index < count; index++) {
+        int fd;
+        memcpy(&fd, CMSG_DATA(message) + index * sizeof(int), sizeof fd);
+        if (*fd_count < 2)
+          fds[(*fd_count)++] = fd;
+        else
+          close(fd);
+      }
+    }
+    if (got == 0 && *fd_count == 0)
+      return 2; /* SOCK_SEQPACKET: end of the connection */
+    if (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+      while (*fd_count > 0)
+        close(fds[--*fd_count]);
+      errno = EMSGSIZE;
+      return -1;
+    }
+    *length = (size_t)got;
+    return 0;
+  }
+}
+
+/* Maps one of the daemon's fds, refusing one smaller than its page (touching
+ * past a memfd's end would kill the process with SIGBUS). */
+static void *map_page(int fd, size_t bytes, char *why, size_t why_bytes, const char *which) {
+  struct stat status;
+  if (fstat(fd, &status) != 0 || status.st_size < 0 || (size_t)status.st_size < bytes) {
+    snprintf(why, why_bytes, "preemptd's %s is smaller than the %zu bytes it announced", which, bytes);
+    return NULL;
+  }
+  void *page = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (page == MAP_FAILED) {
+    snprintf(why, why_bytes, "mapping preemptd's %s: %s", which, strerror(errno));
+    return NULL;
+  }
+  return page;
+}
+
+/* Maps REGISTERED's pages (the decoder has checked their sizes against this
+ * build's). 0, or -1 with `why`. */
+static int accept_registration(const preempt_msg_registered *reply, const int fds[2], daemon_link *link, char *why,
+                               size_t why_bytes) {
+  link->page = map_page(fds[0], sizeof *link->page, why, why_bytes, "stub page");
+  if (link->page)
+    link->doorbell = map_page(fds[1], sizeof *link->doorbell, why, why_bytes, "doorbell page");
+  if (!link->page || !link->doorbell)
+    return -1;
+  uint32_t version = __atomic_load_n(&link->page->page_version, __ATOMIC_ACQUIRE);
+  if (version != PREEMPT_DAEMON_PROTOCOL_VERSION || link->page->client_id != reply->client_id) {
+    snprintf(why, why_bytes, "preemptd's stub page says version %u, client %u; expected version %u, client %u",
+             version, link->page->client_id, PREEMPT_DAEMON_PROTOCOL_VERSION, reply->client_id);
+    return -1;
+  }
+  link->client_id = reply->client_id;
+  link->granted = reply->priority;
+  link->limit = reply->priority_limit;
+  return 0;
+}
+
+/* The decoder refuses a REGISTERED whose sizes differ from this build's (or
+ * another protocol version) as a whole; say which, since that is what a
+ * daemon and a runtime from different versions look like. */
+static void explain_refused_reply(const reply_buffer *buffer, size_t length, preempt_daemon_status decoded, char *why,
+                                  size_t why_bytes) {
+  preempt_msg_registered registered;
+  const preempt_msg_header *header = (const preempt_msg_header *)buffer->bytes;
+  if (length >= sizeof *header && header->magic == PREEMPT_DAEMON_MAGIC &&
+      header->version != PREEMPT_DAEMON_PROTOCOL_VERSION) {
+    snprintf(why, why_bytes, "preemptd speaks protocol version %u, this runtime %u (preemptd and libpreempt from "
+             "different versions?)", header->version, PREEMPT_DAEMON_PROTOCOL_VERSION);
+    return;
+  }
+  if (length == sizeof registered && header->magic == PREEMPT_DAEMON_MAGIC && header->type == PREEMPT_MSG_REGISTERED) {
+    memcpy(&registered, buffer->bytes, sizeof registered);
+    if (registered.stub_count != PREEMPT_STUBS_PER_CLIENT || registered.page_bytes != sizeof(preempt_client_page) ||
+        registered.doorbell_bytes != sizeof(preempt_doorbell_page)) {
+      snprintf(why, why_bytes,
+               "preemptd's REGISTERED reply describes %u stubs in a %u-byte page and a %u-byte doorbell, this "
+               "runtime %u stubs in %zu bytes and %zu bytes (preemptd and libpreempt from different versions?)",
+               registered.stub_count, registered.page_bytes, registered.doorbell_bytes, PREEMPT_STUBS_PER_CLIENT,
+               sizeof(preempt_client_page), sizeof(preempt_doorbell_page));
+      return;
+    }
+  }
+  snprintf(why, why_bytes, "preemptd's answer to REGISTER is %s", preempt_daemon_status_name(decoded));
+}
+
+/* Connects, sends REGISTER and waits (REPLY_TIMEOUT_MS at most) for
+ * REGISTERED. Touches no runtime state, so the agent calls it unlocked.
+ * LINK_ABSENT: nobody listens at `path`. */
+static int register_with_daemon(const char *path, const preempt_msg_register *request, daemon_link *link, char *why,
+                                size_t why_bytes) {
+  memset(link, 0, sizeof *link);
+  link->socket = -1;
+  uint64_t deadline = monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
+  struct sockaddr_un address = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof address.sun_path) {
+    snprintf(why, why_bytes, "the socket path '%s' is longer than a Unix socket allows", path);
+    return LINK_FAILED;
+  }
+  strcpy(address.sun_path, path);
+  /* Non-blocking: a daemon whose listen queue is full makes connect fail
+   * at once (EAGAIN) instead of blocking the launch. */
+  link->socket = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (link->socket < 0) {
+    snprintf(why, why_bytes, "creating a socket: %s", strerror(errno));
+    return LINK_FAILED;
+  }
+  if (connect(link->socket, (const struct sockaddr *)&address, sizeof address) != 0) {
+    int error = errno;
+    /* No socket file, or a stale one nobody listens on: no daemon. */
+    int absent = error == ENOENT || error == ECONNREFUSED;
+    if (absent)
+      snprintf(why, why_bytes, "%s", strerror(error));
+    else
+      snprintf(why, why_bytes, "connecting to preemptd at %s: %s", path, strerror(error));
+    close_link(link);
+    return absent ? LINK_ABSENT : LINK_FAILED;
+  }
+  if (send_message(link->socket, request, sizeof *request, deadline) != 0) {
+    snprintf(why, why_bytes, "sending REGISTER to %s: %s", path, strerror(errno));
+    close_link(link);
+    return LINK_FAILED;
+  }
+  reply_buffer buffer;
+  size_t length = 0;
+  int fds[2], fd_count = 0;
+  int received = receive_message(link->socket, &buffer, &length, fds, &fd_count, deadline);
+  int result = LINK_FAILED;
+  preempt_msg reply;
+  preempt_daemon_status decoded;
+  if (received == 1) {
+    snprintf(why, why_bytes, "preemptd at %s did not answer REGISTER within %d ms", path, REPLY_TIMEOUT_MS);
+  } else if (received == 2) {
+    snprintf(why, why_bytes, "preemptd at %s closed the connection instead of answering REGISTER", path);
+  } else if (received < 0) {
+    snprintf(why, why_bytes, "receiving preemptd's answer to REGISTER: %s", strerror(errno));
+  } else if ((decoded = preempt_msg_decode(buffer.bytes, length, &reply)) != PREEMPT_DAEMON_OK) {
+    explain_refused_reply(&buffer, length, decoded, why, why_bytes);
+  } else if (reply.request_id != request->header.request_id) {
+    snprintf(why, why_bytes, "preemptd answered request %u, not REGISTER's %u", reply.request_id,
+             request->header.request_id);
+  } else if (reply.type == PREEMPT_MSG_STATUS) {
+    snprintf(why, why_bytes, "preemptd refused the registration: %s: %s",
+             preempt_daemon_status_name((preempt_daemon_status)reply.body.status.status), reply.body.status.message);
+  } else if (reply.type != PREEMPT_MSG_REGISTERED) {
+    snprintf(why, why_bytes, "preemptd answered REGISTER with message type %u", (unsigned)reply.type);
+  } else if (fd_count != 2) {
+    snprintf(why, why_bytes, "preemptd's REGISTERED came with %d file descriptors instead of 2", fd_count);
+  } else if (accept_registration(&reply.body.registered, fds, link, why, why_bytes) == 0) {
+    result = LINK_OK;
+  }
+  /* Mapped or refused, the fds are not needed any more. */
+  while (fd_count > 0)
+    close(fds[--fd_count]);
+  if (result != LINK_OK)
+    close_link(link);
+  return result;
+}
+
+static uint32_t next_request_id(preempt_daemon_client *client) {
+  if (++client->next_request_id == 0)
+    client->next_request_id = 1;
+  return client->next_request_id;
+}
+
+/* Context locked. */
+static void build_register(preempt_daemon_client *client, preempt_msg_register *request) {
+  memset(request, 0, sizeof *request);
+  preempt_msg_header_init(&request->header, PREEMPT_MSG_REGISTER, sizeof *request, next_request_id(client));
+  request->priority = client->priority_requested ? client->priority : 0;
+  request->priority_requested = client->priority_requested ? 1 : 0;
+  request->gpu_count = client->gpu_count;
+  memcpy(request->program, client->program, sizeof request->program);
+  memcpy(request->gpus, client->gpus, sizeof request->gpus);
+}
+
+/* /proc/self/comm is what ps and the daemon's own /proc reads show. */
+static void read_program_name(char *field, size_t field_bytes) {
+  char name[64] = "";
+  FILE *comm = fopen("/proc/self/comm", "re");
+  if (comm) {
+    if (fgets(name, sizeof name, comm))
+      name[strcspn(name, "\n")] = '\0';
+    fclose(comm);
+  }
+  preempt_copy_name(field, field_bytes, name[0] ? name : program_invocation_short_name);
+}
+
+/* Every device's UUID and SM count, once: they do not change. Devices past
+ * PREEMPT_DAEMON_MAX_GPUS are left out (their launches run unscheduled). */
+static int describe_gpus(preempt_runtime *runtime) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_daemon_client *client = &runtime->daemon;
+  int count = 0;
+  int status = gpu->device_count(&count);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "counting devices for preemptd", NULL);
+    return -1;
+  }
+  if (count > PREEMPT_DAEMON_MAX_GPUS)
+    count = PREEMPT_DAEMON_MAX_GPUS;
+  memset(client->gpus, 0, sizeof client->gpus);
+  client->gpu_count = 0;
+  for (int device = 0; device < count; device++) {
+    preempt_msg_gpu *entry = &client->gpus[device];
+    status = gpu->sm_count(device, &entry->sm_count);
+    if (status == 0)
+      status = gpu->device_uuid(device, entry->uuid);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "reading a device's UUID and SM count for preemptd", NULL);
+      return -1;
+    }
+    if (entry->sm_count < 1 || entry->sm_count > 256)
+      break; /* beyond what an SM mask names: this and later devices run unscheduled */
+    client->gpu_count = (uint32_t)device + 1;
+  }
+  return 0;
+}
+
+static void read_priority_variable(preempt_daemon_client *client) {
+  const char *text = getenv("PREEMPT_PRIORITY");
+  if (!text || !*text || client->priority_from_api)
+    return;
+  char *end;
+  errno = 0;
+  long value = strtol(text, &end, 10);
+  if (errno || *end || value < PREEMPT_PRIORITY_MIN || value > PREEMPT_PRIORITY_MAX) {
+    preempt_report("ignoring PREEMPT_PRIORITY='%s': expected a whole number from %d to %d", text,
+                   PREEMPT_PRIORITY_MIN, PREEMPT_PRIORITY_MAX);
+    return;
+  }
+  client->priority = (int32_t)value;
+  client->priority_requested = 1;
+}
+
+/* Launches the daemon holds or has evicted run unscheduled from now on:
+ * without a daemon nobody else would ever start them. Context locked. */
+static void release_launches(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  for (int index = 0; index < PREEMPT_STUBS_PER_CLIENT; index++) {
+    preempt_daemon_stub_view *view = &client->stubs[index];
+    if (!view->owned || view->spare)
+      continue;
+    preempt_device_state *device;
+    preempt_launch_record *record = preempt_launch_lookup(
+        runtime, preempt_launch_id_make(view->device, view->slot, view->generation), &device);
+    if (!record || record->daemon_stub != (uint32_t)index + 1)
+      continue;
+    record->daemon_stub = 0;
+    if (record->daemon_evicted) {
+      record->daemon_evicted = 0;
+      preempt_resume_record(runtime, device, record);
+    }
+  }
+  memset(client->stubs, 0, sizeof client->stubs);
+}
+
+/* Context locked. */
+static void disconnect(preempt_daemon_client *client) {
+  daemon_link link = {.socket = client->socket, .page = client->page, .doorbell = client->doorbell};
+  close_link(&link);
+  client->socket = -1;
+  client->page = NULL;
+  client->doorbell = NULL;
+  client->registered = 0;
+  client->epoch++;
+  memset(client->stubs, 0, sizeof client->stubs);
+}
+
+static void *agent_main(void *argument);
+
+/* Context locked. 0, or -1 (reported) when the agent cannot start. */
+static int install(preempt_runtime *runtime, daemon_link *link) {
+  preempt_daemon_client *client = &runtime->daemon;
+  client->socket = link->socket;
+  client->page = link->page;
+  client->doorbell = link->doorbell;
+  client->client_id = link->client_id;
+  client->granted = link->granted;
+  client->limit = link->limit;
+  client->registered = 1;
+  client->lost = 0;
+  client->told_lost = 0;
+  client->epoch++;
+  memset(client->stubs, 0, sizeof client->stubs);
+  if (!client->agent.running) {
+    client->agent.stopping = 0;
+    if (pthread_create(&client->agent.thread, NULL, agent_main, NULL) != 0) {
+      preempt_report("could not start the thread that carries out preemptd's commands: running unscheduled");
+      disconnect(client);
+      return -1;
+    }
+    client->agent.running = 1;
+  }
+  return 0;
+}
+
+/* The first converted launch: environment, GPUs, registration (under the
+ * runtime's lock, bounded by REPLY_TIMEOUT_MS), agent thread. */
+static void daemon_start(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  client->started = 1;
+  client->socket = -1;
+  const char *mode = getenv("PREEMPT_DAEMON");
+  if (mode && strcmp(mode, "off") == 0)
+    return;
+  if (mode && *mode && strcmp(mode, "on") != 0)
+    preempt_report("ignoring PREEMPT_DAEMON='%s': expected 'off' or 'on'", mode);
+  const char *path = getenv("PREEMPT_DAEMON_SOCKET");
+  int named = path && *path;
+  snprintf(client->socket_path, sizeof client->socket_path, "%s", named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT);
+  read_priority_variable(client);
+  read_program_name(client->program, sizeof client->program);
+  if (describe_gpus(runtime) != 0)
+    return;
+  preempt_msg_register request;
+  build_register(client, &request);
+  daemon_link link;
+  char why[384] = "";
+  int result = register_with_daemon(named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT, &request, &link, why, sizeof why);
+  if (result == LINK_ABSENT) {
+    /* No daemon on this node is the usual case: say nothing unless asked for one. */
+    if (named)
+      preempt_report("no preemptd at PREEMPT_DAEMON_SOCKET=%s (%s): kernels run unscheduled", path, why);
+    return;
+  }
+  if (result != LINK_OK) {
+    preempt_report("%s: kernels run unscheduled", why);
+    return;
+  }
+  install(runtime, &link);
+}
+
+int preempt_daemon_active(preempt_runtime *runtime) {
+  if (!runtime->daemon.started)
+    daemon_start(runtime);
+  return runtime->daemon.registered;
+}
+
+/* A spare stub (already this process's, in PREP) first, else a FREE one. A
+ * stub is only ever taken from FREE, which only the daemon moves DONE to,
+ * so one is never reused before the daemon has accounted for it. */
+static int take_stub(preempt_daemon_client *client) {
+  for (int index = 0; index < PREEMPT_STUBS_PER_CLIENT; index++)
+    if (client->stubs[index].owned && client->stubs[index].spare) {
+      client->stubs[index].spare = 0;
+      return index;
+    }
+  for (int index = 0; index < PREEMPT_STUBS_PER_CLIENT; index++) {
+    uint32_t expected = PREEMPT_STUB_FREE;
+    if (__atomic_compare_exchange_n(&client->page->stubs[index].state, &expected, PREEMPT_STUB_PREP, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      memset(&client->stubs[index], 0, sizeof client->stubs[index]);
+      client->stubs[index].owned = 1;
+      return index;
+    }
+  }
+  return -1;
+}
+
+int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_device_state *device, void *stream,
+                        preempt_dim3 block, uint32_t ctas_per_sm, uint32_t *epoch) {
+  preempt_daemon_client *client = &runtime->daemon;
+  if (!client->registered || device_index < 0 || (uint32_t)device_index >= client->gpu_count)
+    return -1;
+  /* What preempt_stub_validate refuses (the daemon would disconnect this
+   * process) the GPU API refuses too: launch it and let the API say why. */
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (ctas_per_sm == 0 || threads == 0 || threads > 1024)
+    return -1;
+  /* A held launch holds its stream like an evicted one: the same limit. */
+  if (!preempt_may_hold_stream(runtime, device, stream)) {
+    if (!client->told_held_streams) {
+      client->told_held_streams = 1;
+      preempt_report("holding one more stream for preemptd would risk the hardware-queue deadlock "
+                     "(CUDA_DEVICE_MAX_CONNECTIONS=%u): such launches run unscheduled (said once)",
+                     runtime->hardware_queues);
+    }
+    return -1;
+  }
+  int stub = take_stub(client);
+  if (stub < 0) {
+    if (!client->told_no_stub) {
+      client->told_no_stub = 1;
+      preempt_report("all %d preemptd stubs of this process are in use: further launches run unscheduled until "
+                     "one is free (said once)", PREEMPT_STUBS_PER_CLIENT);
+    }
+    return -1;
+  }
+  *epoch = client->epoch;
+  return stub;
+}
+
+void preempt_daemon_unhold(preempt_runtime *runtime, int stub, uint32_t epoch) {
+  preempt_daemon_client *client = &runtime->daemon;
+  if (client->registered && epoch == client->epoch)
+    client->stubs[stub].spare = 1;
+}
+
+int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, int device_index, uint32_t slot,
+                           preempt_launch_record *record) {
+  preempt_daemon_client *client = &runtime->daemon;
+  if (!client->registered || epoch != client->epoch)
+    return -1; /* the daemon went away while the launch was enqueued */
+  preempt_stub *entry = &client->page->stubs[stub];
+  /* PREP: the fields are this process's to write until the release store below. */
+  entry->launch_sequence++;
+  entry->gpu = (uint32_t)device_index;
+  entry->priority = client->granted;
+  entry->grid[0] = record->grid[0];
+  entry->grid[1] = record->grid[1];
+  entry->grid[2] = record->grid[2];
+  entry->block[0] = record->block.x;
+  entry->block[1] = record->block.y;
+  entry->block[2] = record->block.z;
+  entry->persistent_ctas = record->full_ctas;
+  entry->ctas_per_sm = record->ctas_per_sm;
+  entry->shared_bytes = record->shared_bytes;
+  entry->input_bytes = 0;
+  entry->kernel_key = preempt_kernel_key(record->desc->name);
+  preempt_copy_name(entry->name, sizeof entry->name, record->desc->name);
+  entry->evictions_done = 0;
+  entry->reserved = 0;
+  entry->last_eviction_ns = 0;
+  preempt_daemon_stub_view *view = &client->stubs[stub];
+  memset(view, 0, sizeof *view);
+  view->owned = 1;
+  view->device = device_index;
+  view->slot = slot;
+  view->generation = record->generation;
+  record->daemon_stub = (uint32_t)stub + 1;
+  record->daemon_evicted = 1;
+  /* READY only once the work queued ahead of it (in its stream, or events
+   * it waits for) is done: a launch that cannot start yet, put before the
+   * daemon, could be chosen to run while the launch it waits for is kept
+   * waiting, and neither would ever finish. */
+  if (runtime->gpu->event_query(record->ready_event) == 0) {
+    __atomic_store_n(&entry->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
+    preempt_futex_ring(&client->doorbell->doorbell);
+  } else {
+    view->waiting_start = 1;
+    /* The agent may be in its long wait: it polls the start event from now on. */
+    preempt_futex_ring(&client->page->client_wake);
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the agent */
+
+static int launch_done(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
+  return !record || preempt_record_state(gpu, record) == PREEMPT_LAUNCH_DONE;
+}
+
+static void command_mask(const preempt_stub *entry, preempt_sm_mask *mask) {
+  memcpy(mask->words, entry->command_mask, sizeof mask->words);
+}
+
+/* Every task finished: DONE, whatever the daemon has just commanded
+ * (TOEVICT may go to DONE; TORUN only to RUNNING, then DONE). The stub is
+ * the daemon's again until it moves it to FREE. Context locked. */
+static void answer_done(preempt_runtime *runtime, preempt_daemon_stub_view *view, preempt_stub *entry,
+                        preempt_launch_record *record, preempt_device_state *device) {
+  if (record) {
+    record->daemon_stub = 0;
+    record->daemon_evicted = 0;
+    /* Finished with yield bits left (CTAs on its other SMs did every task):
+     * cleared, or its control block would never be reused. */
+    if (record->in_flight && preempt_launch_suspended(record))
+      preempt_resume_record(runtime, device, record);
+  }
+  entry->evictions_done = view->evictions;
+  uint32_t state = __atomic_load_n(&entry->state, __ATOMIC_ACQUIRE);
+  for (int round = 0; round < 16; round++) {
+    if (state == PREEMPT_STUB_TOEVICT) {
+      __atomic_store_n(&entry->state, PREEMPT_STUB_DONE, __ATOMIC_RELEASE);
+      break;
+    }
+    if (state == PREEMPT_STUB_TORUN) {
+      __atomic_store_n(&entry->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+      state = PREEMPT_STUB_RUNNING;
+    }
+    if (state != PREEMPT_STUB_RUNNING)
+      break;
+    /* Fails only if the daemon has just written TOEVICT or TORUN: answer that. */
+    if (__atomic_compare_exchange_n(&entry->state, &state, PREEMPT_STUB_DONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      break;
+  }
+  memset(view, 0, sizeof *view);
+}
+
+/* TORUN: resume the SMs named (all of them after a full eviction or for a
+ * held launch), then RUNNING. Context locked. */
+static void carry_out_run(preempt_runtime *runtime, preempt_daemon_stub_view *view, preempt_stub *entry,
+                          preempt_launch_record *record, preempt_device_state *device) {
+  preempt_sm_mask mask;
+  command_mask(entry, &mask);
+  int all = entry->command_all != 0;
+  view->evicting = 0;
+  if (record && record->in_flight) {
+    preempt_resume_record_sms(runtime, device, record, all ? NULL : &mask);
+    record->daemon_evicted = preempt_launch_suspended(record);
+  }
+  __atomic_store_n(&entry->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+}
+
+/* TOEVICT: issue the eviction once per command; a partial one goes back to
+ * RUNNING at once, a full one to READY once no CTA is left (polled). Returns
+ * whether the stub moved; sets *busy while the eviction is under way.
+ * Context locked. */
+static int carry_out_evict(preempt_runtime *runtime, preempt_daemon_stub_view *view, preempt_stub *entry,
+                           preempt_launch_record *record, preempt_device_state *device, int *busy) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  uint32_t sequence = entry->command_sequence;
+  if (!view->evicting || view->command_sequence != sequence) {
+    if (launch_done(gpu, record)) {
+      answer_done(runtime, view, entry, record, device);
+      return 1;
+    }
+    preempt_sm_mask mask;
+    command_mask(entry, &mask);
+    int all = entry->command_all != 0;
+    preempt_status status = preempt_evict_record(runtime, device, record, all ? NULL : &mask);
+    if (status == PREEMPT_ERROR_FINISHED) {
+      answer_done(runtime, view, entry, record, device);
+      return 1;
+    }
+    if (status != PREEMPT_OK) {
+      /* Refused (the hardware-queue limit, a stream that could not be
+       * ordered; reported) or failed: its CTAs stay. RUNNING would let the
+       * daemon hand its SMs to another kernel while they are in use (and
+       * after an eviction from every SM the daemon takes that for a broken
+       * client), so it stays TOEVICT until it finishes, then DONE. */
+      view->evicting = view->refused = 1;
+      view->command_sequence = sequence;
+      *busy = 1;
+      return 0;
+    }
+    record->daemon_evicted = 1;
+    if (!all && !mask_is_full(record->yield_mask)) {
+      /* Spatial: CTAs on those SMs leave after their current task while the
+       * others go on; the waiting kernel takes the SMs as they free. */
+      __atomic_store_n(&entry->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+      return 1;
+    }
+    view->evicting = 1;
+    view->command_sequence = sequence;
+    view->eviction_started_ns = monotonic_ns();
+  }
+  preempt_launch_state state = record ? preempt_record_state(gpu, record) : PREEMPT_LAUNCH_DONE;
+  if (state == PREEMPT_LAUNCH_DONE) {
+    answer_done(runtime, view, entry, record, device); /* it finished before it could be evicted */
+    return 1;
+  }
+  if (state != PREEMPT_LAUNCH_EVICTED || view->refused) {
+    *busy = 1;
+    return 0;
+  }
+  /* The daemon's eviction-cost sample: request to no CTA left, to within the polling period. */
+  entry->last_eviction_ns = monotonic_ns() - view->eviction_started_ns;
+  entry->evictions_done = ++view->evictions;
+  view->evicting = 0;
+  __atomic_store_n(&entry->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
+  return 1;
+}
+
+/* One pass over this process's stubs. Returns whether anything needs polling
+ * (a launch running, being evicted, or waiting for its start). Context locked. */
+static int agent_scan(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  int busy = 0, moved = 0;
+  for (int index = 0; index < PREEMPT_STUBS_PER_CLIENT; index++) {
+    preempt_daemon_stub_view *view = &client->stubs[index];
+    if (!view->owned || view->spare)
+      continue;
+    preempt_stub *entry = &client->page->stubs[index];
+    preempt_device_state *device = NULL;
+    preempt_launch_record *record = preempt_launch_lookup(
+        runtime, preempt_launch_id_make(view->device, view->slot, view->generation), &device);
+    if (record && record->daemon_stub != (uint32_t)index + 1)
+      record = NULL; /* not (or no longer) this stub's launch */
+    uint32_t state = __atomic_load_n(&entry->state, __ATOMIC_ACQUIRE);
+    switch (state) {
+    case PREEMPT_STUB_PREP:
+      if (!view->waiting_start)
+        break; /* being filled by a launch */
+      if (!record) {
+        view->waiting_start = 0;
+        view->spare = 1;
+      } else if (gpu->event_query(record->ready_event) == 0) {
+        view->waiting_start = 0;
+        __atomic_store_n(&entry->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
+        moved = 1;
+      } else {
+        busy = 1;
+      }
+      break;
+    case PREEMPT_STUB_READY:
+      break; /* the daemon's turn */
+    case PREEMPT_STUB_TORUN:
+      carry_out_run(runtime, view, entry, record, device);
+      moved = busy = 1;
+      break;
+    case PREEMPT_STUB_RUNNING:
+      if (launch_done(gpu, record)) {
+        answer_done(runtime, view, entry, record, device);
+        moved = 1;
+      } else {
+        busy = 1;
+      }
+      break;
+    case PREEMPT_STUB_TOEVICT:
+      moved |= carry_out_evict(runtime, view, entry, record, device, &busy);
+      break;
+    default:
+      /* DONE is not ours any more once written (the view was cleared). FREE
+       * under an owned stub: the daemon took it back without DONE, against
+       * the protocol; its launch must not wait for a command that never comes. */
+      if (state == PREEMPT_STUB_FREE && record) {
+        record->daemon_stub = 0;
+        if (record->daemon_evicted) {
+          record->daemon_evicted = 0;
+          preempt_resume_record(runtime, device, record);
+        }
+      }
+      if (state == PREEMPT_STUB_FREE)
+        memset(view, 0, sizeof *view);
+      break;
+    }
+  }
+  if (moved)
+    preempt_futex_ring(&client->doorbell->doorbell);
+  return busy;
+}
+
+/* Whether the daemon has gone: the connection's end. A stray packet (a reply
+ * that came after its request gave up) is dropped, unless a SET_PRIORITY
+ * round trip is under way: that reply is its. Context locked. */
+static int daemon_gone(preempt_daemon_client *client) {
+  char byte;
+  ssize_t got = recv(client->socket, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+  if (got == 0)
+    return 1;
+  if (got < 0)
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  if (!client->request_in_flight) {
+    reply_buffer buffer;
+    size_t length;
+    int fds[2], fd_count = 0;
+    if (receive_message(client->socket, &buffer, &length, fds, &fd_count, monotonic_ns() + 1000000) == 2)
+      return 1;
+    while (fd_count > 0)
+      close(fds[--fd_count]);
+  }
+  return 0;
+}
+
+/* Context locked. */
+static void daemon_lost(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  release_launches(runtime);
+  disconnect(client);
+  client->lost = 1;
+  if (!client->told_lost) {
+    client->told_lost = 1;
+    preempt_report("preemptd closed the connection: kernels run unscheduled until it is back (trying every %d ms)",
+                   RETRY_PERIOD_MS);
+  }
+}
+
+/* One registration attempt after a loss, with the context unlocked during
+ * the exchange (it can take REPLY_TIMEOUT_MS). Silent: it repeats. Context
+ * locked on entry and on return. */
+static preempt_runtime *register_again(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  preempt_msg_register request;
+  build_register(client, &request);
+  char path[sizeof client->socket_path];
+  memcpy(path, client->socket_path, sizeof path);
+  preempt_runtime_unlock(runtime);
+  daemon_link link;
+  char why[384];
+  int result = register_with_daemon(path, &request, &link, why, sizeof why);
+  runtime = preempt_runtime_lock();
+  client = &runtime->daemon;
+  if (result != LINK_OK)
+    return runtime;
+  if (client->agent.stopping || client->registered)
+    close_link(&link);
+  else
+    install(runtime, &link);
+  return runtime;
+}
+
+static void *agent_main(void *argument) {
+  (void)argument;
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_daemon_client *client = &runtime->daemon;
+  uint64_t socket_checked = 0;
+  while (!client->agent.stopping) {
+    if (!client->registered) {
+      struct timespec deadline;
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_nsec += RETRY_PERIOD_MS * 1000000L;
+      deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+      deadline.tv_nsec %= 1000000000L;
+      pthread_cond_timedwait(&client->agent.wake, &runtime->lock, &deadline);
+      if (!client->agent.stopping && !client->registered)
+        runtime = register_again(runtime);
+      continue;
+    }
+    preempt_client_page *page = client->page;
+    /* Read before the scan: a command written during it changes the word, so
+     * the wait below returns at once instead of missing it. */
+    uint32_t wake = __atomic_load_n(&page->client_wake, __ATOMIC_ACQUIRE);
+    int busy = agent_scan(runtime);
+    uint64_t now = monotonic_ns();
+    if (!busy || now - socket_checked >= SOCKET_CHECK_NS) {
+      socket_checked = now;
+      if (daemon_gone(client)) {
+        daemon_lost(runtime);
+        continue;
+      }
+    }
+    /* Never wait holding the lock: the application's launches need it. The
+     * page stays mapped meanwhile: only this thread unmaps it, and
+     * preempt_daemon_stop joins this thread first. */
+    preempt_runtime_unlock(runtime);
+    preempt_futex_wait(&page->client_wake, wake, busy ? POLL_BUSY_NS : POLL_IDLE_NS);
+    runtime = preempt_runtime_lock();
+  }
+  preempt_runtime_unlock(runtime);
+  return NULL;
+}
+
+preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  if (client->agent.running) {
+    client->agent.stopping = 1;
+    pthread_cond_signal(&client->agent.wake);
+    preempt_runtime_unlock(runtime);
+    pthread_join(client->agent.thread, NULL);
+    runtime = preempt_runtime_lock();
+    client = &runtime->daemon;
+    client->agent.running = client->agent.stopping = 0;
+  }
+  if (client->registered) {
+    release_launches(runtime);
+    disconnect(client);
+  }
+  /* Launches after shutdown start afresh: environment, registration. */
+  client->started = client->lost = 0;
+  client->socket = -1;
+  client->priority_requested = client->priority_from_api = 0;
+  client->priority = client->granted = client->limit = 0;
+  client->gpu_count = 0;
+  client->told_no_stub = client->told_held_streams = client->told_lost = 0;
+  return runtime;
+}
+
+/* ---------------------------------------------------------------- priorities */
+
+/* Waits for the reply to request `id`, dropping older ones that came late. */
+static int await_reply(int socket_fd, uint32_t id, reply_buffer *buffer, preempt_msg *reply, uint64_t deadline_ns) {
+  for (;;) {
+    size_t length;
+    int fds[2], fd_count = 0;
+    int received = receive_message(socket_fd, buffer, &length, fds, &fd_count, deadline_ns);
+    while (fd_count > 0)
+      close(fds[--fd_count]);
+    if (received != 0)
+      return -1;
+    if (preempt_msg_decode(buffer->bytes, length, reply) == PREEMPT_DAEMON_OK && reply->request_id == id)
+      return 0;
+  }
+}
+
+preempt_status preempt_set_priority(int priority) {
+  if (priority < PREEMPT_PRIORITY_MIN || priority > PREEMPT_PRIORITY_MAX) {
+    preempt_report("preempt_set_priority(%d): priorities run from %d to %d", priority, PREEMPT_PRIORITY_MIN,
+                   PREEMPT_PRIORITY_MAX);
+    return PREEMPT_ERROR_INVALID_ARGUMENT;
+  }
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_daemon_client *client = &runtime->daemon;
+  client->priority = priority;
+  client->priority_requested = client->priority_from_api = 1;
+  int registered = client->registered;
+  preempt_runtime_unlock(runtime);
+  if (!registered)
+    return PREEMPT_OK; /* asked for at registration */
+
+  /* The round trip runs unlocked, on a duplicate of the connection, so that
+   * launches go on and the agent may drop the connection meanwhile. */
+  pthread_mutex_lock(&client->request_lock);
+  runtime = preempt_runtime_lock();
+  int socket_fd = -1;
+  uint32_t id = 0;
+  if (client->registered && client->priority == priority) { /* not superseded meanwhile */
+    socket_fd = fcntl(client->socket, F_DUPFD_CLOEXEC, 0);
+    id = next_request_id(client);
+    client->request_in_flight = socket_fd >= 0;
+  }
+  preempt_runtime_unlock(runtime);
+  if (socket_fd < 0) {
+    pthread_mutex_unlock(&client->request_lock);
+    return PREEMPT_OK;
+  }
+  preempt_msg_set_priority request;
+  memset(&request, 0, sizeof request);
+  preempt_msg_header_init(&request.header, PREEMPT_MSG_SET_PRIORITY, sizeof request, id);
+  request.priority = priority;
+  uint64_t deadline = monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
+  reply_buffer buffer;
+  preempt_msg reply;
+  int answered = send_message(socket_fd, &request, sizeof request, deadline) == 0 &&
+                 await_reply(socket_fd, id, &buffer, &reply, deadline) == 0;
+  runtime = preempt_runtime_lock();
+  client->request_in_flight = 0;
+  if (answered && reply.type == PREEMPT_MSG_PRIORITY && client->registered) {
+    client->granted = reply.body.priority.priority;
+    client->limit = reply.body.priority.priority_limit;
+  } else if (answered && reply.type == PREEMPT_MSG_STATUS) {
+    preempt_report("preemptd refused priority %d: %s: %s", priority,
+                   preempt_daemon_status_name((preempt_daemon_status)reply.body.status.status),
+                   reply.body.status.message);
+  }
+  preempt_runtime_unlock(runtime);
+  close(socket_fd);
+  pthread_mutex_unlock(&client->request_lock);
+  return PREEMPT_OK;
+}
+
+preempt_status preempt_get_priority(int *granted, int *limit) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_daemon_client *client = &runtime->daemon;
+  preempt_status result = PREEMPT_ERROR_UNSUPPORTED;
+  if (client->registered) {
+    if (granted)
+      *granted = client->granted;
+    if (limit)
+      *limit = client->limit;
+    result = PREEMPT_OK;
+  }
+  preempt_runtime_unlock(runtime);
+  return result;
+}
