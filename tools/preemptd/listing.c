@@ -71,8 +71,12 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
       out->state = record->seen;
       out->priority = record->priority;
       out->evictions = record->evictions;
-      /* T_w as of the GPU's last event: the scheduler's own number, what its policy decided with. */
+      /* T_w: the scheduler's own number (what its policy decided with), plus the wait since the GPU's
+       * last event, which the scheduler only adds at the next one. */
+      const preempt_sched_state *sched = ctx->gpus[record->gpu].sched;
       out->waited_us = kernel ? kernel->waited : 0;
+      if (kernel && kernel->state == PREEMPT_KERNEL_READY && now > sched->now)
+        out->waited_us += now - sched->now;
       double ran = record->ran_us;
       if (record->running_since_us >= 0 && now > record->running_since_us)
         ran += now - record->running_since_us;

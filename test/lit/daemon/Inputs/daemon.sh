@@ -1,12 +1,13 @@
 # daemon.sh: sourced by the daemon lit tests (bash scripts run by their own RUN line): arguments, a private socket,
 # start/stop of preemptd in the background, and cleanup of every process the test started, whatever way it exits.
-# Usage: source daemon.sh PREEMPTD FAKE_CLIENT WORKDIR FILECHECK [PREEMPTCTL]
+# Usage: source daemon.sh PREEMPTD FAKE_CLIENT WORKDIR FILECHECK [PREEMPTCTL [PYTHON]]
 set -u
 PREEMPTD=$1
 FAKE=$2
 WORK=$3
 FILECHECK=$4
 PREEMPTCTL=${5:-}
+PYTHON=${6:-python3}
 rm -rf "$WORK"
 mkdir -p "$WORK"
 # A Unix socket path holds at most 107 bytes and build trees can be deep: the socket lives in a short directory,
