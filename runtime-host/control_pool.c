@@ -13,6 +13,8 @@ static int create_events(preempt_launch_record *record, const preempt_gpu_ops *g
     status = gpu->event_create(&record->resume_event, 0);
   if (status == 0)
     status = gpu->event_create(&record->ready_event, 1);
+  if (status == 0)
+    status = gpu->event_create(&record->relaunch_start_event, 1); /* timed: samples a held launch */
   return status;
 }
 
@@ -43,7 +45,8 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
       if (record->resumed)
         gpu->event_synchronize(record->resume_event);
     }
-    void *events[] = {record->wave_done_event, record->done_event, record->resume_event, record->ready_event};
+    void *events[] = {record->wave_done_event, record->done_event, record->resume_event, record->ready_event,
+                      record->relaunch_start_event};
     for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
       if (events[index])
         gpu->event_destroy(events[index]);

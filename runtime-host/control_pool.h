@@ -42,6 +42,12 @@ typedef struct preempt_launch_record {
    * ahead of the launch is done. Relaunches wait for it (they run on another
    * stream), and it times the first wave when the task length is sampled. */
   void *ready_event;
+  /* A held launch's task-length sample (launch.c): its first relaunch is its
+   * whole grid, timed from relaunch_start_event to resume_event, valid while
+   * it is its only relaunch and no eviction came in between. */
+  int time_first_relaunch;
+  uint32_t relaunches;
+  void *relaunch_start_event;
   /* Scheduled by preemptd (daemon_client.c): its stub + 1, else 0. */
   uint32_t daemon_stub;
   /* The daemon keeps it off some or all SMs (held before its first run, or

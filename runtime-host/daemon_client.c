@@ -704,7 +704,7 @@ static int carry_out_evict(preempt_runtime *runtime, preempt_daemon_stub_view *v
 
 /* One pass over this process's stubs. Returns whether anything needs polling
  * (a launch running, being evicted, or waiting for its start). Context locked. */
-static int agent_scan(preempt_runtime *runtime) {
+static int agent_scan(preempt_runtime *runtime, int *agent_device) {
   preempt_daemon_client *client = &runtime->daemon;
   const preempt_gpu_ops *gpu = runtime->gpu;
   int busy = 0, moved = 0;
@@ -719,6 +719,11 @@ static int agent_scan(preempt_runtime *runtime) {
     if (record && record->daemon_stub != (uint32_t)index + 1)
       record = NULL; /* not (or no longer) this stub's launch */
     uint32_t state = __atomic_load_n(&entry->state, __ATOMIC_ACQUIRE);
+    /* This thread's own current device: the launch's, for the stream
+     * operations of evictions and resumptions. */
+    if (record && (state == PREEMPT_STUB_TORUN || state == PREEMPT_STUB_TOEVICT || state == PREEMPT_STUB_RUNNING) &&
+        *agent_device != view->device && gpu->set_device(view->device) == 0)
+      *agent_device = view->device;
     switch (state) {
     case PREEMPT_STUB_PREP:
       if (!view->waiting_start)
@@ -836,6 +841,7 @@ static void *agent_main(void *argument) {
   preempt_runtime *runtime = preempt_runtime_lock();
   preempt_daemon_client *client = &runtime->daemon;
   uint64_t socket_checked = 0;
+  int agent_device = -1;
   while (!client->agent.stopping) {
     if (!client->registered) {
       struct timespec deadline;
@@ -852,7 +858,7 @@ static void *agent_main(void *argument) {
     /* Read before the scan: a command written during it changes the word, so
      * the wait below returns at once instead of missing it. */
     uint32_t wake = __atomic_load_n(&page->client_wake, __ATOMIC_ACQUIRE);
-    int busy = agent_scan(runtime);
+    int busy = agent_scan(runtime, &agent_device);
     uint64_t now = monotonic_ns();
     if (!busy || now - socket_checked >= SOCKET_CHECK_NS) {
       socket_checked = now;

@@ -82,6 +82,7 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
       return PREEMPT_ERROR_GPU;
     }
     record->yield_mask[word] = wanted;
+    record->time_first_relaunch = 0; /* CTAs leave early: their timing says nothing about tasks */
   }
   return PREEMPT_OK;
 }
@@ -93,6 +94,8 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   if (status == 0)
     status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
   preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
+  if (status == 0 && record->time_first_relaunch && record->relaunches == 0)
+    status = gpu->event_record(record->relaunch_start_event, device->resume_stream);
   if (status == 0)
     status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
                          device->resume_stream);
@@ -100,10 +103,29 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
     return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
   record->resumed = 1;
   record->relaunch_pending = 0;
+  record->relaunches++;
   status = gpu->event_record(record->resume_event, device->resume_stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "recording the relaunch", record->desc->name);
   return 0;
+}
+
+/* A kernel launches on a stream of the calling thread's current device, and
+ * the caller (the relaunch thread, preemptd's agent, the application on
+ * another device) may have another one: switch for the relaunch and back. */
+static int enqueue_relaunch_on_device(preempt_runtime *runtime, preempt_device_state *device,
+                                      preempt_launch_record *record) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  int index = (int)(device - runtime->devices), current = index;
+  int status = gpu->current_device(&current);
+  if (status == 0 && current != index)
+    status = gpu->set_device(index);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "selecting the launch's device for a relaunch", record->desc->name);
+  status = enqueue_relaunch(gpu, device, record);
+  if (current != index)
+    gpu->set_device(current);
+  return status;
 }
 
 static void enqueue_if_ready(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,
@@ -112,7 +134,7 @@ static void enqueue_if_ready(preempt_runtime *runtime, preempt_device_state *dev
   if (!record->relaunch_pending)
     return;
   /* The launch's start event: the work queued ahead of it is done. */
-  if (runtime->gpu->event_query(record->ready_event) != 0 || enqueue_relaunch(runtime->gpu, device, record) != 0)
+  if (runtime->gpu->event_query(record->ready_event) != 0 || enqueue_relaunch_on_device(runtime, device, record) != 0)
     ++*(uint32_t *)waiting;
 }
 

@@ -17,6 +17,8 @@ typedef struct preempt_gpu_ops {
   int invalid_value, out_of_memory, invalid_configuration, not_supported, not_ready;
   const char *(*error_string)(int code);
   int (*current_device)(int *device);
+  /* The calling thread's current device: kernels launch on its streams only. */
+  int (*set_device)(int device);
   int (*device_count)(int *count);
   int (*sm_count)(int device, uint32_t *count);
   /* The device's 16-byte UUID: preemptd knows GPUs by UUID, so processes

@@ -10,6 +10,8 @@ static const char *cuda_error_string(int code) { return cudaGetErrorString((cuda
 
 static int cuda_current_device(int *device) { return cudaGetDevice(device); }
 
+static int cuda_set_device(int device) { return cudaSetDevice(device); }
+
 static int cuda_device_count(int *count) { return cudaGetDeviceCount(count); }
 
 static int cuda_sm_count(int device, uint32_t *count) {
@@ -195,6 +197,7 @@ static const preempt_gpu_ops cuda_ops = {
     .not_ready = cudaErrorNotReady,
     .error_string = cuda_error_string,
     .current_device = cuda_current_device,
+    .set_device = cuda_set_device,
     .device_count = cuda_device_count,
     .sm_count = cuda_sm_count,
     .device_uuid = cuda_device_uuid,

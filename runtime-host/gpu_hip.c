@@ -9,6 +9,8 @@ static const char *hip_error_string(int code) { return hipGetErrorString((hipErr
 
 static int hip_current_device(int *device) { return hipGetDevice(device); }
 
+static int hip_set_device(int device) { return hipSetDevice(device); }
+
 static int hip_device_count(int *count) { return hipGetDeviceCount(count); }
 
 static int hip_sm_count(int device, uint32_t *count) {
@@ -109,6 +111,7 @@ static const preempt_gpu_ops hip_ops = {
     .not_ready = hipErrorNotReady,
     .error_string = hip_error_string,
     .current_device = hip_current_device,
+    .set_device = hip_set_device,
     .device_count = hip_device_count,
     .sm_count = hip_sm_count,
     .device_uuid = hip_device_uuid,

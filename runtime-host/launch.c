@@ -86,8 +86,21 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (on_device->sampling) {
     preempt_launch_record *sample = &device->control_pool.records[on_device->sample_slot];
-    if (sample->generation != on_device->sample_generation || sample->resumed) {
-      on_device->sampling = 0; /* reused or evicted: the timing says nothing about tasks */
+    if (sample->generation != on_device->sample_generation) {
+      on_device->sampling = 0; /* reused: the launch is long gone */
+    } else if (sample->time_first_relaunch) {
+      /* Held for preemptd: its one relaunch ran the whole grid. */
+      float milliseconds = 0;
+      if (sample->relaunches > 1) {
+        on_device->sampling = 0;
+      } else if (sample->relaunches == 1 && gpu->event_query(sample->resume_event) == 0) {
+        if (gpu->event_elapsed_ms(sample->relaunch_start_event, sample->resume_event, &milliseconds) == 0 &&
+            sample->task_count > 0)
+          on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
+        on_device->sampling = 0;
+      }
+    } else if (sample->resumed) {
+      on_device->sampling = 0; /* evicted: the timing says nothing about tasks */
     } else if (gpu->event_query(sample->wave_done_event) == 0) {
       float milliseconds = 0;
       if (gpu->event_elapsed_ms(sample->ready_event, sample->wave_done_event, &milliseconds) == 0 &&
@@ -167,6 +180,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->resumed = 0;
   record->daemon_stub = 0;
   record->daemon_evicted = 0;
+  record->time_first_relaunch = 0;
+  record->relaunches = 0;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */
@@ -175,12 +190,14 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (preempt_daemon_active(runtime))
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
   int held = stub >= 0;
-  /* A held launch's first-wave timing has no grid in it: never sample one. */
-  int sample = !held && !on_device->sampling && on_device->task_nanoseconds <= 0;
+  int sample = !on_device->sampling && on_device->task_nanoseconds <= 0;
   if (sample) {
     on_device->sampling = 1;
     on_device->sample_slot = slot;
     on_device->sample_generation = record->generation;
+    /* A held launch's first-wave timing has no grid in it: its first
+     * relaunch, the whole grid when nothing evicts it, is timed instead. */
+    record->time_first_relaunch = held;
   }
   /* Enqueue with the context unlocked: a launch call can block while the
    * GPU's queue is full, and the queue may drain only once another thread

@@ -9,6 +9,10 @@ fake_gpu_state fake_gpu;
 
 static const char *fake_error_string(int code) { return code == FAKE_ERROR_LAUNCH ? "fake launch failure" : "fake error"; }
 static int fake_current_device(int *device) { *device = 0; return 0; }
+static int fake_set_device(int device) {
+  __atomic_add_fetch(&fake_gpu.set_device_calls, 1, __ATOMIC_RELAXED);
+  return device == 0 ? 0 : FAKE_ERROR_INVALID_VALUE; /* the fake's threads are always on device 0 */
+}
 static int fake_device_count(int *count) { *count = fake_gpu.device_count ? fake_gpu.device_count : 1; return 0; }
 void fake_device_uuid(int device, unsigned char uuid[16]) {
   memset(uuid, 0x5a, 16);
@@ -120,6 +124,7 @@ static const preempt_gpu_ops fake_ops = {
     .not_ready = FAKE_ERROR_NOT_READY,
     .error_string = fake_error_string,
     .current_device = fake_current_device,
+    .set_device = fake_set_device,
     .device_count = fake_device_count,
     .sm_count = fake_sm_count,
     .device_uuid = fake_uuid,

@@ -392,6 +392,7 @@ static void test_scheduled_launches(void) {
   command(0, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
   CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
   CHECK_EQ_U64(fake_launches(), 2);
+  CHECK_EQ_U64(locked_word((const uint32_t *)&fake_gpu.set_device_calls), 1); /* the agent selected the device */
   fake_launch last = last_fake_launch();
   CHECK_EQ_U64(last.grid.x, 8 * 132);
   CHECK(last.persistent && last.stream != app_stream);
@@ -462,7 +463,7 @@ static void test_scheduled_launches(void) {
   CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
   CHECK_EQ_U64(state, PREEMPT_LAUNCH_DONE);
 
-  /* A held launch is never sampled for the task length: its timing has no grid in it. */
+  /* No task length from this launch: held, its first wave had no grid, and its relaunches were evicted. */
   preempt_kernel_info info;
   CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
   CHECK(info.task_microseconds == 0);
@@ -584,6 +585,7 @@ static void test_held_stream_limit(void) {
   daemon_start(ANSWER);
   preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
   fake_gpu.expected_params = 0;
+  fake_gpu.elapsed_ms = 0.01f;
   long long streams[4];
   /* Stream 2's launch runs: its stream is not held. */
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, &streams[2]), 0);
@@ -614,8 +616,16 @@ static void test_held_stream_limit(void) {
   CHECK_EQ_U64(locked_word(&record_of(running)->yield_mask[0]), 0);
   finish(running);
   CHECK(wait_state(0, PREEMPT_STUB_DONE));
+  /* Its one relaunch ran the whole grid undisturbed: the task length sample. 0.01 ms for 8 tasks on 8
+   * CTAs is 10 us a task: the next launch checks every 20 us / 10 us = 2 tasks. */
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, &streams[0]), 0);
+  preempt_kernel_info info;
+  CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+  CHECK(info.task_microseconds > 9.99 && info.task_microseconds < 10.01);
+  CHECK_EQ_U64(info.check_interval, 2);
+  CHECK(wait_state(4, PREEMPT_STUB_READY));
   preempt_shutdown();
-  CHECK_EQ_U64(fake_launches(), 5); /* the three held ones run */
+  CHECK_EQ_U64(fake_launches(), 6); /* the four held ones run */
   daemon_stop();
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1); /* what the runtime sets at load */
 }
