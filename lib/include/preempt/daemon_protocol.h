@@ -273,7 +273,8 @@ typedef struct preempt_stub {
 typedef struct preempt_client_page {
   uint32_t page_version;        /* PREEMPT_DAEMON_PROTOCOL_VERSION, written by the daemon */
   uint32_t client_id;
-  uint32_t client_wake;         /* futex: the daemon adds 1 and wakes after every command */
+  uint32_t client_wake;         /* futex: the daemon adds 1 and wakes after every command; the client's
+                                   own threads may ring it too, to wake its agent (only a counter) */
   uint32_t reserved;
   preempt_stub stubs[PREEMPT_STUBS_PER_CLIENT];
 } preempt_client_page;
