@@ -28,7 +28,13 @@ preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const pre
     }
     bool repeated = false;
     for (uint32_t j = 0; j < i; j++)
-      repeated |= memcmp(gpus[j].uuid, gpus[i].uuid, 16) == 0;
+      if (memcmp(gpus[j].uuid, gpus[i].uuid, 16) == 0) {
+        if (gpus[j].sm_count != gpus[i].sm_count) {
+          *why = "one GPU reported twice with different sm_count";
+          return PREEMPT_DAEMON_MALFORMED;
+        }
+        repeated = true;
+      }
     if (known < 0 && !repeated)
       new_ones++;
   }
