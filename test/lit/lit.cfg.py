@@ -32,6 +32,7 @@ config.substitutions += [
     ("%preempt_sim", os.path.join(config.preempt_binary_root, "tools", "preempt-sim")),
     ("%preemptd", os.path.join(config.preempt_binary_root, "tools", "preemptd", "preemptd")),
     ("%preemptctl", os.path.join(config.preempt_binary_root, "tools", "preemptctl")),
+    ("%daemon_bin", os.path.join(config.preempt_binary_root, "test", "daemon")),
     ("%fake_client", os.path.join(config.preempt_binary_root, "test", "daemon", "fake_client")),
     ("%fuzz_protocol", fuzz_protocol),
     ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),

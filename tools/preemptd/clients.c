@@ -127,6 +127,8 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
                (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit, client->gpu_count);
   if (status != PREEMPT_DAEMON_OK)
     *hang_up = true; /* it cannot use a registration it never received */
+  else
+    preemptd_ring_doorbell(ctx); /* the scheduler rescans with the new page in its list */
   return status;
 }
 
@@ -249,8 +251,9 @@ static void serve_connection(preemptd_context *ctx, uint32_t slot) {
       }
     }
   pthread_mutex_lock(&ctx->lock);
-  if (got <= 0) {
-    disconnect(ctx, client, got == 0 ? "connection closed" : strerror(errno));
+  if (got <= 0 || client->broken) {
+    /* A broken client's connection is shut down already; whatever it sent before is not served. */
+    disconnect(ctx, client, got == 0 ? "connection closed" : got < 0 ? strerror(errno) : "broken");
   } else {
     bool hang_up = false;
     handle_packet(ctx, client, buffer, (size_t)got, (message.msg_flags & MSG_TRUNC) != 0, &hang_up);
