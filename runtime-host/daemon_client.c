@@ -609,9 +609,11 @@ static void answer_done(preempt_runtime *runtime, preempt_daemon_stub_view *view
   }
   entry->evictions_done = view->evictions;
   uint32_t state = __atomic_load_n(&entry->state, __ATOMIC_ACQUIRE);
-  for (int round = 0; round < 16; round++) {
+  int done = 0;
+  for (int round = 0; round < 16 && !done; round++) {
     if (state == PREEMPT_STUB_TOEVICT) {
       __atomic_store_n(&entry->state, PREEMPT_STUB_DONE, __ATOMIC_RELEASE);
+      done = 1;
       break;
     }
     if (state == PREEMPT_STUB_TORUN) {
@@ -621,10 +623,13 @@ static void answer_done(preempt_runtime *runtime, preempt_daemon_stub_view *view
     if (state != PREEMPT_STUB_RUNNING)
       break;
     /* Fails only if the daemon has just written TOEVICT or TORUN: answer that. */
-    if (__atomic_compare_exchange_n(&entry->state, &state, PREEMPT_STUB_DONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-      break;
+    done = __atomic_compare_exchange_n(&entry->state, &state, PREEMPT_STUB_DONE, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
   }
-  memset(view, 0, sizeof *view);
+  /* Kept otherwise: the next scan answers again (the launch has no record
+   * any more, which reads as finished). */
+  if (done)
+    memset(view, 0, sizeof *view);
 }
 
 /* TORUN: resume the SMs named (all of them after a full eviction or for a
@@ -634,7 +639,7 @@ static void carry_out_run(preempt_runtime *runtime, preempt_daemon_stub_view *vi
   preempt_sm_mask mask;
   command_mask(entry, &mask);
   int all = entry->command_all != 0;
-  view->evicting = 0;
+  view->evicting = view->refused = 0;
   if (record && record->in_flight) {
     preempt_resume_record_sms(runtime, device, record, all ? NULL : &mask);
     record->daemon_evicted = preempt_launch_suspended(record);
