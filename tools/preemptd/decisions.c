@@ -76,6 +76,7 @@ static preempt_daemon_status issue_evict(preemptd_context *ctx, preemptd_gpu *gp
     return PREEMPT_DAEMON_OK; /* nothing left to evict (the kernel already gave them up) */
   bool all = kernel->state == PREEMPT_KERNEL_TOEVICT;
   record->last_command_all = all;
+  record->evicting_sms = draining;
   record->evict_sms = preempt_sm_set_count(&draining);
   record->evict_held = preempt_sm_set_count(&kernel->sms);
   if (issue(ctx, client, index, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, all, &draining)) {

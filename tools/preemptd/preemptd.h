@@ -38,6 +38,7 @@ typedef struct preemptd_stub_record {
   uint32_t gpu;                  /* daemon GPU index of that launch */
   uint32_t command_sequence;     /* last value written into the stub */
   bool last_command_all;         /* the last TOEVICT was for every SM */
+  preempt_sm_set evicting_sms;   /* the SMs the last TOEVICT named: the only ones its acknowledgement frees */
   uint32_t evict_sms, evict_held; /* SMs the last eviction asked for / held then: the cost sample's scale */
   bool pending_evict;            /* evicted by the policy while the stub could not take a command (TORUN) */
   bool pending_run;              /* given SMs back while the stub could not take a command */

@@ -125,9 +125,27 @@ static preempt_daemon_status eviction_done(preemptd_context *ctx, preemptd_clien
     if (preempt_sched_apply(gpu->sched, &all) != PREEMPT_SCHED_OK)
       return PREEMPT_DAEMON_SYSTEM;
     record->evict_sms = record->evict_held = preempt_sm_set_count(&kernel->sms);
+    record->evicting_sms = kernel->sms;
   }
-  if (preempt_sched_eviction_done(gpu->sched, kernel->id) != PREEMPT_SCHED_OK)
+  /* preempt_sched_eviction_done frees every draining SM of the kernel; SMs a later eviction marked while
+   * this one was outstanding have not been named to the client yet (that command waits for RUNNING): they
+   * are held back, still draining, so they are neither freed nor given to anyone before the client leaves
+   * them. */
+  preempt_sm_set held_back;
+  preempt_sm_set_clear(&held_back);
+  for (uint32_t sm = 0; sm < gpu->sched->gpu.sm_count; sm++)
+    if (gpu->sched->gpu.sm_owner[sm] == kernel->id && gpu->sched->gpu.sm_draining[sm] &&
+        !preempt_sm_set_has(&record->evicting_sms, sm)) {
+      preempt_sm_set_add(&held_back, sm);
+      gpu->sched->gpu.sm_draining[sm] = false;
+    }
+  preempt_sched_status done = preempt_sched_eviction_done(gpu->sched, kernel->id);
+  for (uint32_t sm = 0; sm < gpu->sched->gpu.sm_count; sm++)
+    if (preempt_sm_set_has(&held_back, sm))
+      gpu->sched->gpu.sm_draining[sm] = true;
+  if (done != PREEMPT_SCHED_OK)
     return PREEMPT_DAEMON_SYSTEM;
+  preempt_sm_set_clear(&record->evicting_sms);
   record->evictions++;
   double evict_us = -1;
   if (full) {
