@@ -53,6 +53,10 @@ typedef struct preempt_launch_record {
   /* The daemon keeps it off some or all SMs (held before its first run, or
    * evicted by the daemon): only the daemon's commands resume it. */
   int daemon_evicted;
+  /* Held for preemptd and never started: no yield word was written on the
+   * device (they are all zero there), whatever yield_mask says. Its first
+   * run takes every SM: where its CTAs land is the hardware's choice. */
+  int held_unstarted;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

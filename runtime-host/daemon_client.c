@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -408,6 +409,10 @@ static void disconnect(preempt_daemon_client *client) {
 
 static void *agent_main(void *argument);
 
+static void stop_agent_at_exit(void) {
+  preempt_runtime_unlock(preempt_daemon_stop(preempt_runtime_lock()));
+}
+
 /* Context locked. 0, or -1 (reported) when the agent cannot start. */
 static int install(preempt_runtime *runtime, daemon_link *link) {
   preempt_daemon_client *client = &runtime->daemon;
@@ -430,6 +435,13 @@ static int install(preempt_runtime *runtime, daemon_link *link) {
       return -1;
     }
     client->agent.running = 1;
+    if (!client->exit_hook) {
+      /* Registered after the GPU runtime's own exit handler (the first
+       * converted launch comes after the GPU API's first use), so it runs
+       * before it: the agent stops while the GPU API still works. */
+      client->exit_hook = 1;
+      atexit(stop_agent_at_exit);
+    }
   }
   return 0;
 }
@@ -843,6 +855,8 @@ static preempt_runtime *register_again(preempt_runtime *runtime) {
 
 static void *agent_main(void *argument) {
   (void)argument;
+  /* Its 20 us polls would otherwise oversleep by the default 50 us timer slack. */
+  prctl(PR_SET_TIMERSLACK, 1000UL);
   preempt_runtime *runtime = preempt_runtime_lock();
   preempt_daemon_client *client = &runtime->daemon;
   uint64_t socket_checked = 0;

@@ -1,6 +1,7 @@
 /* eviction.c: temporal and spatial eviction of running launches, resumption, and launch states.
  * FLEP §4.1 Fig. 4 (yield flag; per-SM yield through %smid), EffiSha §6.1 (kernel states). */
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "runtime.h"
@@ -145,6 +146,7 @@ uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime) {
 }
 
 static void *relauncher_loop(void *argument) {
+  prctl(PR_SET_TIMERSLACK, 1000UL); /* its 20 us pauses, not 70 */
   preempt_runtime *runtime = preempt_runtime_lock();
   (void)argument;
   while (!runtime->relauncher.stopping) {
@@ -179,6 +181,12 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!preempt_launch_suspended(record))
     return record->in_flight ? PREEMPT_OK : PREEMPT_ERROR_FINISHED;
+  /* A held launch's first run: every SM, and nothing to clear on the device.
+   * Yield bits for SMs the scheduler did not name would only send away the
+   * CTAs the hardware happens to place there. */
+  int unstarted = record->held_unstarted;
+  if (unstarted)
+    sms = NULL;
   uint32_t cleared[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     cleared[word] = record->yield_mask[word] & (sms ? sms->words[word] : 0xffffffffu);
@@ -199,13 +207,14 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
     if (!cleared[word])
       continue;
     uint32_t left = record->yield_mask[word] & ~cleared[word];
-    int status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], left);
+    int status = unstarted ? 0 : gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], left);
     if (status != 0) {
       preempt_report_gpu(gpu, status, "clearing the yield mask", record->desc->name);
       return PREEMPT_ERROR_GPU;
     }
     record->yield_mask[word] = left;
   }
+  record->held_unstarted = 0;
   if (!record->relaunch_pending || ctas > record->relaunch_ctas)
     record->relaunch_ctas = ctas;
   record->relaunch_pending = 1;

@@ -180,6 +180,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->resumed = 0;
   record->daemon_stub = 0;
   record->daemon_evicted = 0;
+  record->held_unstarted = 0;
   record->time_first_relaunch = 0;
   record->relaunches = 0;
 
@@ -229,8 +230,10 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
    * (not yet resumed), which keeps its control block and counts its stream
    * as held. */
   int must_run = held && waiting;
-  if (must_run)
+  if (must_run) {
     memset(record->yield_mask, 0xff, sizeof record->yield_mask);
+    record->held_unstarted = 1;
+  }
   /* Once the grid is launched it runs: keep it in flight so that its
    * control block is not reused under it, even if a later step failed. */
   record->in_flight = launched || must_run;

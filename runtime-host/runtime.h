@@ -89,6 +89,7 @@ typedef struct preempt_daemon_client {
   preempt_msg_gpu gpus[PREEMPT_DAEMON_MAX_GPUS];
   preempt_daemon_stub_view stubs[PREEMPT_STUBS_PER_CLIENT];
   int told_no_stub, told_held_streams, told_lost;
+  int exit_hook; /* the at-exit stop of the agent is registered */
   int request_in_flight;         /* a SET_PRIORITY reply is due: the agent leaves the socket alone */
   pthread_mutex_t request_lock;  /* one SET_PRIORITY round trip at a time; taken before the runtime lock */
   struct {

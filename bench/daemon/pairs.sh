@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # pairs.sh: on the GPU machine, FLEP §6.3.1's pairs across two processes: a low-priority process runs long kernels,
 # a high-priority one times short kernels arriving at random moments; without and with preemptd (HPF), and under MPS.
-# Usage: bench/daemon/pairs.sh BIN_DIR OUT_JSON [TRIALS]   (BIN_DIR = build/bench from bench/build_suite.sh)
+# Usage: bench/daemon/pairs.sh BIN_DIR OUT_JSON [TRIALS [LOG_DIR]]   (BIN_DIR = build/bench from bench/build_suite.sh;
+#        LOG_DIR keeps preemptd's decision logs; PAIRS_ONLY=REGEX runs only the modes it matches)
 set -uo pipefail
-bin=$1 out=$2 trials=${3:-40}
+bin=$1 out=$2 trials=${3:-40} logs=${4:-}
 work=$(mktemp -d)
 daemon_pid=""
 mps_dir=""
@@ -31,6 +32,7 @@ stop_daemon() {
 measure() {
   local name=$1 build=$2 daemon=$3 pair=$4 long_json='null' short_json
   local ready=$work/$name.ready stop=$work/$name.stop
+  [[ "$name" =~ ${PAIRS_ONLY:-.} ]] || return 0
   if [ "$daemon" != none ]; then start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; }; fi
   if [ "$pair" = 1 ]; then
     PREEMPT_PRIORITY=-10 timeout -s KILL 120 "$bin/$build/pair_bench" long 60 "$ready" "$stop" \
@@ -44,6 +46,7 @@ measure() {
     short_json=$(PREEMPT_PRIORITY=10 timeout -s KILL 90 "$bin/$build/pair_bench" short "$trials" 2> "$work/$name.short.err")
   fi
   stop_daemon
+  [ -n "$logs" ] && [ "$daemon" != none ] && cp "$work/daemon_$name.log" "$logs/"
   for side in short long; do
     [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -5 "$work/$name.$side.err" >&2; }
   done

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 /* TIMER events whose time has come. */
@@ -44,6 +45,8 @@ static int64_t wait_ns(const preemptd_context *ctx) {
 
 void *preemptd_scheduler_thread(void *context) {
   preemptd_context *ctx = context;
+  /* Policy timers (FFS epochs, DPRR slices) to the microsecond, not the default 50 us timer slack. */
+  prctl(PR_SET_TIMERSLACK, 1000UL);
   for (;;) {
     /* Read before the scan: a ring during the scan changes the word, and the wait below returns at once. */
     uint32_t bell = __atomic_load_n(&ctx->doorbell->doorbell, __ATOMIC_ACQUIRE);
