@@ -373,6 +373,23 @@ static void read_priority_variable(preempt_daemon_client *client) {
   client->priority_requested = 1;
 }
 
+/* PREEMPT_WEIGHT: the FFS share this process's kernels ask for (FLEP §5.2.2);
+ * the daemon clamps it to what the user may have. */
+static void read_weight_variable(preempt_daemon_client *client) {
+  client->weight = 1;
+  const char *text = getenv("PREEMPT_WEIGHT");
+  if (!text || !*text)
+    return;
+  char *end;
+  errno = 0;
+  long value = strtol(text, &end, 10);
+  if (errno || *end || value < 1 || value > PREEMPT_WEIGHT_MAX) {
+    preempt_report("ignoring PREEMPT_WEIGHT='%s': expected a whole number from 1 to %d", text, PREEMPT_WEIGHT_MAX);
+    return;
+  }
+  client->weight = (uint32_t)value;
+}
+
 /* Launches the daemon holds or has evicted run unscheduled from now on:
  * without a daemon nobody else would ever start them. Context locked. */
 static void release_launches(preempt_runtime *runtime) {
@@ -461,6 +478,7 @@ static void daemon_start(preempt_runtime *runtime) {
   int named = path && *path;
   snprintf(client->socket_path, sizeof client->socket_path, "%s", named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT);
   read_priority_variable(client);
+  read_weight_variable(client);
   read_program_name(client->program, sizeof client->program);
   if (describe_gpus(runtime) != 0)
     return;
@@ -571,7 +589,7 @@ int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, i
   entry->kernel_key = preempt_kernel_key(record->desc->name);
   preempt_copy_name(entry->name, sizeof entry->name, record->desc->name);
   entry->evictions_done = 0;
-  entry->reserved = 0;
+  entry->weight = client->weight;
   entry->last_eviction_ns = 0;
   preempt_daemon_stub_view *view = &client->stubs[stub];
   memset(view, 0, sizeof *view);
@@ -598,8 +616,12 @@ int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, i
 
 /* ---------------------------------------------------------------- the agent */
 
+/* Every task finished: what the daemon needs to give its SMs to the next
+ * kernel. Relaunched CTAs may still be leaving (the record is reused only
+ * once they are gone, control_pool.c): waiting for them too would keep the
+ * daemon from giving its SMs away until they are. */
 static int launch_done(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
-  return !record || preempt_record_state(gpu, record) == PREEMPT_LAUNCH_DONE;
+  return !record || !record->in_flight || gpu->event_query(record->done_event) == 0;
 }
 
 static void command_mask(const preempt_stub *entry, preempt_sm_mask *mask) {
@@ -694,8 +716,12 @@ static int carry_out_evict(preempt_runtime *runtime, preempt_daemon_stub_view *v
     record->daemon_evicted = 1;
     if (!all && !mask_is_full(record->yield_mask)) {
       /* Spatial: CTAs on those SMs leave after their current task while the
-       * others go on; the waiting kernel takes the SMs as they free. */
+       * others go on; the waiting kernel takes the SMs as they free. Still
+       * running, so polled for its completion: nothing else wakes the agent
+       * when it ends (missing this left finished kernels holding the GPU
+       * until the 100 ms idle wait ran out, on the H100). */
       __atomic_store_n(&entry->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+      *busy = 1;
       return 1;
     }
     view->evicting = 1;

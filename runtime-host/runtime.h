@@ -84,6 +84,7 @@ typedef struct preempt_daemon_client {
   /* Asked for (PREEMPT_PRIORITY or preempt_set_priority), granted and the limit (the daemon's answer). */
   int priority_requested, priority_from_api;
   int32_t priority, granted, limit;
+  uint32_t weight; /* PREEMPT_WEIGHT, 1 unless set */
   char program[PREEMPT_DAEMON_PROGRAM_BYTES];
   uint32_t gpu_count; /* devices 0..gpu_count-1, in REGISTER's order: a stub's gpu is its device number */
   preempt_msg_gpu gpus[PREEMPT_DAEMON_MAX_GPUS];

@@ -319,6 +319,7 @@ static const preempt_dim3 big_grid = {4096, 3, 2}, block256 = {256, 1, 1}, small
 /* Registration, held launches and every command, completion, stub reuse, the daemon's death and return, priorities. */
 static void test_scheduled_launches(void) {
   setenv("PREEMPT_PRIORITY", "5", 1);
+  setenv("PREEMPT_WEIGHT", "3", 1);
   reset_fake();
   fake_gpu.device_count = 2;
   fake_gpu.elapsed_ms = 0.01f; /* what a sampled launch would measure */
@@ -369,6 +370,7 @@ static void test_scheduled_launches(void) {
   CHECK_EQ_U64(stub->launch_sequence, 1);
   CHECK_EQ_U64(stub->gpu, 0);
   CHECK_EQ_U64(stub->priority, 5);
+  CHECK_EQ_U64(stub->weight, 3);
   CHECK(stub->grid[0] == 4096 && stub->grid[1] == 3 && stub->grid[2] == 2);
   CHECK(stub->block[0] == 256 && stub->block[1] == 1 && stub->block[2] == 1);
   CHECK_EQ_U64(stub->persistent_ctas, 8 * 132);
@@ -574,6 +576,7 @@ static void test_scheduled_launches(void) {
   CHECK_EQ_U64(load(&daemon_state.closes), 1);
   daemon_stop();
   unsetenv("PREEMPT_PRIORITY");
+  unsetenv("PREEMPT_WEIGHT");
 }
 
 /* Held launches hold their streams: at most half the hardware queues, like evictions. An eviction the
@@ -628,6 +631,39 @@ static void test_held_stream_limit(void) {
   CHECK_EQ_U64(fake_launches(), 6); /* the four held ones run */
   daemon_stop();
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1); /* what the runtime sets at load */
+}
+
+/* A kernel that ends after a partial eviction (its other SMs did every task) is answered DONE by
+ * polling, with no command to wake the agent: within milliseconds, not after the 100 ms idle wait
+ * (on the H100 a missed poll here kept a finished kernel's SMs from the next one for 100 ms). */
+static void test_completion_after_partial_eviction(void) {
+  reset_fake();
+  daemon_state.limit = 0;
+  daemon_start(ANSWER);
+  preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+  fake_gpu.expected_params = 0;
+  long long stream;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, &stream), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  keep_running(launch);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  command(0, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
+  CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
+  preempt_sm_mask one = {{0}};
+  one.words[0] = 1u << 5;
+  command(0, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, 0, &one);
+  CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
+  usleep(5000); /* the agent is back in its wait */
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  finish(launch);
+  CHECK(wait_state(0, PREEMPT_STUB_DONE));
+  double waited = seconds_since(&start);
+  CHECK(waited < 0.05);
+  if (waited >= 0.05)
+    fprintf(stderr, "DONE came %.1f ms after the kernel ended\n", waited * 1e3);
+  preempt_shutdown();
+  daemon_stop();
 }
 
 /* A bad PREEMPT_PRIORITY is reported and not sent. */
@@ -744,6 +780,7 @@ int main(void) {
 
   test_scheduled_launches();
   test_held_stream_limit();
+  test_completion_after_partial_eviction();
   test_bad_priority_variable();
   test_unscheduled();
 
