@@ -54,6 +54,11 @@ _Static_assert(FIELD(preempt_client_page, stubs) % 8 == 0 && offsetof(preempt_cl
                    sizeof(preempt_stub) % 8 == 0 && offsetof(preempt_stub, shared_bytes) % 8 == 0 &&
                    offsetof(preempt_stub, last_eviction_ns) % 8 == 0,
                "stub 64-bit fields misaligned");
+/* The FFS weight took the place of a reserved word: the offsets around it, and so the page, stay as they were. */
+_Static_assert(offsetof(preempt_stub, weight) == offsetof(preempt_stub, evictions_done) + 4 &&
+                   offsetof(preempt_stub, last_eviction_ns) == offsetof(preempt_stub, weight) + 4 &&
+                   FIELD(preempt_stub, weight) == 4,
+               "preempt_stub.weight moved");
 _Static_assert(PREEMPT_DAEMON_SM_MASK_WORDS * 32 == 256, "the SM mask covers SM ids 0..255");
 /* The largest LISTING must fit the largest packet. */
 _Static_assert(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
@@ -291,6 +296,8 @@ preempt_daemon_status preempt_stub_validate(const preempt_stub *copy, uint32_t g
     bad = "ctas_per_sm";
   else if (!terminated(copy->name, sizeof copy->name))
     bad = "name";
+  else if (copy->weight > PREEMPT_WEIGHT_MAX)
+    bad = "weight";
   if (why)
     *why = bad;
   return bad ? PREEMPT_DAEMON_MALFORMED : PREEMPT_DAEMON_OK;

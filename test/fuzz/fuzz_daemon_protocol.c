@@ -219,8 +219,12 @@ static void fuzz_stub(const uint8_t *data, size_t size) {
       threads *= stub.block[d];
     }
     REQUIRE(threads <= 1024 && terminated(stub.name, sizeof stub.name));
+    REQUIRE(stub.weight <= PREEMPT_WEIGHT_MAX); /* 0 is allowed: it reads as 1 */
   } else {
     REQUIRE(status == PREEMPT_DAEMON_MALFORMED && why != NULL && strcmp(why, "unset") != 0);
+    /* The weight is the last check: refused for it only when it is out of range. */
+    if (strcmp(why, "weight") == 0)
+      REQUIRE(stub.weight > PREEMPT_WEIGHT_MAX && terminated(stub.name, sizeof stub.name));
   }
   /* The move table: 0 or 1, nothing outside the enum, and no move allowed to both sides. */
   uint32_t from = stub.state, to = stub.launch_sequence;

@@ -172,6 +172,7 @@ int main(int argc, char **argv) {
   stub.ctas_per_sm = 2;
   preempt_copy_name(stub.name, sizeof stub.name, "vadd");
   stub.kernel_key = preempt_kernel_key("vadd");
+  stub.weight = 2; /* an FFS weight in range, so the fuzzer starts from one that is accepted */
   stub_seed[0] = 2;
   memcpy(stub_seed + 1, &stub, sizeof stub);
   failed |= write_seed("stub", stub_seed, sizeof stub_seed);

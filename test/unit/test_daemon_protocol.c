@@ -603,6 +603,25 @@ static void test_stub_validate(void) {
   /* A name exactly filling its field but for the NUL is fine. */
   stub.name[sizeof stub.name - 1] = 0;
   CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK);
+  /* The FFS weight: 0 (read as 1) up to PREEMPT_WEIGHT_MAX; the daemon clamps to the client's limit later. */
+  CHECK_EQ_U64(PREEMPT_WEIGHT_MAX, 64);
+  const uint32_t weights_ok[] = {0, 1, 2, 63, PREEMPT_WEIGHT_MAX};
+  for (unsigned i = 0; i < sizeof weights_ok / sizeof weights_ok[0]; i++) {
+    stub = valid_stub();
+    stub.weight = weights_ok[i];
+    CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK && why == NULL);
+  }
+  const uint32_t weights_bad[] = {PREEMPT_WEIGHT_MAX + 1, 1000, 0x80000000u, 0xffffffffu};
+  for (unsigned i = 0; i < sizeof weights_bad / sizeof weights_bad[0]; i++) {
+    stub = valid_stub();
+    stub.weight = weights_bad[i];
+    CHECK(stub_refused_for(&stub, 2, "weight"));
+  }
+  /* The weight took the reserved word's place: same offset and size, the page layout unchanged. */
+  CHECK_EQ_U64(offsetof(preempt_stub, weight), 164);
+  CHECK_EQ_U64(offsetof(preempt_stub, weight), offsetof(preempt_stub, evictions_done) + 4);
+  CHECK_EQ_U64(offsetof(preempt_stub, last_eviction_ns), offsetof(preempt_stub, weight) + 4);
+  CHECK_EQ_U64(sizeof(preempt_stub), 176);
 }
 
 static void test_moves(void) {

@@ -36,6 +36,12 @@ extern "C" {
 #define PREEMPT_PRIORITY_MIN (-20)
 #define PREEMPT_PRIORITY_MAX 20
 
+/* FFS share weights (FLEP §5.2.2's W_i): under FFS a kernel's epochs are its weight times a common unit, so
+ * kernels of weights 2 and 1 get the GPU 2:1. A launch asks for 1..MAX in its stub (0 reads as 1); the
+ * daemon clamps it to the client's weight limit: MAX for uid 0, else 1. A user other than root cannot raise
+ * its share above the default, as with priorities (EffiSha §6.4). */
+#define PREEMPT_WEIGHT_MAX 64
+
 #define PREEMPT_DAEMON_MAX_GPUS 16
 #define PREEMPT_STUBS_PER_CLIENT 64
 #define PREEMPT_DAEMON_NAME_BYTES 48    /* kernel names, truncated, NUL-terminated */
@@ -266,7 +272,10 @@ typedef struct preempt_stub {
   uint32_t command_mask[PREEMPT_DAEMON_SM_MASK_WORDS];
   /* client, before storing READY (after TOEVICT) or DONE */
   uint32_t evictions_done;      /* evictions carried out for this launch */
-  uint32_t reserved;
+  /* client, written in PREP (it sits here for the layout): the FFS share weight it asks for, 1..PREEMPT_WEIGHT_MAX
+   * (0 reads as 1); the daemon clamps it to the client's weight limit (PREEMPT_WEIGHT_MAX for uid 0, else 1) */
+  uint32_t weight;
+  /* client, before storing READY (after TOEVICT) or DONE */
   uint64_t last_eviction_ns;    /* request to no CTA left, measured by the client: the daemon's eviction cost samples */
 } preempt_stub;
 
@@ -289,7 +298,8 @@ typedef struct preempt_doorbell_page {
 
 /* The daemon's check of a stub it copied out of a client's page, once the copy
  * says READY: gpu < gpu_count, every grid and block dimension >= 1, block
- * threads <= 1024, persistent_ctas >= 1, ctas_per_sm >= 1, name NUL-terminated.
+ * threads <= 1024, persistent_ctas >= 1, ctas_per_sm >= 1, name NUL-terminated,
+ * weight <= PREEMPT_WEIGHT_MAX (0 is allowed: it reads as 1).
  * Fixes nothing in place; MALFORMED names the first bad field in `why`. */
 preempt_daemon_status preempt_stub_validate(const preempt_stub *copy, uint32_t gpu_count, const char **why);
 
