@@ -2,6 +2,9 @@
  * EffiSha §6.1 (state transitions), FLEP §5.1 (T_e, T_w, T_r accounting). */
 #include "schedule_internal.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *preempt_sched_status_name(preempt_sched_status status) {
@@ -14,6 +17,7 @@ const char *preempt_sched_status_name(preempt_sched_status status) {
   case PREEMPT_SCHED_BAD_DECISION: return "decision not allowed in this state";
   case PREEMPT_SCHED_NO_DATA: return "no data yet";
   case PREEMPT_SCHED_OUT_OF_MEMORY: return "out of memory";
+  case PREEMPT_SCHED_UNKNOWN_PARAMETER: return "unknown parameter";
   }
   return "unknown status";
 }
@@ -54,6 +58,101 @@ void preempt_sched_params_default(preempt_sched_params *params) {
   params->dprr_age_step = 1000.0;
   params->dprr_age_cap = 20;
   params->dprr_slice_unit = 500.0;
+}
+
+/* A finite number that is exactly text[0, length), no leading blanks (strtod would skip them). strtod never
+ * takes a unit's letters into a number ("1e5ms" stops at 'm'), so checking where it stopped is enough. */
+static bool parse_number(const char *text, size_t length, double *out) {
+  if (length == 0 || isspace((unsigned char)text[0]))
+    return false;
+  char *end = NULL;
+  errno = 0;
+  double value = strtod(text, &end);
+  /* ERANGE: 1e999 (infinite) or an underflow; value - value != 0: NaN or an infinity spelled out. */
+  if (end != text + length || errno != 0 || value != value || value - value != 0)
+    return false;
+  *out = value;
+  return true;
+}
+
+/* Microseconds: "250", "250us" or "1.5ms"; finite after the unit too ("1e308ms" is not). */
+static bool parse_time(const char *text, double *out) {
+  size_t length = strlen(text);
+  double scale = 1.0;
+  if (length > 2 && strcmp(text + length - 2, "ms") == 0) {
+    length -= 2;
+    scale = 1000.0;
+  } else if (length > 2 && strcmp(text + length - 2, "us") == 0) {
+    length -= 2;
+  }
+  double value = 0;
+  if (!parse_number(text, length, &value) || (value * scale) - (value * scale) != 0)
+    return false;
+  *out = value * scale;
+  return true;
+}
+
+static bool parse_integer(const char *text, long min, long max, long *out) {
+  if (isspace((unsigned char)text[0]))
+    return false;
+  char *end = NULL;
+  errno = 0;
+  long value = strtol(text, &end, 10);
+  if (end == text || *end || errno != 0 || value < min || value > max)
+    return false;
+  *out = value;
+  return true;
+}
+
+preempt_sched_status preempt_sched_params_set(preempt_sched_params *params, const char *name, const char *value,
+                                              const char **why) {
+  const char *message = NULL;
+  preempt_sched_status status = PREEMPT_SCHED_INVALID_ARGUMENT;
+  double number = 0;
+  long integer = 0;
+  if (!params || !name || !value) {
+    message = "no parameter given";
+  } else if (strcmp(name, "max_overhead") == 0) {
+    if (parse_number(value, strlen(value), &number) && number > 0 && number < 1) {
+      params->max_overhead = number;
+      status = PREEMPT_SCHED_OK;
+    } else {
+      message = "max_overhead must be a number between 0 and 1 (exclusive), got";
+    }
+  } else if (strcmp(name, "hpf_spatial") == 0) {
+    if (parse_integer(value, 0, 1, &integer)) {
+      params->hpf_spatial = integer != 0;
+      status = PREEMPT_SCHED_OK;
+    } else {
+      message = "hpf_spatial must be 0 or 1, got";
+    }
+  } else if (strcmp(name, "dprr_age_cap") == 0) {
+    if (parse_integer(value, 0, 1000, &integer)) {
+      params->dprr_age_cap = (int32_t)integer;
+      status = PREEMPT_SCHED_OK;
+    } else {
+      message = "dprr_age_cap must be an integer 0..1000, got";
+    }
+  } else if (strcmp(name, "ffs_min_epoch") == 0 || strcmp(name, "dprr_age_step") == 0 ||
+             strcmp(name, "dprr_slice_unit") == 0) {
+    if (parse_time(value, &number) && number > 0) {
+      if (strcmp(name, "ffs_min_epoch") == 0)
+        params->ffs_min_epoch = number;
+      else if (strcmp(name, "dprr_age_step") == 0)
+        params->dprr_age_step = number;
+      else
+        params->dprr_slice_unit = number;
+      status = PREEMPT_SCHED_OK;
+    } else {
+      message = "expected a time greater than 0, got";
+    }
+  } else {
+    message = "unknown parameter";
+    status = PREEMPT_SCHED_UNKNOWN_PARAMETER;
+  }
+  if (why)
+    *why = message;
+  return status;
 }
 
 preempt_sched_status preempt_sched_policy_by_name(const char *name, const preempt_sched_policy **out) {

@@ -8,7 +8,7 @@
  *   gpu sms=N                      SMs of the simulated GPU (required, once, before any kernel; 1..256)
  *   policy NAME                    policy when --policy is not given
  *   param NAME=VALUE ...           max_overhead (0..1, FFS), ffs_min_epoch, hpf_spatial (0|1),
- *                                  dprr_age_step, dprr_age_cap, dprr_slice_unit
+ *                                  dprr_age_step, dprr_age_cap, dprr_slice_unit (preempt_sched_params_set)
  *   until TIME                     stop the clock at TIME (for kernels that never end, FLEP §6.3.3)
  *   kernel NAME FIELD=VALUE ...    a launch; NAME is up to 31 characters, unique. Fields:
  *       duration=TIME   standalone time on its SMs (required, > 0)
@@ -157,40 +157,18 @@ static int parse_kernel(scenario *s, char *name, char *rest) {
   return 0;
 }
 
+/* The names, ranges and messages are the library's (preempt_sched_params_set), shared with preemptd --param. */
 static int parse_param(scenario *s, char *rest) {
   int any = 0;
   for (char *field = strtok(rest, " \t"); field; field = strtok(NULL, " \t")) {
     char *value = split_field(field);
-    double number = 0;
-    long integer = 0;
     any = 1;
     if (!value)
       return fail("expected NAME=VALUE, got", field);
-    if (strcmp(field, "max_overhead") == 0) {
-      if (!parse_number(value, &number) || number <= 0 || number >= 1)
-        return fail("max_overhead must be a number between 0 and 1 (exclusive), got", value);
-      s->params.max_overhead = number;
-    } else if (strcmp(field, "hpf_spatial") == 0) {
-      if (!parse_integer(value, 0, 1, &integer))
-        return fail("hpf_spatial must be 0 or 1, got", value);
-      s->params.hpf_spatial = integer;
-    } else if (strcmp(field, "dprr_age_cap") == 0) {
-      if (!parse_integer(value, 0, 1000, &integer))
-        return fail("dprr_age_cap must be an integer 0..1000, got", value);
-      s->params.dprr_age_cap = (int32_t)integer;
-    } else if (strcmp(field, "ffs_min_epoch") == 0 || strcmp(field, "dprr_age_step") == 0 ||
-               strcmp(field, "dprr_slice_unit") == 0) {
-      if (!parse_time(value, &number) || number <= 0)
-        return fail("expected a time greater than 0, got", value);
-      if (field[0] == 'f')
-        s->params.ffs_min_epoch = number;
-      else if (field[5] == 'a')
-        s->params.dprr_age_step = number;
-      else
-        s->params.dprr_slice_unit = number;
-    } else {
-      return fail("unknown parameter", field);
-    }
+    const char *why = NULL;
+    preempt_sched_status status = preempt_sched_params_set(&s->params, field, value, &why);
+    if (status != PREEMPT_SCHED_OK)
+      return fail(why, status == PREEMPT_SCHED_UNKNOWN_PARAMETER ? field : value);
   }
   return any ? 0 : fail("param needs NAME=VALUE", NULL);
 }

@@ -23,7 +23,7 @@ static const char usage[] =
     "usage: fake_client [--socket PATH] [--tag TAG] [--priority P] [--gpu UUIDHEX:SMS]... [--program NAME]\n"
     "                   [--no-register] [COMMAND]...\n"
     "Commands (arguments, or lines on stdin when none are given):\n"
-    "  launch NAME [ctas=N] [per_sm=M] [priority=P] [gpu=I] [grid=G] [block=B] [input=BYTES]\n"
+    "  launch NAME [ctas=N] [per_sm=M] [priority=P] [gpu=I] [grid=G] [block=B] [input=BYTES] [weight=W]\n"
     "  wait STATE NAME TIMEOUT_MS     until the stub is in STATE; prints the command and the time taken\n"
     "  ack NAME [evict_us=U]          TORUN->RUNNING; TOEVICT->READY (all SMs) or ->RUNNING (a mask)\n"
     "  done NAME [quiet]              RUNNING or TOEVICT -> DONE (quiet: no doorbell ring)\n"
@@ -304,6 +304,7 @@ static int cmd_launch(fake *f, int argc, char **argv) {
     return -1;
   }
   unsigned long long ctas = 8, per_sm = 1, gpu = 0, grid = 0, block = 128, input = 0;
+  unsigned long long weight = 0; /* the stub's FFS weight; 0 reads as 1 */
   long long priority = f->priority;
   for (int i = 2; i < argc; i++) {
     char *eq = strchr(argv[i], '=');
@@ -327,6 +328,8 @@ static int cmd_launch(fake *f, int argc, char **argv) {
       block = strtoull(value, NULL, 0);
     else if (strcmp(key, "input") == 0)
       input = strtoull(value, NULL, 0);
+    else if (strcmp(key, "weight") == 0)
+      weight = strtoull(value, NULL, 0);
     else {
       say(f, "launch: unknown key %s", key);
       return -1;
@@ -353,6 +356,7 @@ static int cmd_launch(fake *f, int argc, char **argv) {
     stub->kernel_key = preempt_kernel_key(argv[1]);
     preempt_copy_name(stub->name, sizeof stub->name, argv[1]);
     stub->evictions_done = 0;
+    stub->weight = (uint32_t)weight;
     stub->last_eviction_ns = 0;
     preempt_copy_name(f->names[i], sizeof f->names[i], argv[1]);
     __atomic_store_n(&stub->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);

@@ -1,5 +1,6 @@
 /* test_schedule_policies.c: decisions of FIFO, HPF, PIV, DPRR and FFS on small hand-built GPU states.
  * FLEP §5.2 and Fig. 6 (HPF, FFS), §6.4 (spatial); EffiSha §7 (PIV, DPRR). */
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -327,6 +328,143 @@ static void test_remove_kernel(void) {
   CHECK(preempt_sched_find(&state, 1000) == &state.kernels[PREEMPT_SCHED_MAX_KERNELS - 1]);
 }
 
+/* preempt_sched_params_set: what preempt-sim's "param NAME=VALUE" and preemptd's --param accept. */
+static preempt_sched_params params_default(void) {
+  preempt_sched_params params;
+  preempt_sched_params_default(&params);
+  return params;
+}
+
+/* Accepted, and only the named field changed. */
+static void param_ok(const char *name, const char *value, preempt_sched_params expected) {
+  preempt_sched_params params = params_default();
+  const char *why = "unset";
+  preempt_sched_status status = preempt_sched_params_set(&params, name, value, &why);
+  if (status != PREEMPT_SCHED_OK || why != NULL || memcmp(&params, &expected, sizeof params) != 0) {
+    fprintf(stderr, "param %s=%s: status %d, why %s\n", name, value, (int)status, why ? why : "(null)");
+    CHECK(!"param accepted as expected");
+  }
+}
+
+/* Refused with this status and message; the parameters untouched. */
+static void param_bad(const char *name, const char *value, preempt_sched_status expected_status,
+                      const char *expected_why) {
+  preempt_sched_params params = params_default(), before = params;
+  const char *why = NULL;
+  preempt_sched_status status = preempt_sched_params_set(&params, name, value, &why);
+  if (status != expected_status || !why || strcmp(why, expected_why) != 0 ||
+      memcmp(&params, &before, sizeof params) != 0) {
+    fprintf(stderr, "param %s=%s: status %d, why %s\n", name ? name : "(null)", value ? value : "(null)",
+            (int)status, why ? why : "(null)");
+    CHECK(!"param refused as expected");
+  }
+}
+
+static void test_params_set(void) {
+  static const char overhead[] = "max_overhead must be a number between 0 and 1 (exclusive), got";
+  static const char spatial[] = "hpf_spatial must be 0 or 1, got";
+  static const char cap[] = "dprr_age_cap must be an integer 0..1000, got";
+  static const char time_message[] = "expected a time greater than 0, got";
+  preempt_sched_params expected;
+
+  /* The defaults are the papers' values (FLEP §6.3.3, §6.4; EffiSha §7). */
+  expected = params_default();
+  CHECK(expected.max_overhead == 0.10 && expected.ffs_min_epoch == 100.0 && expected.hpf_spatial);
+  CHECK(expected.dprr_age_step == 1000.0 && expected.dprr_age_cap == 20 && expected.dprr_slice_unit == 500.0);
+
+  /* max_overhead: strictly between 0 and 1; a plain number, no unit. */
+  expected = params_default();
+  expected.max_overhead = 0.25;
+  param_ok("max_overhead", "0.25", expected);
+  param_ok("max_overhead", "2.5e-1", expected);
+  expected.max_overhead = 0.999;
+  param_ok("max_overhead", "0.999", expected);
+  expected.max_overhead = 1e-9;
+  param_ok("max_overhead", "1e-9", expected);
+  const char *bad_overheads[] = {"0", "1", "-0.1", "2", "1.0", "", " 0.5", "0.5 ", "0.5x", "0.5us", "0.5ms", "nan",
+                                 "inf", "1e999", "abc", "0.5.1", "1/2"};
+  for (unsigned i = 0; i < sizeof bad_overheads / sizeof bad_overheads[0]; i++)
+    param_bad("max_overhead", bad_overheads[i], PREEMPT_SCHED_INVALID_ARGUMENT, overhead);
+
+  /* hpf_spatial: exactly 0 or 1. */
+  expected = params_default();
+  expected.hpf_spatial = false;
+  param_ok("hpf_spatial", "0", expected);
+  expected.hpf_spatial = true;
+  param_ok("hpf_spatial", "1", expected);
+  const char *bad_spatials[] = {"2", "-1", "", "true", "yes", "1x", " 1", "1 ", "0.5", "1e0", "99999999999999999999"};
+  for (unsigned i = 0; i < sizeof bad_spatials / sizeof bad_spatials[0]; i++)
+    param_bad("hpf_spatial", bad_spatials[i], PREEMPT_SCHED_INVALID_ARGUMENT, spatial);
+
+  /* dprr_age_cap: an integer 0..1000. */
+  expected = params_default();
+  expected.dprr_age_cap = 0;
+  param_ok("dprr_age_cap", "0", expected);
+  expected.dprr_age_cap = 1000;
+  param_ok("dprr_age_cap", "1000", expected);
+  expected.dprr_age_cap = 7;
+  param_ok("dprr_age_cap", "7", expected);
+  const char *bad_caps[] = {"-1", "1001", "", "7.5", "7ms", "x", " 7", "7 ", "1e3", "99999999999999999999"};
+  for (unsigned i = 0; i < sizeof bad_caps / sizeof bad_caps[0]; i++)
+    param_bad("dprr_age_cap", bad_caps[i], PREEMPT_SCHED_INVALID_ARGUMENT, cap);
+
+  /* Times: microseconds, "us", or "ms"; greater than 0 and finite, for each of the three. */
+  const char *times[] = {"ffs_min_epoch", "dprr_age_step", "dprr_slice_unit"};
+  for (unsigned t = 0; t < 3; t++) {
+    const struct {
+      const char *text;
+      double us;
+    } good[] = {{"250", 250}, {"250us", 250}, {"1.5ms", 1500}, {"2ms", 2000}, {"0.001", 0.001}, {"1e3", 1000}};
+    for (unsigned i = 0; i < sizeof good / sizeof good[0]; i++) {
+      expected = params_default();
+      double *field = t == 0 ? &expected.ffs_min_epoch : t == 1 ? &expected.dprr_age_step : &expected.dprr_slice_unit;
+      *field = good[i].us;
+      param_ok(times[t], good[i].text, expected);
+    }
+    const char *bad[] = {"0", "0ms", "-5", "-1ms", "", "ms", "us", "5s", "5 ms", " 5", "5 ", "5usms", "5msus",
+                         "5mss", "nan", "infms", "1e999", "1e308ms", "abc", "5x"};
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++)
+      param_bad(times[t], bad[i], PREEMPT_SCHED_INVALID_ARGUMENT, time_message);
+  }
+
+  /* Names: exact and case-sensitive; an unknown one is its own status. */
+  const char *unknown[] = {"MAX_OVERHEAD", "max_overhead ", "max", "", "hpf", "spatial", "weight", "max_overhead=0.1"};
+  for (unsigned i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+    param_bad(unknown[i], "1", PREEMPT_SCHED_UNKNOWN_PARAMETER, "unknown parameter");
+  CHECK(strcmp(preempt_sched_status_name(PREEMPT_SCHED_UNKNOWN_PARAMETER), "unknown parameter") == 0);
+
+  /* NULL arguments; a NULL why is allowed. */
+  preempt_sched_params params = params_default();
+  const char *why = NULL;
+  CHECK(preempt_sched_params_set(NULL, "hpf_spatial", "0", &why) == PREEMPT_SCHED_INVALID_ARGUMENT && why != NULL);
+  param_bad(NULL, "0", PREEMPT_SCHED_INVALID_ARGUMENT, "no parameter given");
+  param_bad("hpf_spatial", NULL, PREEMPT_SCHED_INVALID_ARGUMENT, "no parameter given");
+  CHECK(preempt_sched_params_set(&params, "hpf_spatial", "0", NULL) == PREEMPT_SCHED_OK && !params.hpf_spatial);
+  CHECK(preempt_sched_params_set(&params, "hpf_spatial", "7", NULL) == PREEMPT_SCHED_INVALID_ARGUMENT);
+
+  /* Settings accumulate; a refused one leaves the others. */
+  params = params_default();
+  CHECK(preempt_sched_params_set(&params, "max_overhead", "0.05", NULL) == PREEMPT_SCHED_OK);
+  CHECK(preempt_sched_params_set(&params, "ffs_min_epoch", "20ms", NULL) == PREEMPT_SCHED_OK);
+  CHECK(preempt_sched_params_set(&params, "max_overhead", "5", NULL) == PREEMPT_SCHED_INVALID_ARGUMENT);
+  CHECK(params.max_overhead == 0.05 && params.ffs_min_epoch == 20000.0 && params.hpf_spatial);
+
+  /* What a setting does: with hpf_spatial=1 HPF evicts only the 2 SMs an urgent kernel needs (FLEP §6.4); with
+   * hpf_spatial=0, as set through this function, every SM. */
+  for (int spatial = 1; spatial >= 0; spatial--) {
+    CHECK(preempt_sched_params_set(&params, "hpf_spatial", spatial ? "1" : "0", NULL) == PREEMPT_SCHED_OK);
+    CHECK(preempt_sched_state_init(&state, 8, &params) == PREEMPT_SCHED_OK);
+    arrive(1, 0, 10000, 50, 0);
+    preempt_sched_decisions out = decide(&preempt_policy_hpf, PREEMPT_EVENT_ARRIVAL, 1);
+    expect(&out, 0, PREEMPT_ACTION_RUN, 1, true, 0);
+    state.now = 10;
+    arrive(2, 5, 100, 50, 2);
+    out = decide(&preempt_policy_hpf, PREEMPT_EVENT_ARRIVAL, 2);
+    CHECK_EQ_U64(out.count, 1);
+    expect(&out, 0, PREEMPT_ACTION_EVICT, 1, !spatial, 2);
+  }
+}
+
 int main(void) {
   test_fifo_never_preempts();
   test_hpf_higher_priority_preempts();
@@ -337,5 +475,6 @@ int main(void) {
   test_ffs();
   test_errors();
   test_remove_kernel();
+  test_params_set();
   CHECK_DONE("test_schedule_policies");
 }

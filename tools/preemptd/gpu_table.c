@@ -58,7 +58,7 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_
   gpu->sched = malloc(sizeof *gpu->sched);
   gpu->models = calloc(PREEMPTD_MODELS_PER_GPU, sizeof *gpu->models);
   if (!gpu->sched || !gpu->models ||
-      preempt_sched_state_init(gpu->sched, reported->sm_count, NULL) != PREEMPT_SCHED_OK) {
+      preempt_sched_state_init(gpu->sched, reported->sm_count, &ctx->params) != PREEMPT_SCHED_OK) {
     free(gpu->sched);
     free(gpu->models);
     memset(gpu, 0, sizeof *gpu);

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--log FILE|-]\n"
+    "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--log FILE|-] [--param NAME=VALUE]...\n"
     "\n"
     "Schedules the preemptible kernels of every process on this node, per GPU (docs/daemon.md).\n"
     "\n"
@@ -21,6 +21,13 @@ static const char usage[] =
     "  --socket PATH  the Unix socket (default: $PREEMPT_DAEMON_SOCKET, else " PREEMPT_DAEMON_SOCKET_DEFAULT ")\n"
     "  --policy NAME  fifo, hpf, ffs, piv or dprr (default hpf); preemptctl policy switches it later\n"
     "  --log FILE|-   decision log, one line per event and decision with a CLOCK_MONOTONIC time\n"
+    "  --param NAME=VALUE\n"
+    "                 a scheduler tunable for every GPU (repeatable; preempt-sim's names and ranges):\n"
+    "                 max_overhead (0..1, FFS; 0.1), ffs_min_epoch (TIME; 100us), hpf_spatial (0|1; 1),\n"
+    "                 dprr_age_step (TIME; 1ms), dprr_age_cap (0..1000; 20), dprr_slice_unit (TIME; 500us).\n"
+    "                 TIME is microseconds, or NNms. Without MPS give hpf_spatial=0: kernels of different\n"
+    "                 processes never run at once then (they time-slice), so evicting some SMs makes no\n"
+    "                 room for another process's kernel (docs/daemon.md)\n"
     "  --help         this text\n";
 
 typedef struct options {
@@ -28,6 +35,7 @@ typedef struct options {
   const char *socket;
   const char *policy;
   const char *log;
+  preempt_sched_params params;
 } options;
 
 /* Exit status 2 for anything wrong on the command line, as the usual tools do. */
@@ -38,10 +46,31 @@ static int bad_usage(const char *format, const char *what) {
   return 2;
 }
 
+/* --param NAME=VALUE: 0, or 2 with the library's message (the names and ranges preempt-sim takes). */
+static int set_param(preempt_sched_params *params, const char *text) {
+  const char *equals = strchr(text, '=');
+  char name[64];
+  if (!equals || equals == text)
+    return bad_usage("--param needs NAME=VALUE, got '%s'", text);
+  /* A name longer than any tunable's is kept whole enough to be refused as unknown. */
+  size_t length = (size_t)(equals - text) < sizeof name ? (size_t)(equals - text) : sizeof name - 1;
+  memcpy(name, text, length);
+  name[length] = '\0';
+  const char *why = NULL;
+  preempt_sched_status status = preempt_sched_params_set(params, name, equals + 1, &why);
+  if (status == PREEMPT_SCHED_OK)
+    return 0;
+  char message[256];
+  snprintf(message, sizeof message, "--param %s: %s \"%s\"", text, why ? why : "refused",
+           status == PREEMPT_SCHED_UNKNOWN_PARAMETER ? name : equals + 1);
+  return bad_usage("%s", message);
+}
+
 /* 0: parsed; 1: --help printed; 2: bad usage (reported). */
 static int parse_options(int argc, char **argv, options *out) {
   memset(out, 0, sizeof *out);
   out->policy = "hpf";
+  preempt_sched_params_default(&out->params);
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -52,10 +81,11 @@ static int parse_options(int argc, char **argv, options *out) {
       out->foreground = true;
       continue;
     }
-    static const char *const valued[] = {"--socket", "--policy", "--log"};
-    const char **targets[] = {&out->socket, &out->policy, &out->log};
+    static const char *const valued[] = {"--socket", "--policy", "--log", "--param"};
+    const char *param = NULL;
+    const char **targets[] = {&out->socket, &out->policy, &out->log, &param};
     bool matched = false;
-    for (int v = 0; v < 3 && !matched; v++) {
+    for (int v = 0; v < 4 && !matched; v++) {
       size_t n = strlen(valued[v]);
       if (strncmp(arg, valued[v], n) != 0 || (arg[n] != '\0' && arg[n] != '='))
         continue;
@@ -65,6 +95,8 @@ static int parse_options(int argc, char **argv, options *out) {
         return bad_usage("%s needs a value", valued[v]);
       *targets[v] = value;
     }
+    if (param && set_param(&out->params, param) != 0)
+      return 2;
     if (!matched)
       return bad_usage(arg[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", arg);
   }
@@ -157,6 +189,7 @@ int main(int argc, char **argv) {
   ctx->listen_fd = ctx->signal_fd = ctx->doorbell_fd = -1;
   for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
     ctx->clients[i].fd = -1;
+  ctx->params = opts.params;
   if (preempt_sched_policy_by_name(opts.policy, &ctx->default_policy) != PREEMPT_SCHED_OK)
     return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr)", opts.policy);
   if (socket_path(opts.socket, ctx->socket_path, sizeof ctx->socket_path) != PREEMPT_DAEMON_OK)
@@ -190,7 +223,14 @@ int main(int argc, char **argv) {
     unlink(ctx->socket_path);
     return 1;
   }
-  preemptd_log(ctx, "start pid=%d socket=%s policy=%s", (int)getpid(), ctx->socket_path, ctx->default_policy->name);
+  /* The tunables under their --param names (times in microseconds), so a line reads back as --param options. */
+  preemptd_log(ctx,
+               "start pid=%d socket=%s policy=%s max_overhead=%.15g ffs_min_epoch=%.15g hpf_spatial=%d "
+               "dprr_age_step=%.15g "
+               "dprr_age_cap=%d dprr_slice_unit=%.15g",
+               (int)getpid(), ctx->socket_path, ctx->default_policy->name, ctx->params.max_overhead,
+               ctx->params.ffs_min_epoch, ctx->params.hpf_spatial ? 1 : 0, ctx->params.dprr_age_step,
+               (int)ctx->params.dprr_age_cap, ctx->params.dprr_slice_unit);
   pthread_t scheduler;
   if (pthread_create(&scheduler, NULL, preemptd_scheduler_thread, ctx) != 0) {
     fprintf(stderr, "preemptd: cannot start the scheduler thread\n");

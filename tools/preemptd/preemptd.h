@@ -100,6 +100,7 @@ typedef struct preemptd_context {
   FILE *log;                     /* decision log; NULL: none */
   const char *log_name;
   double start_us;               /* CLOCK_MONOTONIC at start: the schedulers' clock starts at 0 */
+  preempt_sched_params params;   /* --param: every GPU's scheduler state starts with these */
   int doorbell_fd;
   preempt_doorbell_page *doorbell;
 

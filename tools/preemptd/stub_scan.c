@@ -33,6 +33,15 @@ static void features_of(const preempt_stub *copy, preempt_kernel_features *featu
   features->input_bytes = (double)copy->input_bytes;
 }
 
+/* The FFS weight a launch gets (FLEP §5.2.2 W_i): what its stub asks for (0 reads as 1), clamped to the client's
+ * limit, PREEMPT_WEIGHT_MAX for root and 1 for anyone else: a user other than root cannot raise its share of
+ * the GPU above the default, as with priorities (EffiSha §6.4). preempt_stub_validate already refused > MAX. */
+static uint32_t granted_weight(const preemptd_client *client, uint32_t asked) {
+  uint32_t limit = client->uid == 0 ? PREEMPT_WEIGHT_MAX : 1;
+  uint32_t weight = asked ? asked : 1;
+  return weight < limit ? weight : limit;
+}
+
 /* PREP -> READY: a new launch. FULL leaves the stub READY for a later scan (the table frees as kernels end). */
 static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *client, uint32_t index,
                                      const preempt_stub *copy, char *why, size_t why_bytes) {
@@ -66,7 +75,7 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   kernel.client_id = client->id;
   /* The stub's priority is the client's to write; the limit is the daemon's (EffiSha §6.4). */
   kernel.priority = preemptd_clamp_priority(copy->priority, client->priority_limit);
-  kernel.weight = 1; /* the protocol carries no FFS weight yet */
+  kernel.weight = granted_weight(client, copy->weight);
   kernel.predicted = predicted;
   kernel.eviction_cost = cost;
   uint64_t sms = ((uint64_t)copy->persistent_ctas + copy->ctas_per_sm - 1) / copy->ctas_per_sm;
@@ -86,10 +95,14 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   record->predicted_us = predicted;
   record->running_since_us = -1;
   client->launches++;
+  /* weight: granted; weight_asked only when the clamp changed it. */
+  char asked[32] = "";
+  if (kernel.weight != (copy->weight ? copy->weight : 1))
+    snprintf(asked, sizeof asked, " weight_asked=%u", copy->weight);
   preemptd_log(ctx, "arrival client=%u stub=%u kernel=%u name=%s gpu=%u priority=%d predicted_us=%.0f cost_us=%.0f "
-               "sms_needed=%u",
+               "sms_needed=%u weight=%u%s",
                client->id, index, kernel.id, record->name, gpu_index, kernel.priority, predicted, cost,
-               kernel.sms_needed);
+               kernel.sms_needed, kernel.weight, asked);
   return preemptd_gpu_decide(ctx, gpu_index, PREEMPT_EVENT_ARRIVAL, kernel.id);
 }
 

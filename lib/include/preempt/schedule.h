@@ -24,6 +24,7 @@ typedef enum preempt_sched_status {
   PREEMPT_SCHED_BAD_DECISION = 5,   /* a policy asked for something the state forbids */
   PREEMPT_SCHED_NO_DATA = 6,        /* a model asked to predict before it has seen anything */
   PREEMPT_SCHED_OUT_OF_MEMORY = 7,
+  PREEMPT_SCHED_UNKNOWN_PARAMETER = 8, /* preempt_sched_params_set: no tunable of that name */
 } preempt_sched_status;
 
 const char *preempt_sched_status_name(preempt_sched_status status);
@@ -101,6 +102,20 @@ typedef struct preempt_sched_params {
 
 void preempt_sched_params_default(preempt_sched_params *params);
 
+/* Sets one tunable from text, by its field name: what preempt-sim's "param NAME=VALUE" and preemptd's
+ * --param NAME=VALUE take.
+ *   max_overhead                                  a number strictly between 0 and 1
+ *   ffs_min_epoch, dprr_age_step, dprr_slice_unit  a time > 0: microseconds, optionally with "us", or "ms"
+ *   hpf_spatial                                   0 or 1
+ *   dprr_age_cap                                  an integer 0..1000
+ * The whole value must be the number (no leading blanks, nothing after it but the unit); NaN and infinities
+ * are refused. Returns OK (and *why = NULL), UNKNOWN_PARAMETER, or INVALID_ARGUMENT (a bad value, or a NULL
+ * argument); on failure *params is unchanged and *why (when why is not NULL) is a static message meant to be
+ * followed by the quoted name (UNKNOWN_PARAMETER) or the quoted value (INVALID_ARGUMENT), e.g.
+ * `hpf_spatial must be 0 or 1, got "2"`. */
+preempt_sched_status preempt_sched_params_set(preempt_sched_params *params, const char *name, const char *value,
+                                              const char **why);
+
 typedef struct preempt_sched_state {
   preempt_usec now;
   preempt_sched_gpu gpu;
@@ -161,7 +176,7 @@ extern const preempt_sched_policy preempt_policy_dprr;
 /* "fifo", "hpf", "ffs", "piv" or "dprr". */
 preempt_sched_status preempt_sched_policy_by_name(const char *name, const preempt_sched_policy **out);
 
-/* --- state helpers shared by the policies, the simulator and (later) the daemon --- */
+/* --- state helpers shared by the policies, the simulator and the daemon --- */
 
 preempt_sched_status preempt_sched_state_init(preempt_sched_state *state, uint32_t sm_count,
                                               const preempt_sched_params *params);
