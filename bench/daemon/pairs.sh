@@ -16,24 +16,33 @@ cleanup() {
 trap cleanup EXIT
 export PREEMPT_DAEMON_SOCKET=$work/preemptd.sock
 
+# start_daemon POLICY NAME [ARGS...]: the decision log only when LOG_DIR asks for it (each line costs a write).
 start_daemon() {
-  "$bin/preemptd" --foreground --socket "$PREEMPT_DAEMON_SOCKET" --policy "$1" --log "$work/daemon_$2.log" \
-    2> "$work/daemon_$2.err" &
+  local policy=$1 name=$2
+  shift 2
+  local log=()
+  [ -n "$logs" ] && log=(--log "$work/daemon_$name.log")
+  "$bin/preemptd" --foreground --socket "$PREEMPT_DAEMON_SOCKET" --policy "$policy" "${log[@]}" "$@" \
+    2> "$work/daemon_$name.err" &
   daemon_pid=$!
   for _ in $(seq 1 100); do [ -S "$PREEMPT_DAEMON_SOCKET" ] && return 0; sleep 0.02; done
-  echo "pairs.sh: preemptd did not start:" >&2; cat "$work/daemon_$2.err" >&2; return 1
+  echo "pairs.sh: preemptd did not start:" >&2; cat "$work/daemon_$name.err" >&2; return 1
 }
 stop_daemon() {
   [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
   daemon_pid=""
 }
 
-# mode NAME BUILD DAEMON(none|hpf) PAIR(0|1): one JSON line {"mode": ..., "short": {...}, "long": {...}}
+# measure NAME BUILD DAEMON(none|hpf|hpf-temporal) PAIR(0|1): one JSON line {"mode": ..., "short": {...}, "long": {...}}
 measure() {
   local name=$1 build=$2 daemon=$3 pair=$4 long_json='null' short_json
   local ready=$work/$name.ready stop=$work/$name.stop
   [[ "$name" =~ ${PAIRS_ONLY:-.} ]] || return 0
-  if [ "$daemon" != none ]; then start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; }; fi
+  case $daemon in
+  none) ;;
+  hpf-temporal) start_daemon hpf "$name" --param hpf_spatial=0 || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; } ;;
+  *) start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; } ;;
+  esac
   if [ "$pair" = 1 ]; then
     PREEMPT_PRIORITY=-10 timeout -s KILL 120 "$bin/$build/pair_bench" long 60 "$ready" "$stop" \
       > "$work/$name.long" 2> "$work/$name.long.err" &
@@ -53,6 +62,32 @@ measure() {
   echo "{\"mode\": \"$name\", \"short\": ${short_json:-null}, \"long\": ${long_json:-null}}"
 }
 
+json_or_null() { if [ -s "$1" ]; then cat "$1"; else echo null; fi; }
+
+# shares NAME BUILD DAEMON(none|ffs): two long-kernel processes for SHARE_SECONDS, weights 2 and 1 under the
+# daemon (FLEP §6.3.3): one JSON line {"mode": ..., "heavy": {...}, "light": {...}}; launches count the work each did.
+shares() {
+  local name=$1 build=$2 daemon=$3 seconds=${SHARE_SECONDS:-4}
+  [[ "$name" =~ ${PAIRS_ONLY:-.} ]] || return 0
+  if [ "$daemon" != none ]; then start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; }; fi
+  PREEMPT_WEIGHT=2 timeout -s KILL 120 "$bin/$build/pair_bench" long 60 "$work/$name.ready_heavy" "$work/$name.stop" \
+    > "$work/$name.heavy" 2> "$work/$name.heavy.err" &
+  local heavy=$!
+  PREEMPT_WEIGHT=1 timeout -s KILL 120 "$bin/$build/pair_bench" long 60 "$work/$name.ready_light" "$work/$name.stop" \
+    > "$work/$name.light" 2> "$work/$name.light.err" &
+  local light=$!
+  for _ in $(seq 1 3000); do [ -e "$work/$name.ready_heavy" ] && [ -e "$work/$name.ready_light" ] && break; sleep 0.01; done
+  sleep "$seconds"
+  touch "$work/$name.stop"
+  wait "$heavy" "$light"
+  stop_daemon
+  [ -n "$logs" ] && [ "$daemon" != none ] && cp "$work/daemon_$name.log" "$logs/"
+  for side in heavy light; do
+    [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -5 "$work/$name.$side.err" >&2; }
+  done
+  echo "{\"mode\": \"$name\", \"seconds\": $seconds, \"heavy\": $(json_or_null "$work/$name.heavy"), \"light\": $(json_or_null "$work/$name.light")}"
+}
+
 {
   measure alone_original original none 0
   measure alone_preempt preempt none 0
@@ -60,6 +95,7 @@ measure() {
   measure pair_original original none 1
   measure pair_preempt preempt none 1
   measure pair_preempt_daemon preempt hpf 1
+  measure pair_preempt_daemon_temporal preempt hpf-temporal 1
   if command -v nvidia-cuda-mps-control >/dev/null; then
     mps_dir=$work/mps
     mkdir -p "$mps_dir/pipe" "$mps_dir/log"
@@ -69,6 +105,8 @@ measure() {
       measure mps_pair_original original none 1
       measure mps_alone_preempt_daemon preempt hpf 0
       measure mps_pair_preempt_daemon preempt hpf 1
+      shares mps_shares_original original none
+      shares mps_shares_ffs preempt ffs
     else
       echo '{"mode": "mps", "failed": "nvidia-cuda-mps-control -d failed"}'
     fi

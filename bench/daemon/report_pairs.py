@@ -12,6 +12,7 @@ LABELS = {
     "pair_original": "pair, original builds (default time-slicing)",
     "pair_preempt": "pair, converted builds, no daemon",
     "pair_preempt_daemon": "pair, converted builds, preemptd (hpf)",
+    "pair_preempt_daemon_temporal": "pair, converted builds, preemptd (hpf, temporal eviction only)",
     "mps_alone_original": "MPS: short alone, original build",
     "mps_pair_original": "MPS: pair, original builds",
     "mps_alone_preempt_daemon": "MPS: short alone, converted build, preemptd (hpf)",
@@ -71,8 +72,9 @@ def main():
             long_text = f"{long_row['launches']}, {long_row['long_launch']['median_us'] / 1000:.2f}"
         out.append(f"| {label} | {turnaround['median_us']:.0f} ({turnaround['p99_us']:.0f}) | {ratio} | "
                    f"wrong {wrong} | {long_text} |")
+    shares = [row for row in rows if "heavy" in row]
     for row in rows:
-        if row.get("mode") not in LABELS:
+        if row.get("mode") not in LABELS and "heavy" not in row:
             out.append(f"| {row.get('mode')} | failed: {row.get('failed', 'unknown mode')} | | | |")
     out.append("")
     for prefix, name in (("", "time-slicing"), ("mps_", "MPS")):
@@ -81,6 +83,31 @@ def main():
         if without and with_daemon:
             out.append(f"{name}: preemptd makes the short kernel's median turnaround {without / with_daemon:.2f}x "
                        f"shorter than without it ({without:.0f} us -> {with_daemon:.0f} us).")
+    if shares:
+        out += ["", "### GPU shares: two long-kernel processes, weights 2 and 1 (FLEP §6.3.3), under MPS", "",
+                "Both run the same kernel back to back for the same wall time; a process's share is its completed "
+                "launches over both processes'. Goal under FFS: within 5 points of 2/3 and 1/3.", "",
+                "| setting | heavy (weight 2) launches | light (weight 1) launches | heavy share | total launches |",
+                "|---|---|---|---|---|"]
+        for row in shares:
+            heavy, light = row.get("heavy") or {}, row.get("light") or {}
+            if not heavy.get("launches") or not light.get("launches"):
+                out.append(f"| {row.get('mode')} | failed: {row.get('failed', 'no output')} | | | |")
+                continue
+            total = heavy["launches"] + light["launches"]
+            wrong = heavy.get("wrong_blocks_sampled", 0) + light.get("wrong_blocks_sampled", 0)
+            label = {"mps_shares_original": "original builds, no daemon",
+                     "mps_shares_ffs": "converted builds, preemptd (ffs)"}.get(row["mode"], row["mode"])
+            out.append(f"| {label} | {heavy['launches']} | {light['launches']} | {heavy['launches'] / total:.3f} | "
+                       f"{total}{'' if not wrong else f' (wrong blocks {wrong})'} |")
+        by_share = {row["mode"]: row for row in shares}
+        base, ffs = by_share.get("mps_shares_original"), by_share.get("mps_shares_ffs")
+        try:
+            kept = (ffs["heavy"]["launches"] + ffs["light"]["launches"]) / (
+                base["heavy"]["launches"] + base["light"]["launches"])
+            out += ["", f"Work done under FFS against the co-run without the daemon: {kept:.3f} (max_overhead 0.10)."]
+        except (TypeError, KeyError, ZeroDivisionError):
+            pass
     with open(sys.argv[3], "a") as handle:
         handle.write("\n".join(out) + "\n")
 
