@@ -81,8 +81,10 @@ def main():
         without, with_daemon = median(by_mode.get(prefix + "pair_original", {})), median(
             by_mode.get(prefix + "pair_preempt_daemon", {}))
         if without and with_daemon:
-            out.append(f"{name}: preemptd makes the short kernel's median turnaround {without / with_daemon:.2f}x "
-                       f"shorter than without it ({without:.0f} us -> {with_daemon:.0f} us).")
+            change = (f"{without / with_daemon:.2f}x shorter" if with_daemon <= without else
+                      f"{with_daemon / without:.2f}x longer")
+            out.append(f"{name}: preemptd (hpf) makes the short kernel's median turnaround {change} than without it "
+                       f"({without:.0f} us -> {with_daemon:.0f} us).")
     if shares:
         out += ["", "### GPU shares: two long-kernel processes, weights 2 and 1 (FLEP §6.3.3), under MPS", "",
                 "Both run the same kernel back to back for the same wall time; a process's share is its completed "
