@@ -57,6 +57,8 @@ typedef struct preempt_launch_record {
    * device (they are all zero there), whatever yield_mask says. Its first
    * run takes every SM: where its CTAs land is the hardware's choice. */
   int held_unstarted;
+  /* The pending relaunch must wait for yield-word clears on the control stream. */
+  int relaunch_after_clear;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

@@ -89,11 +89,17 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
 }
 
 /* Enqueues one relaunch: after the mask clearing (control stream) and on the
- * resume stream, which it never blocks since its launch has started. */
+ * resume stream, which it never blocks since its launch has started. A held
+ * launch's first run cleared nothing: no ordering, two API calls fewer on
+ * preemptd's critical path (each costs ~10 us there, measured on the H100
+ * while the application thread waits in a synchronize). */
 static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
-  int status = gpu->event_record(device->resume_ready, device->control_stream);
-  if (status == 0)
-    status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
+  int status = 0;
+  if (record->relaunch_after_clear) {
+    status = gpu->event_record(device->resume_ready, device->control_stream);
+    if (status == 0)
+      status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
+  }
   preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
   if (status == 0 && record->time_first_relaunch && record->relaunches == 0)
     status = gpu->event_record(record->relaunch_start_event, device->resume_stream);
@@ -104,6 +110,7 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
     return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
   record->resumed = 1;
   record->relaunch_pending = 0;
+  record->relaunch_after_clear = 0;
   record->relaunches++;
   status = gpu->event_record(record->resume_event, device->resume_stream);
   if (status != 0)
@@ -207,7 +214,11 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
     if (!cleared[word])
       continue;
     uint32_t left = record->yield_mask[word] & ~cleared[word];
-    int status = unstarted ? 0 : gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], left);
+    int status = 0;
+    if (!unstarted) {
+      status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], left);
+      record->relaunch_after_clear = 1;
+    }
     if (status != 0) {
       preempt_report_gpu(gpu, status, "clearing the yield mask", record->desc->name);
       return PREEMPT_ERROR_GPU;

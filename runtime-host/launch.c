@@ -181,6 +181,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->daemon_stub = 0;
   record->daemon_evicted = 0;
   record->held_unstarted = 0;
+  record->relaunch_after_clear = 0;
   record->time_first_relaunch = 0;
   record->relaunches = 0;
 
