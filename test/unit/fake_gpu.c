@@ -75,7 +75,12 @@ static int fake_stream_wait(void *stream, void *word, uint32_t value) {
   fake_gpu.last_wait_value = value;
   return 0;
 }
-static int fake_stream_wait_event(void *stream, void *event) { (void)stream; (void)event; return 0; }
+static int fake_stream_wait_event(void *stream, void *event) {
+  (void)stream;
+  (void)event;
+  fake_gpu.stream_event_waits++;
+  return 0;
+}
 static int fake_event_create(void **event, int timed) { (void)timed; *event = calloc(1, sizeof(int)); return 0; }
 static int fake_event_record(void *event, void *stream) { (void)event; (void)stream; fake_gpu.event_records++; return 0; }
 void fake_event_set_pending(void *event, int pending) { __atomic_store_n((int *)event, pending, __ATOMIC_RELEASE); }

@@ -34,6 +34,7 @@ typedef struct fake_gpu_state {
   int expected_params;     /* the kernel's own parameter count when the launch is persistent, else -1 */
   int launches, event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
   int mask_writes, stream_waits, set_device_calls;
+  int stream_event_waits; /* stream_wait_event calls: a relaunch ordered after the control stream */
   int nonzero_mask_words; /* yield-mask words written nonzero and not cleared since */
   void *last_wait_stream, *last_wait_word;
   uint32_t last_wait_value;

@@ -390,10 +390,13 @@ static void test_scheduled_launches(void) {
   CHECK_EQ_U64(fake_launches(), 1);
   CHECK_EQ_U64(stub_state(0), PREEMPT_STUB_READY);
 
-  /* TORUN: the persistent grid starts (on the resume stream, same values and generation), then RUNNING. */
+  /* TORUN: the persistent grid starts (on the resume stream, same values and generation), then RUNNING.
+   * Nothing was cleared on the device for it, so its relaunch is not ordered after the control stream. */
+  int ordered_before = fake_gpu.stream_event_waits;
   command(0, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
   CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
   CHECK_EQ_U64(fake_launches(), 2);
+  CHECK_EQ_U64(fake_gpu.stream_event_waits, ordered_before);
   CHECK_EQ_U64(locked_word((const uint32_t *)&fake_gpu.set_device_calls), 1); /* the agent selected the device */
   fake_launch last = last_fake_launch();
   CHECK_EQ_U64(last.grid.x, 8 * 132);

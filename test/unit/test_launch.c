@@ -91,7 +91,7 @@ int main(void) {
      * relaunch thread enqueues it when the start event fires. A changed
      * argument after the launch call does not leak in. */
     first = 99;
-    int launches_before = fake_gpu.launches;
+    int launches_before = fake_gpu.launches, ordered_before = fake_gpu.stream_event_waits;
     CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
     for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
       CHECK_EQ_U64(control->yield_mask[word], 0);
@@ -103,6 +103,8 @@ int main(void) {
       usleep(1000);
     wait_for_relauncher();
     CHECK_EQ_U64(fake_gpu.launches, launches_before + 1); /* a full persistent grid, same values and generation */
+    /* Its relaunch waits for the mask clearing on the control stream. */
+    CHECK_EQ_U64(fake_gpu.stream_event_waits, ordered_before + 1);
     CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
     CHECK(fake_gpu.last.stream != app_stream);
     CHECK_EQ_U64(fake_gpu.last.first_param, 1234);
