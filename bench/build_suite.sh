@@ -46,6 +46,10 @@ done
 clang++-22 "${flags[@]}" "$root/bench/daemon/pair_bench.cu" -o "$out/original/pair_bench" "${libs[@]}"
 clang++-22 "${flags[@]}" -fpass-plugin="$plugin" "$root/bench/daemon/pair_bench.cu" -o "$out/preempt/pair_bench" \
   -L"$runtime" -lpreempt_runtime "${libs[@]}"
+# Multi-process mixes (issue 4, bench/daemon/mix.sh): EffiSha §8's 11 programs, FLEP §6.3.1's equal-priority pairs.
+clang++-22 "${flags[@]}" "$root/bench/daemon/mix_bench.cu" -o "$out/original/mix_bench" "${libs[@]}"
+clang++-22 "${flags[@]}" -fpass-plugin="$plugin" "$root/bench/daemon/mix_bench.cu" -o "$out/preempt/mix_bench" \
+  -L"$runtime" -lpreempt_runtime "${libs[@]}"
 [ -x "$build/tools/preemptd/preemptd" ] || { echo "build_suite.sh: $build/tools/preemptd/preemptd missing: build the project first" >&2; exit 1; }
 cp "$build/tools/preemptd/preemptd" "$out/preemptd"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
