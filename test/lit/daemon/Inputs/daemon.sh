@@ -15,6 +15,18 @@ mkdir -p "$WORK"
 SOCKDIR=$(mktemp -d /tmp/preemptd-lit.XXXXXX)
 chmod 755 "$SOCKDIR"
 SOCK=$SOCKDIR/preemptd.sock
+# Clients run as nobody must be able to execute the programs, and a build tree (a fresh clone under a mktemp -d
+# directory, mode 0700) need not be reachable by other users: run copies from the searchable directory.
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$SOCKDIR/bin"
+  cp "$FAKE" "$SOCKDIR/bin/fake_client"
+  FAKE=$SOCKDIR/bin/fake_client
+  if [ -n "$PREEMPTCTL" ]; then
+    cp "$PREEMPTCTL" "$SOCKDIR/bin/preemptctl"
+    PREEMPTCTL=$SOCKDIR/bin/preemptctl
+  fi
+  chmod -R a+rX "$SOCKDIR/bin"
+fi
 LOG=$WORK/daemon.log
 DAEMON_PID=
 
