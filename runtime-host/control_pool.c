@@ -10,7 +10,7 @@ static int create_events(preempt_launch_record *record, const preempt_gpu_ops *g
   if (status == 0)
     status = gpu->event_create(&record->done_event, 0);
   if (status == 0)
-    status = gpu->event_create(&record->resume_event, 0);
+    status = gpu->event_create(&record->resume_event, 1); /* timed: ends a held launch's sample */
   if (status == 0)
     status = gpu->event_create(&record->ready_event, 1);
   if (status == 0)

@@ -81,7 +81,15 @@ static int fake_stream_wait_event(void *stream, void *event) {
   fake_gpu.stream_event_waits++;
   return 0;
 }
-static int fake_event_create(void **event, int timed) { (void)timed; *event = calloc(1, sizeof(int)); return 0; }
+/* An event is two ints: pending (set by tests), and whether it was created timed. */
+static int fake_event_create(void **event, int timed) {
+  int *state = calloc(2, sizeof(int));
+  if (!state)
+    return FAKE_ERROR_OUT_OF_MEMORY;
+  state[1] = timed;
+  *event = state;
+  return 0;
+}
 static int fake_event_record(void *event, void *stream) { (void)event; (void)stream; fake_gpu.event_records++; return 0; }
 void fake_event_set_pending(void *event, int pending) { __atomic_store_n((int *)event, pending, __ATOMIC_RELEASE); }
 static int fake_event_query(void *event) {
@@ -89,7 +97,9 @@ static int fake_event_query(void *event) {
 }
 static int fake_event_synchronize(void *event) { (void)event; fake_gpu.event_waits++; return 0; }
 static int fake_event_elapsed(void *start, void *end, float *milliseconds) {
-  (void)start; (void)end;
+  /* As CUDA: an event created without timing cannot be timed (cudaErrorInvalidResourceHandle there). */
+  if (!((int *)start)[1] || !((int *)end)[1])
+    return FAKE_ERROR_INVALID_VALUE;
   *milliseconds = fake_gpu.elapsed_ms;
   return 0;
 }
