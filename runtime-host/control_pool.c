@@ -15,6 +15,16 @@ static int create_events(preempt_launch_record *record, const preempt_gpu_ops *g
     status = gpu->event_create(&record->ready_event, 1);
   if (status == 0)
     status = gpu->event_create(&record->relaunch_start_event, 1); /* timed: samples a held launch */
+  if (status != 0) {
+    /* All or none: a slot is known to have its events by its first one. */
+    void **events[] = {&record->wave_done_event, &record->done_event, &record->resume_event, &record->ready_event,
+                       &record->relaunch_start_event};
+    for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
+      if (*events[index]) {
+        gpu->event_destroy(*events[index]);
+        *events[index] = NULL;
+      }
+  }
   return status;
 }
 
@@ -28,10 +38,9 @@ int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops 
   if (status == 0 && !pool->records)
     status = -1;
   pool->capacity = capacity;
-  for (uint32_t slot = 0; status == 0 && slot < capacity; slot++) {
+  pool->in_use = capacity < PREEMPT_POOL_FIRST_SLOTS ? capacity : PREEMPT_POOL_FIRST_SLOTS;
+  for (uint32_t slot = 0; status == 0 && slot < capacity; slot++)
     pool->records[slot].control = &pool->device_blocks[slot];
-    status = create_events(&pool->records[slot], gpu);
-  }
   if (status != 0)
     preempt_control_pool_destroy(pool, gpu);
   return status;
@@ -72,19 +81,39 @@ int preempt_launch_suspended(const preempt_launch_record *record) {
   return 0;
 }
 
+/* A slot's events are created when it is first handed out. */
+static int take(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t candidate, uint32_t *slot) {
+  preempt_launch_record *record = &pool->records[candidate];
+  if (!record->wave_done_event) {
+    int status = create_events(record, gpu);
+    if (status != 0)
+      return status;
+  }
+  pool->next_slot = (candidate + 1) % pool->in_use;
+  *slot = candidate;
+  return 0;
+}
+
 int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t *slot) {
-  for (uint32_t offset = 0; offset < pool->capacity; offset++) {
-    uint32_t candidate = (pool->next_slot + offset) % pool->capacity;
+  for (uint32_t offset = 0; offset < pool->in_use; offset++) {
+    uint32_t candidate = (pool->next_slot + offset) % pool->in_use;
     preempt_launch_record *record = &pool->records[candidate];
     if (record->launching)
       continue;
     if (record->in_flight && !preempt_launch_suspended(record) && preempt_launch_finished(record, gpu))
       record->in_flight = 0;
-    if (!record->in_flight) {
-      pool->next_slot = (candidate + 1) % pool->capacity;
-      *slot = candidate;
-      return 0;
-    }
+    if (!record->in_flight)
+      return take(pool, gpu, candidate, slot);
+  }
+  /* Every slot of the ring is busy: grow it (doubling) before waiting. A
+   * program with few launches in flight keeps a small ring, and so few
+   * events: under MPS every client's events come from one server, and 11
+   * processes holding 5 x 1024 events each could not even allocate memory
+   * on the H100. */
+  if (pool->in_use < pool->capacity) {
+    uint32_t first_new = pool->in_use;
+    pool->in_use = pool->in_use * 2 < pool->capacity ? pool->in_use * 2 : pool->capacity;
+    return take(pool, gpu, first_new, slot);
   }
   /* Every block is in use: wait for the oldest launch that can finish. */
   for (uint32_t offset = 0; offset < pool->capacity; offset++) {
@@ -98,9 +127,7 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
     if (status != 0)
       return status;
     record->in_flight = 0;
-    pool->next_slot = (candidate + 1) % pool->capacity;
-    *slot = candidate;
-    return 0;
+    return take(pool, gpu, candidate, slot);
   }
   return gpu->not_ready;
 }

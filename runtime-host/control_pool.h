@@ -65,10 +65,15 @@ typedef struct preempt_control_pool {
   preempt_control_block *device_blocks; /* capacity blocks in device memory, zeroed once */
   preempt_launch_record *records;
   uint32_t capacity;
+  /* Slots handed out so far, a prefix of the capacity that doubles when all
+   * of it is busy; their events exist, the others' not yet. */
+  uint32_t in_use;
   uint32_t next_slot;
 } preempt_control_pool;
 
 /* All return the GPU API's code (0 = success; -1: host out of memory). */
+#define PREEMPT_POOL_FIRST_SLOTS 64u
+
 int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity);
 void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_ops *gpu);
 

@@ -88,6 +88,7 @@ static int fake_event_create(void **event, int timed) {
     return FAKE_ERROR_OUT_OF_MEMORY;
   state[1] = timed;
   *event = state;
+  fake_gpu.events_created++;
   return 0;
 }
 static int fake_event_record(void *event, void *stream) { (void)event; (void)stream; fake_gpu.event_records++; return 0; }

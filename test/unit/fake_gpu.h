@@ -35,6 +35,7 @@ typedef struct fake_gpu_state {
   int launches, event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
   int mask_writes, stream_waits, set_device_calls;
   int stream_event_waits; /* stream_wait_event calls: a relaunch ordered after the control stream */
+  int events_created;
   int nonzero_mask_words; /* yield-mask words written nonzero and not cleared since */
   void *last_wait_stream, *last_wait_word;
   uint32_t last_wait_value;

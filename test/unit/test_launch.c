@@ -55,6 +55,9 @@ int main(void) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
                                        app_stream), 0);
     CHECK_EQ_U64(fake_gpu.launches, 1);
+    /* Events exist only for slots handed out: the device's resume_ready and one slot's five (not 5 x 1024:
+     * under MPS every process's events come from one server). */
+    CHECK_EQ_U64(fake_gpu.events_created, 1 + 5);
     CHECK(strcmp(fake_gpu.last_marker_name, "__preempt_kernel__Z3addPfS_S_i") == 0);
     CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
     CHECK(fake_gpu.last.grid.y == 1 && fake_gpu.last.grid.z == 1);
