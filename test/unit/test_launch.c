@@ -40,7 +40,13 @@ static void reset_fake(uint32_t marker_abi) {
   fake_gpu.expected_params = -1;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
+  if (argc == 2 && strcmp(argv[1], "--connections") == 0) {
+    const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    printf("CUDA_DEVICE_MAX_CONNECTIONS=%s\n", connections ? connections : "unset");
+    return 0;
+  }
   unsetenv("PREEMPT_CHECK_INTERVAL");
   unsetenv("PREEMPT_STRESS");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
