@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "runtime.h"
 
@@ -15,29 +14,19 @@ static preempt_runtime runtime_context = {
     .relauncher = {.wake = PTHREAD_COND_INITIALIZER},
     .daemon = {.socket = -1, .request_lock = PTHREAD_MUTEX_INITIALIZER, .agent = {.wake = PTHREAD_COND_INITIALIZER}}};
 
-/* Whether this process will be an MPS client: the MPS control daemon's pipe
- * directory is named ($CUDA_MPS_PIPE_DIRECTORY) or its default control pipe
- * exists. A heuristic, before CUDA starts; docs/daemon.md says so. */
-static int under_mps(void) {
-  const char *pipe_directory = getenv("CUDA_MPS_PIPE_DIRECTORY");
-  if (pipe_directory && *pipe_directory)
-    return 1;
-  return access("/tmp/nvidia-mps/control", F_OK) == 0;
-}
-
 /* DESIGN.md's hardware-queue trap: an application stream held by the wait
  * for done_generation blocks every stream mapped to the same hardware queue,
  * the runtime's resume streams included. CUDA maps streams onto
  * CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set); ask for the most, 32,
  * before the application creates its CUDA context. Measured on the H100:
  * with 1 connection a resume deadlocks, with 8 or 32 it did not (docs).
- * Values the user set are kept. Not under MPS: every client's connections
- * come from the one server, and 11 clients with 32 each (or 16) could not
- * even allocate memory on the H100, while 8 each worked; there the default
- * stays, and at most 4 streams are held at once. */
+ * Values the user set are kept. Under MPS too, although every client's
+ * queues come from the one server: on the H100, 11 clients of 32 (or 16)
+ * queues each could not allocate memory, while with 8 each, held streams
+ * shared queues with the runtime's own and eviction stalled (a 13 ms
+ * turnaround instead of 0.24 ms) or deadlocked (docs/daemon.md). */
 __attribute__((constructor)) static void avoid_known_deadlocks(void) {
-  if (!under_mps())
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   /* Lazy module loading blocks a launch of a not-yet-loaded kernel while a
    * stream is held by a wait (seen on the H100 with driver 580): load every
    * module at start instead. */

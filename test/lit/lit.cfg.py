@@ -45,6 +45,3 @@ if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
 if os.path.exists(fuzz_protocol):
     config.available_features.add("fuzzer")
-# The runtime treats a running MPS control daemon (its default pipe) as MPS: tests of the plain case need it absent.
-if not os.path.exists("/tmp/nvidia-mps/control"):
-    config.available_features.add("no-mps-daemon")
