@@ -2,7 +2,7 @@
 # demo.sh: the README's main job: set up, build preempt, compile a sample CUDA program with the plugin,
 # show what the passes did (FLEP §4.1 conversion, launch routing), report preemption contexts (CTXBack §V-A);
 # with a GPU, run both builds and compare, and run the converted one again while the runtime preempts its
-# kernels at random (FLEP §4.1, EffiSha §6).
+# kernels at random (FLEP §4.1, EffiSha §6), and once more scheduled by a preemptd started for the demo (FLEP §3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PREEMPT_BUILD_DIR:-$root/build}
@@ -37,18 +37,32 @@ echo "   registers) and an OpenCL kernel file for gfx906 (the paper's GPU); ever
 echo "   (12 OpenCL kernels after the paper's Table I: bash bench/ctxback/report.sh, bench/ctxback/report.md)"
 
 echo
+echo "== preemptd, the per-node scheduler (FLEP §5, EffiSha §7), on a private socket for the demo"
+daemon_dir=$(mktemp -d)
+export PREEMPT_DAEMON_SOCKET=$daemon_dir/preemptd.sock
+"$build/tools/preemptd/preemptd" --foreground --policy hpf --log "$daemon_dir/decisions.log" 2> "$daemon_dir/err" &
+daemon_pid=$!
+trap 'kill "$daemon_pid" 2>/dev/null; rm -rf "$daemon_dir"' EXIT
+for _ in $(seq 100); do [ -S "$PREEMPT_DAEMON_SOCKET" ] && break; sleep 0.02; done
+"$build/tools/preemptctl" list | sed 's/^/   /'
+
+echo
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "== Running on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   original=$("$out/sample.original")
-  converted=$("$out/sample.preempt")
+  converted=$(PREEMPT_DAEMON=off "$out/sample.preempt")
   # The runtime evicts (all SMs or a random half) and resumes the running
   # kernels every 0.2-2 ms, and says how often at exit.
-  preempted=$(PREEMPT_STRESS=1 "$out/sample.preempt" 2> "$out/stress.log")
+  preempted=$(PREEMPT_DAEMON=off PREEMPT_STRESS=1 "$out/sample.preempt" 2> "$out/stress.log")
+  # The same program, its launches scheduled by the demo's preemptd (which logs every decision).
+  scheduled=$(PREEMPT_PRIORITY=-5 "$out/sample.preempt")
   echo "original           : $original"
   echo "converted          : $converted"
   echo "converted, evicted : $preempted ($(grep -o '[0-9]* evictions ([0-9]* spatial), [0-9]* resumptions' "$out/stress.log"))"
-  [ "$original" = "$converted" ] && [ "$original" = "$preempted" ] &&
-    echo "== Same output with and without the plugin, and while being preempted" ||
+  echo "under preemptd     : $scheduled ($(grep -c ' command ' "$daemon_dir/decisions.log") commands; first ones:)"
+  grep ' command ' "$daemon_dir/decisions.log" | head -3 | sed 's/^/   /'
+  [ "$original" = "$converted" ] && [ "$original" = "$preempted" ] && [ "$original" = "$scheduled" ] &&
+    echo "== Same output with and without the plugin, while being preempted, and under preemptd" ||
     { echo "== OUTPUTS DIFFER" >&2; exit 1; }
 else
   echo "== No GPU on this machine: built $out/sample.original and $out/sample.preempt without running them."
