@@ -98,7 +98,10 @@ json_out=${md%.md}.json
 python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$md" || status=1
 # Many processes at once (issue 4): EffiSha §8's 11 programs 3 ms apart, FLEP §6.3.1's equal-priority pairs, under
 # MPS, without and with preemptd (hpf, piv, dprr). About 1.5 minutes; TERM after 6 (mix.sh then stops MPS itself).
-timeout -k 20 360 bash "$root/bench/daemon/mix.sh" "$bin" "$work/mix.jsonl" ||
+# One round each and short per-process limits keep the whole script within one 10-minute device call (it took
+# 294 s so on the H100, against 569 s with mix.sh's own defaults when its converted runs could not start).
+MIX_REPS=${MIX_REPS:-1} MIX_PAIR_REPS=${MIX_PAIR_REPS:-5} MIX_PROC_TIMEOUT=${MIX_PROC_TIMEOUT:-30} \
+  timeout -k 20 360 bash "$root/bench/daemon/mix.sh" "$bin" "$work/mix.jsonl" ||
   echo "gpu_check.sh: mix.sh failed or ran out of time; the report shows what it measured" >&2
 python3 "$root/bench/daemon/report_mix.py" "$work/mix.jsonl" "$json_out" "$md" || status=1
 tail -n 30 "$md"
