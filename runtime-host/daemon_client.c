@@ -23,6 +23,8 @@ _Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemo
 #define REPLY_TIMEOUT_MS 1000
 /* After the daemon went away: how often the agent tries to register again. */
 #define RETRY_PERIOD_MS 500
+/* How often a launch looks again for a daemon that was not there. */
+#define ABSENT_RETRY_NS 1000000000ull
 /* The agent's futex timeouts: short while a launch runs, is being evicted or
  * waits for its start (completion and eviction end are seen only by event
  * queries); long otherwise, when only the daemon's death (on the socket) and
@@ -491,6 +493,7 @@ static void daemon_start(preempt_runtime *runtime) {
     /* No daemon on this node is the usual case: say nothing unless asked for one. */
     if (named)
       preempt_report("no preemptd at PREEMPT_DAEMON_SOCKET=%s (%s): kernels run unscheduled", path, why);
+    client->absent_retry_ns = monotonic_ns() + ABSENT_RETRY_NS;
     return;
   }
   if (result != LINK_OK) {
@@ -500,9 +503,32 @@ static void daemon_start(preempt_runtime *runtime) {
   install(runtime, &link);
 }
 
+/* No daemon was there at the first launch: one may have started since.
+ * Looked for again at a launch, at most once per ABSENT_RETRY_NS; finding
+ * nobody costs a failed connect (microseconds). A daemon that is there but
+ * refuses or does not answer is not asked again. Context locked. */
+static void look_again(preempt_runtime *runtime) {
+  preempt_daemon_client *client = &runtime->daemon;
+  client->absent_retry_ns = 0;
+  preempt_msg_register request;
+  build_register(client, &request);
+  daemon_link link;
+  char why[384] = "";
+  int result = register_with_daemon(client->socket_path, &request, &link, why, sizeof why);
+  if (result == LINK_ABSENT)
+    client->absent_retry_ns = monotonic_ns() + ABSENT_RETRY_NS;
+  else if (result != LINK_OK)
+    preempt_report("%s: kernels run unscheduled", why);
+  else
+    install(runtime, &link);
+}
+
 int preempt_daemon_active(preempt_runtime *runtime) {
-  if (!runtime->daemon.started)
+  preempt_daemon_client *client = &runtime->daemon;
+  if (!client->started)
     daemon_start(runtime);
+  else if (!client->registered && client->absent_retry_ns && monotonic_ns() >= client->absent_retry_ns)
+    look_again(runtime);
   return runtime->daemon.registered;
 }
 
@@ -940,6 +966,7 @@ preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
   }
   /* Launches after shutdown start afresh: environment, registration. */
   client->started = client->lost = 0;
+  client->absent_retry_ns = 0;
   client->socket = -1;
   client->priority_requested = client->priority_from_api = 0;
   client->priority = client->granted = client->limit = 0;

@@ -91,6 +91,7 @@ typedef struct preempt_daemon_client {
   preempt_daemon_stub_view stubs[PREEMPT_STUBS_PER_CLIENT];
   int told_no_stub, told_held_streams, told_lost;
   int exit_hook; /* the at-exit stop of the agent is registered */
+  uint64_t absent_retry_ns; /* no daemon at the first launch: when a launch looks again (0: never) */
   int request_in_flight;         /* a SET_PRIORITY reply is due: the agent leaves the socket alone */
   pthread_mutex_t request_lock;  /* one SET_PRIORITY round trip at a time; taken before the runtime lock */
   struct {

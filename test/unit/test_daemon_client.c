@@ -721,6 +721,14 @@ static void test_unscheduled(void) {
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
   CHECK(last_error_is_mark());
   CHECK_EQ_U64(fake_launches(), 2);
+  /* The daemon starts after the first launch: a launch a second later finds it, and is held. */
+  daemon_start(ANSWER);
+  usleep(1100000);
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 1);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  CHECK_EQ_U64(fake_launches(), 2);
+  daemon_stop();
 
   /* No variable and no daemon at the default path: unscheduled, silently. */
   if (access(PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) != 0) {
