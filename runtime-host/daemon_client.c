@@ -123,34 +123,16 @@ static int receive_message(int socket_fd, reply_buffer *buffer, size_t *length, 
     int ready = wait_socket(socket_fd, POLLIN, deadline_ns);
     if (ready <= 0)
       return ready == 0 ? 1 : -1;
-    struct iovec vector = {.iov_base = buffer->bytes, .iov_len = sizeof buffer->bytes};
-    union {
-      struct cmsghdr align;
-      char bytes[CMSG_SPACE(sizeof(int) * 4)];
-    } control;
-    struct msghdr header = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes,
-                            .msg_controllen = sizeof control.bytes};
-    ssize_t got = recvmsg(socket_fd, &header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    int message_flags = 0;
+    ssize_t got = preempt_receive_packet(socket_fd, buffer->bytes, sizeof buffer->bytes, MSG_DONTWAIT, fds, 2,
+                                         fd_count, &message_flags);
     if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
       continue;
     if (got < 0)
       return -1;
-    for (struct cmsghdr *message = CMSG_FIRSTHDR(&header); message; message = CMSG_NXTHDR(&header, message)) {
-      if (message->cmsg_level != SOL_SOCKET || message->cmsg_type != SCM_RIGHTS)
-        continue;
-      size_t count = (message->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t index = 0; index < count; index++) {
-        int fd;
-        memcpy(&fd, CMSG_DATA(message) + index * sizeof(int), sizeof fd);
-        if (*fd_count < 2)
-          fds[(*fd_count)++] = fd;
-        else
-          close(fd);
-      }
-    }
     if (got == 0 && *fd_count == 0)
       return 2; /* SOCK_SEQPACKET: end of the connection */
-    if (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+    if (message_flags & (MSG_TRUNC | MSG_CTRUNC)) {
       while (*fd_count > 0)
         close(fds[--*fd_count]);
       errno = EMSGSIZE;

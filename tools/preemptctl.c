@@ -85,14 +85,10 @@ static int exchange(const void *request, size_t request_bytes, void *buffer, siz
     close(fd);
     return 1;
   }
-  struct iovec part = {buffer, buffer_bytes};
-  struct msghdr message;
-  memset(&message, 0, sizeof message);
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
   ssize_t received;
+  int fd_count = 0, message_flags = 0;
   do
-    received = recvmsg(fd, &message, 0);
+    received = preempt_receive_packet(fd, buffer, buffer_bytes, 0, NULL, 0, &fd_count, &message_flags);
   while (received < 0 && errno == EINTR);
   int saved_errno = errno;
   close(fd);
@@ -106,7 +102,7 @@ static int exchange(const void *request, size_t request_bytes, void *buffer, siz
   }
   if (received == 0)
     return fail("preemptd closed the connection without answering");
-  if (message.msg_flags & MSG_TRUNC)
+  if (message_flags & MSG_TRUNC)
     return fail("preemptd's reply is larger than the largest message");
   preempt_daemon_status status = preempt_msg_decode(buffer, (size_t)received, reply);
   if (status != PREEMPT_DAEMON_OK) {

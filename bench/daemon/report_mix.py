@@ -23,12 +23,14 @@ SHORT = {"original": "original", "preempt": "converted", "hpf": "hpf", "piv": "p
 SCHEMES = {"random": "random", "group": "group", "sjf": "shortest first"}
 
 
-def load_rows(path):
+def load_rows(path, name_key="run", script="mix.sh"):
+    """One dict per JSON line; a line that does not parse, or a missing file, becomes a failure row whose
+    `name_key` says so (report_pairs.py reads pairs.sh's lines with this too)."""
     rows = []
     try:
         lines = open(path)
     except OSError as error:
-        return [{"run": "mix", "failed": f"no output from mix.sh ({error})"}]
+        return [{name_key: script.split(".")[0], "failed": f"no output from {script} ({error})"}]
     with lines:
         for line in lines:
             line = line.strip()
@@ -36,7 +38,7 @@ def load_rows(path):
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError:
-                    rows.append({"run": "unparsed", "failed": line[:200]})
+                    rows.append({name_key: "unparsed", "failed": line[:200]})
     return rows
 
 

@@ -5,6 +5,8 @@ Usage: report_pairs.py PAIRS_JSONL RESULTS_JSON RESULTS_MD  (adds "daemon_pairs"
 import json
 import sys
 
+from report_mix import load_rows
+
 LABELS = {
     "alone_original": "short alone, original build",
     "alone_preempt": "short alone, converted build, no daemon",
@@ -28,15 +30,7 @@ def median(row):
 
 
 def main():
-    rows = []
-    with open(sys.argv[1]) as lines:
-        for line in lines:
-            line = line.strip()
-            if line:
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    rows.append({"mode": "unparsed", "failed": line[:200]})
+    rows = load_rows(sys.argv[1], "mode", "pairs.sh")
     by_mode = {row.get("mode"): row for row in rows}
     with open(sys.argv[2]) as handle:
         results = json.load(handle)

@@ -87,28 +87,15 @@ static ssize_t receive(fake *f, uint64_t *buffer, size_t capacity, int fds[2], i
   struct pollfd polled = {f->fd, POLLIN, 0};
   if (poll(&polled, 1, timeout_ms) <= 0)
     return -1;
-  union {
-    char bytes[CMSG_SPACE(2 * sizeof(int))];
-    struct cmsghdr align;
-  } control;
-  struct iovec iov = {buffer, capacity};
-  struct msghdr message;
-  memset(&message, 0, sizeof message);
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control.bytes;
-  message.msg_controllen = sizeof control.bytes;
-  ssize_t got = recvmsg(f->fd, &message, MSG_CMSG_CLOEXEC);
+  int fd_count = 0, message_flags = 0;
+  ssize_t got = preempt_receive_packet(f->fd, buffer, capacity, 0, fds, fds ? 2 : 0, &fd_count, &message_flags);
   /* A peer that closed with our request unread (the daemon refusing a connection) leaves ECONNRESET, which
    * Linux reports before the packets already queued: the reply may still be there. */
   if (got < 0 && errno == ECONNRESET) {
-    got = recvmsg(f->fd, &message, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    got = preempt_receive_packet(f->fd, buffer, capacity, MSG_DONTWAIT, fds, fds ? 2 : 0, &fd_count, &message_flags);
     if (got < 0)
       return 0;
   }
-  for (struct cmsghdr *h = CMSG_FIRSTHDR(&message); h && fds; h = CMSG_NXTHDR(&message, h))
-    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN(2 * sizeof(int)))
-      memcpy(fds, CMSG_DATA(h), 2 * sizeof(int));
   return got;
 }
 

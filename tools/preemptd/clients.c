@@ -226,37 +226,19 @@ static void handle_packet(preemptd_context *ctx, preemptd_client *client, const 
 static void serve_connection(preemptd_context *ctx, uint32_t slot) {
   preemptd_client *client = &ctx->clients[slot];
   uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8]; /* 8-byte aligned, as preempt_msg_decode wants */
-  union {
-    char bytes[CMSG_SPACE(8 * sizeof(int))];
-    struct cmsghdr align;
-  } control;
-  struct iovec iov = {buffer, sizeof buffer};
-  struct msghdr message;
-  memset(&message, 0, sizeof message);
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control.bytes;
-  message.msg_controllen = sizeof control.bytes;
-  ssize_t got = recvmsg(client->fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  /* Descriptors a peer sends the daemon are never used: it keeps none, so they are closed at once. */
+  int fd_count = 0, message_flags = 0;
+  ssize_t got = preempt_receive_packet(client->fd, buffer, sizeof buffer, MSG_DONTWAIT, NULL, 0, &fd_count,
+                                       &message_flags);
   if (got < 0 && (errno == EAGAIN || errno == EINTR))
     return;
-  /* Descriptors a peer sends the daemon are never used: closed at once so nobody can fill its fd table. */
-  for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header))
-    if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
-      size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count; i++) {
-        int fd;
-        memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
-        close(fd);
-      }
-    }
   pthread_mutex_lock(&ctx->lock);
   if (got <= 0 || client->broken) {
     /* A broken client's connection is shut down already; whatever it sent before is not served. */
     disconnect(ctx, client, got == 0 ? "connection closed" : got < 0 ? strerror(errno) : "broken");
   } else {
     bool hang_up = false;
-    handle_packet(ctx, client, buffer, (size_t)got, (message.msg_flags & MSG_TRUNC) != 0, &hang_up);
+    handle_packet(ctx, client, buffer, (size_t)got, (message_flags & MSG_TRUNC) != 0, &hang_up);
     if (hang_up)
       disconnect(ctx, client, "malformed or refused message");
   }

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* ssize_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -308,6 +309,15 @@ int preempt_stub_move_allowed(uint32_t from, uint32_t to, int by_daemon);
 
 /* FNV-1a 64 of a string (kernel_key). */
 uint64_t preempt_kernel_key(const char *name);
+
+/* Receives one packet with recvmsg (`flags` | MSG_CMSG_CLOEXEC) into `buffer`, keeping up to `max_fds` of
+ * the descriptors sent with it in `fds` (*fd_count of them) and closing the rest; at most
+ * PREEMPT_RECEIVE_MAX_FDS arrive, more are dropped by the kernel (MSG_CTRUNC). Returns the packet's length
+ * (0: the peer closed, when no descriptor came either), or -1 with errno; *message_flags gets msg_flags
+ * (MSG_TRUNC, MSG_CTRUNC). Shared by preemptd, the runtime's client, preemptctl and the test client. */
+#define PREEMPT_RECEIVE_MAX_FDS 8
+ssize_t preempt_receive_packet(int socket_fd, void *buffer, size_t capacity, int flags, int *fds, int max_fds,
+                               int *fd_count, int *message_flags);
 
 /* Futex helpers on a word in shared memory (not FUTEX_PRIVATE: the word is
  * shared between processes). wait returns 0 when woken or the value differed,
