@@ -165,3 +165,18 @@ static const preempt_gpu_ops fake_ops = {
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &fake_ops; }
+
+void fake_gpu_reset(uint32_t marker_abi) {
+  preempt_shutdown();
+  memset(&fake_gpu, 0, sizeof fake_gpu);
+  fake_gpu.sm_count = 132;
+  fake_gpu.ctas_per_sm = 8;
+  fake_gpu.marker_abi = marker_abi;
+  fake_gpu.expected_params = -1;
+}
+
+preempt_kernel_desc fake_kernel_desc(const void *stub, const char *name, uint32_t params) {
+  preempt_kernel_desc desc = {.desc_version = 1, .gpu_api = 1, .param_count = params,
+                              .kernel_abi = PREEMPT_KERNEL_ABI_VERSION, .host_stub = stub, .name = name};
+  return desc;
+}

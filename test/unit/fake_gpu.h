@@ -46,6 +46,12 @@ typedef struct fake_gpu_state {
 
 extern fake_gpu_state fake_gpu;
 
+/* Shuts the runtime down (so the next launch starts afresh) and resets the fake to a 132-SM GPU that holds
+ * 8 CTAs per SM, whose kernels carry a marker of `marker_abi` (0: not converted). */
+void fake_gpu_reset(uint32_t marker_abi);
+/* A kernel descriptor as the host pass emits it, for a stub address and a name. */
+preempt_kernel_desc fake_kernel_desc(const void *stub, const char *name, uint32_t params);
+
 /* Each device's UUID: bytes 0xfa 0xce, the device number, then 13 bytes of 0x5a. */
 void fake_device_uuid(int device, unsigned char uuid[16]);
 /* One event's own state, on top of events_pending: a pending event answers

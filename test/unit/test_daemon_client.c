@@ -239,20 +239,6 @@ static uint32_t doorbell_count(void) { return __atomic_load_n(&daemon_state.door
 
 static int stub_a, stub_b;
 
-static preempt_kernel_desc make_desc(const void *stub, const char *name, uint32_t params) {
-  preempt_kernel_desc desc = {.desc_version = 1, .gpu_api = 1, .param_count = params,
-                              .kernel_abi = PREEMPT_KERNEL_ABI_VERSION, .host_stub = stub, .name = name};
-  return desc;
-}
-
-static void reset_fake(void) {
-  preempt_shutdown();
-  memset(&fake_gpu, 0, sizeof fake_gpu);
-  fake_gpu.sm_count = 132;
-  fake_gpu.ctas_per_sm = 8;
-  fake_gpu.marker_abi = PREEMPT_KERNEL_ABI_VERSION;
-  fake_gpu.expected_params = -1;
-}
 
 /* The agent and the relaunch thread call the fake under the runtime's lock: read it under the lock too. */
 static int fake_launches(void) {
@@ -320,7 +306,7 @@ static const preempt_dim3 big_grid = {4096, 3, 2}, block256 = {256, 1, 1}, small
 static void test_scheduled_launches(void) {
   setenv("PREEMPT_PRIORITY", "5", 1);
   setenv("PREEMPT_WEIGHT", "3", 1);
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   fake_gpu.device_count = 2;
   fake_gpu.elapsed_ms = 0.01f; /* what a sampled launch would measure */
   daemon_state.limit = 10;
@@ -331,14 +317,14 @@ static void test_scheduled_launches(void) {
 
   /* An unconverted kernel runs as written and does not register. */
   fake_gpu.marker_abi = 0;
-  preempt_kernel_desc plain = make_desc(&stub_b, "_Z5plainv", 0);
+  preempt_kernel_desc plain = fake_kernel_desc(&stub_b, "_Z5plainv", 0);
   CHECK_EQ_U64(preempt_launch_kernel(&plain, small_grid, block32, NULL, 0, app_stream), 0);
   CHECK_EQ_U64(fake_launches(), 1);
   CHECK_EQ_U64(load(&daemon_state.accepts), 0);
   fake_gpu.marker_abi = PREEMPT_KERNEL_ABI_VERSION;
 
   /* The first converted launch registers: program, both devices' UUIDs and SM counts, PREEMPT_PRIORITY. */
-  preempt_kernel_desc desc = make_desc(&stub_a, "_Z3addPfS_S_i", 2);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z3addPfS_S_i", 2);
   fake_gpu.expected_params = 2;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, args, 64, app_stream), 0);
   preempt_launch_id launch = preempt_last_launch();
@@ -586,10 +572,10 @@ static void test_scheduled_launches(void) {
  * runtime refuses for that reason leaves the launch TOEVICT until it finishes (never RUNNING). */
 static void test_held_stream_limit(void) {
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   daemon_state.limit = 0;
   daemon_start(ANSWER);
-  preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
   fake_gpu.expected_params = 0;
   fake_gpu.elapsed_ms = 0.01f;
   long long streams[4];
@@ -640,10 +626,10 @@ static void test_held_stream_limit(void) {
  * polling, with no command to wake the agent: within milliseconds, not after the 100 ms idle wait
  * (on the H100 a missed poll here kept a finished kernel's SMs from the next one for 100 ms). */
 static void test_completion_after_partial_eviction(void) {
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   daemon_state.limit = 0;
   daemon_start(ANSWER);
-  preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
   fake_gpu.expected_params = 0;
   long long stream;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, &stream), 0);
@@ -672,9 +658,9 @@ static void test_completion_after_partial_eviction(void) {
 /* A bad PREEMPT_PRIORITY is reported and not sent. */
 static void test_bad_priority_variable(void) {
   setenv("PREEMPT_PRIORITY", "7x", 1);
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   daemon_start(ANSWER);
-  preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
   fake_gpu.expected_params = 0;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
   CHECK(strstr(preempt_last_error(), "PREEMPT_PRIORITY='7x'") != NULL);
@@ -696,11 +682,11 @@ static void test_bad_priority_variable(void) {
 
 /* The ways of not being scheduled: switched off, no daemon, a hung one, one of another version. */
 static void test_unscheduled(void) {
-  preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
 
   /* PREEMPT_DAEMON=off: not even a connection attempt. */
   setenv("PREEMPT_DAEMON", "off", 1);
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   daemon_start(ANSWER);
   fake_gpu.expected_params = 0;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
@@ -712,7 +698,7 @@ static void test_unscheduled(void) {
   unsetenv("PREEMPT_DAEMON");
 
   /* A socket named but absent: unscheduled, said once. */
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   fake_gpu.expected_params = 0;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
   CHECK_EQ_U64(fake_launches(), 1);
@@ -734,7 +720,7 @@ static void test_unscheduled(void) {
   if (access(PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) != 0) {
     char *named = strdup(getenv("PREEMPT_DAEMON_SOCKET"));
     unsetenv("PREEMPT_DAEMON_SOCKET");
-    reset_fake();
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
     fake_gpu.expected_params = 0;
     mark_last_error();
     CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
@@ -747,7 +733,7 @@ static void test_unscheduled(void) {
   }
 
   /* A daemon that never answers: the launch goes on after the 1 s timeout, unscheduled. */
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   daemon_start(SILENT);
   fake_gpu.expected_params = 0;
   struct timespec start;
@@ -764,7 +750,7 @@ static void test_unscheduled(void) {
   daemon_stop();
 
   /* REGISTERED describing another page size: refused, clearly. */
-  reset_fake();
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   daemon_start(WRONG_SIZES);
   fake_gpu.expected_params = 0;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);

@@ -10,12 +10,6 @@
 
 static int stub_a, stub_b;
 
-static preempt_kernel_desc make_desc(const void *stub, const char *name, uint32_t params) {
-  preempt_kernel_desc desc = {.desc_version = 1, .gpu_api = 1, .param_count = params,
-                              .kernel_abi = PREEMPT_KERNEL_ABI_VERSION, .host_stub = stub, .name = name};
-  return desc;
-}
-
 /* The relaunch thread enqueues, under the runtime's lock, the relaunches
  * whose launch has started (to the fake: once events_pending is 0). Waits
  * until it has been quiet for 20 ms, then takes the lock (any API call) so
@@ -31,14 +25,6 @@ static void wait_for_relauncher(void) {
   preempt_query(0, &state);
 }
 
-static void reset_fake(uint32_t marker_abi) {
-  preempt_shutdown();
-  memset(&fake_gpu, 0, sizeof fake_gpu);
-  fake_gpu.sm_count = 132;
-  fake_gpu.ctas_per_sm = 8;
-  fake_gpu.marker_abi = marker_abi;
-  fake_gpu.expected_params = -1;
-}
 
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
@@ -51,9 +37,9 @@ int main(int argc, char **argv) {
   unsetenv("PREEMPT_STRESS");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z3addPfS_S_i", 2);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z3addPfS_S_i", 2);
     long long first = 1234, second = 5;
     void *args[] = {&first, &second};
     fake_gpu.expected_params = 2;
@@ -214,17 +200,17 @@ int main(int argc, char **argv) {
 
   /* PREEMPT_CHECK_INTERVAL fixes the interval for every kernel; a malformed value is refused. */
   setenv("PREEMPT_CHECK_INTERVAL", "12", 1);
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     fake_gpu.expected_params = 0;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
     CHECK_EQ_U64(fake_gpu.last.check_interval, 12);
   }
   setenv("PREEMPT_CHECK_INTERVAL", "12x", 1);
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     fake_gpu.expected_params = 0;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
     CHECK_EQ_U64(fake_gpu.last.check_interval, 1);
@@ -234,9 +220,9 @@ int main(int argc, char **argv) {
 
   /* Held streams block hardware queues: at most half of them may be held. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     fake_gpu.expected_params = 0;
     fake_gpu.events_pending = 1;
     long long stream_handles[6];
@@ -262,9 +248,9 @@ int main(int argc, char **argv) {
   /* Every control block held by an evicted launch that was never resumed: a
    * further launch fails with a clear error instead of waiting forever; it
    * succeeds again once one is resumed. */
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     fake_gpu.expected_params = 0;
     fake_gpu.events_pending = 1;
     preempt_launch_id first_launch = 0;
@@ -289,9 +275,9 @@ int main(int argc, char **argv) {
   /* PREEMPT_STRESS=1: a runtime thread evicts and resumes running launches
    * on its own; shutting down stops it and leaves nothing evicted. */
   setenv("PREEMPT_STRESS", "1", 1);
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     fake_gpu.expected_params = 0;
     fake_gpu.events_pending = 1; /* launches stay "running" */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){64, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
@@ -306,9 +292,9 @@ int main(int argc, char **argv) {
 
   /* One hardware queue for every stream: a resume would deadlock, so eviction is refused. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     fake_gpu.expected_params = 0;
     fake_gpu.events_pending = 1;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL), 0);
@@ -318,9 +304,9 @@ int main(int argc, char **argv) {
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 
   /* A kernel the plugin refused: launched exactly as written, not evictable. */
-  reset_fake(0);
+  fake_gpu_reset(0);
   {
-    preempt_kernel_desc desc = make_desc(&stub_b, "_Z7refusedv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_b, "_Z7refusedv", 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){77, 2, 1}, (preempt_dim3){64, 1, 1}, NULL, 0, NULL), 0);
     CHECK(fake_gpu.last.grid.x == 77 && fake_gpu.last.grid.y == 2);
     CHECK_EQ_U64(fake_gpu.stream_waits, 0);
@@ -332,9 +318,9 @@ int main(int argc, char **argv) {
   }
 
   /* A kernel converted for another kernel ABI: refused with a clear error. */
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION + 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION + 1);
   {
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z3oldv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z3oldv", 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1, 1, 1}, (preempt_dim3){1, 1, 1}, NULL, 0, NULL),
                  FAKE_ERROR_NOT_SUPPORTED);
     CHECK_EQ_U64(fake_gpu.launches, 0);
@@ -342,16 +328,16 @@ int main(int argc, char **argv) {
   }
 
   /* Bad descriptors and GPU memory exhaustion: errors, no launch, no crash. */
-  reset_fake(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
     CHECK_EQ_U64(preempt_launch_kernel(NULL, (preempt_dim3){1, 1, 1}, (preempt_dim3){1, 1, 1}, NULL, 0, NULL),
                  FAKE_ERROR_INVALID_VALUE);
-    preempt_kernel_desc wrong = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc wrong = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     wrong.desc_version = 99;
     CHECK_EQ_U64(preempt_launch_kernel(&wrong, (preempt_dim3){1, 1, 1}, (preempt_dim3){1, 1, 1}, NULL, 0, NULL),
                  FAKE_ERROR_INVALID_VALUE);
     fake_gpu.fail_device_alloc = 1;
-    preempt_kernel_desc desc = make_desc(&stub_a, "_Z1kv", 0);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0, NULL),
                  FAKE_ERROR_OUT_OF_MEMORY);
     CHECK(strstr(preempt_last_error(), "control-block pool") != NULL);
