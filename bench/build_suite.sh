@@ -34,6 +34,13 @@ clang++-22 "${flags[@]}" "$root/bench/preemption/preempt_bench.cu" -o "$out/orig
 clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/preempt_bench.cu" -o "$out/preempt/preempt_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/launch_costs.cu" -o "$out/original/launch_costs" "${libs[@]}"
+# Overhead pieces (issue 3): the same kernels built both ways, launched piece by piece (overhead_parts.cu).
+clang++-22 "${flags[@]}" -c "$root/bench/preemption/overhead_kernels.cu" -o "$out/remarks/overhead_original.o"
+clang++-22 "${flags[@]}" -DPARTS_CONVERTED -fpass-plugin="$plugin" -c "$root/bench/preemption/overhead_kernels.cu" \
+  -o "$out/remarks/overhead_converted.o"
+clang++-22 "${flags[@]}" -I"$root/lib/include" "$root/bench/preemption/overhead_parts.cu" \
+  -x none "$out/remarks/overhead_original.o" "$out/remarks/overhead_converted.o" -o "$out/preempt/overhead_parts" \
+  -L"$runtime" -lpreempt_runtime "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/persistent_shapes.cu" -o "$out/original/persistent_shapes" "${libs[@]}"
 # vector_add at 2^23 and 2^27 elements: the conversion's cost per launch against its cost per task.
 for log2 in 23 27; do

@@ -91,7 +91,21 @@ md=$(ls -t "$results"/*.md | head -1)
   echo '```'
   timeout -s KILL 60 "$bin/original/persistent_shapes" 2>&1
   echo '```'
+  echo
+  echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
+  echo
+  echo "96 launches per round in the legacy default stream, median of 11 rounds per variant; 'bare' launches the"
+  echo "converted kernel directly (no runtime) at the check interval and CTA count shown; '+ reset' memsets the"
+  echo "control block's counters first (generation 0: the first fetch's fast path; new generation: its slow path);"
+  echo "'events' = the runtime's 3 event records (2 timed), 'untimed' = that many untimed ones, 'wait' = the stream"
+  echo "wait on done_generation; 'runtime' = through preempt_launch_kernel."
+  echo
+  timeout -s KILL 120 "$bin/preempt/overhead_parts" > "$work/parts.jsonl" 2> "$work/parts.err" ||
+    { echo "overhead_parts failed:"; sed 's/^/    /' "$work/parts.err"; }
+  python3 "$root/bench/preemption/report_parts.py" "$work/parts.jsonl" || echo "(a variant's output was wrong)"
 } >> "$md"
+cp "$work/parts.jsonl" "${md%.md}.parts.jsonl" 2>/dev/null || true
+grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 # Across processes (issue 4): pairs without and with preemptd, and under MPS.
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
 json_out=${md%.md}.json

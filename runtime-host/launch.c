@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preempt/batch_tickets.h"
 #include "preempt/task_grid.h"
 #include "runtime.h"
 
 #define PREEMPT_KERNEL_DESC_VERSION 1u
-#define PREEMPT_MAX_CHECK_INTERVAL 1024u
 
 static _Thread_local preempt_launch_id last_launch;
 
@@ -80,7 +80,8 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
 static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *kernel,
                                preempt_kernel_on_device *on_device, preempt_device_state *device) {
   if (kernel->check_interval_override)
-    return kernel->check_interval_override;
+    return kernel->check_interval_override < PREEMPT_MAX_CHECK_INTERVAL ? kernel->check_interval_override
+                                                                        : PREEMPT_MAX_CHECK_INTERVAL;
   if (runtime->check_interval_env)
     return runtime->check_interval_env;
   const preempt_gpu_ops *gpu = runtime->gpu;
