@@ -2,7 +2,7 @@
 // FLEP §4.1 and EffiSha §5: kernel body inside a loop over tasks fetched from a device counter.
 //
 // A converted kernel K(args...) becomes K(args..., control, task_count, grid_x, grid_y, grid_z,
-// generation, check_interval, batch_stride) (control_block.h):
+// generation, check_interval) (control_block.h):
 //   preempt.entry:      static allocas; task = __preempt_kernel_begin(control, <launch values>)
 //   preempt.task:       if (!__preempt_task_begin(control, task, slot)) goto preempt.exit
 //   preempt.task.start: block index loaded; yield_now = __preempt_yield_check(control);
@@ -11,9 +11,6 @@
 //   preempt.task.end:   [__preempt_task_end() when needed]; task = next; yield_seen = yield_now;
 //                       slot ^= 1; goto preempt.task
 //   preempt.exit:       __preempt_kernel_end(control); ret
-// Kernels whose threads never meet inside a task take the batched loop
-// instead: thread 0 and a barrier only per batch, each thread stepping
-// through the batch's tasks, one batch stride apart (batch_tickets.h), itself.
 // Every block-index and grid-size read, in K and in each function K calls,
 // reads the task context in shared memory instead (callees are cloned, so
 // unconverted kernels keep the originals).
@@ -158,7 +155,7 @@ static Function *appendControlParameter(Function &Kernel) {
   FunctionType *OldType = Kernel.getFunctionType();
   SmallVector<Type *, 8> Params(OldType->params());
   Type *Int32 = Type::getInt32Ty(Kernel.getContext());
-  Params.append({PointerType::get(Kernel.getContext(), 0), Int32, Int32, Int32, Int32, Int32, Int32, Int32});
+  Params.append({PointerType::get(Kernel.getContext(), 0), Int32, Int32, Int32, Int32, Int32, Int32});
   FunctionType *NewType = FunctionType::get(OldType->getReturnType(), Params, false);
   Function *NewKernel = Function::Create(NewType, Kernel.getLinkage(), Kernel.getAddressSpace(), "", Kernel.getParent());
   NewKernel->copyAttributesFrom(&Kernel);
@@ -172,8 +169,8 @@ static Function *appendControlParameter(Function &Kernel) {
     Old.replaceAllUsesWith(&New);
   }
   static const char *const ExtraNames[PREEMPT_KERNEL_EXTRA_PARAMS] = {
-      "preempt.control", "preempt.task.count", "preempt.grid.x",         "preempt.grid.y",
-      "preempt.grid.z",  "preempt.generation", "preempt.check.interval", "preempt.batch.stride"};
+      "preempt.control", "preempt.task.count", "preempt.grid.x",     "preempt.grid.y",
+      "preempt.grid.z",  "preempt.generation", "preempt.check.interval"};
   for (unsigned Index = 0; Index < PREEMPT_KERNEL_EXTRA_PARAMS; ++Index) {
     unsigned ArgNo = OldType->getNumParams() + Index;
     NewKernel->getArg(ArgNo)->setName(ExtraNames[Index]);
@@ -268,22 +265,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
       Builder.CreateCall(helperFunction(M, helper::KernelBegin),
                          {Control, Kernel.getArg(FirstExtra + 1), Kernel.getArg(FirstExtra + 2),
                           Kernel.getArg(FirstExtra + 3), Kernel.getArg(FirstExtra + 4), Kernel.getArg(FirstExtra + 5),
-                          Kernel.getArg(FirstExtra + 6), Kernel.getArg(FirstExtra + 7)});
-  // Batched: the stride as a block index, once per thread (each thread steps
-  // through its batches itself).
-  Value *StrideIndex[3] = {};
-  // A zero stride (never passed by the runtime) would never step: as 1, the
-  // helpers do the same.
-  Value *RawStride = Kernel.getArg(FirstExtra + 7);
-  Value *Stride = Builder.CreateSelect(Builder.CreateICmpEQ(RawStride, Builder.getInt32(0)), Builder.getInt32(1),
-                                       RawStride, "preempt.stride");
-  if (Loop == TaskLoop::Batched) {
-    Value *GridX = Kernel.getArg(FirstExtra + 2), *GridY = Kernel.getArg(FirstExtra + 3);
-    Value *Planes = Builder.CreateUDiv(Stride, GridX, "preempt.stride.planes");
-    StrideIndex[0] = Builder.CreateURem(Stride, GridX, "preempt.stride.x");
-    StrideIndex[1] = Builder.CreateURem(Planes, GridY, "preempt.stride.y");
-    StrideIndex[2] = Builder.CreateUDiv(Planes, GridY, "preempt.stride.z");
-  }
+                          Kernel.getArg(FirstExtra + 6)});
   Builder.CreateBr(TaskHead);
 
   Builder.SetInsertPoint(TaskHead);
@@ -335,20 +317,17 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
     Value *RefilledSlot = Builder.CreateXor(Slot, Builder.getInt32(1)); // the next batch's slot
     Builder.CreateBr(TaskStart);
 
-    // The next task of the batch: one stride further (batch_tickets.h), a
-    // step along x, y and z by the stride's own block index, with carries
-    // over the original grid (the launch's grid_x, grid_y parameters). Each
-    // step stays below twice the grid, so one subtraction per axis suffices.
+    // The next task of the batch: one step along x, carried into y and z
+    // over the original grid (the launch's grid_x, grid_y parameters).
     Builder.SetInsertPoint(Step);
     Value *GridX = Kernel.getArg(FirstExtra + 2), *GridY = Kernel.getArg(FirstExtra + 3);
-    Value *X = Builder.CreateAdd(LastIndex[0], StrideIndex[0]);
-    Value *CarryX = Builder.CreateICmpUGE(X, GridX, "preempt.carry.x");
-    Value *Y = Builder.CreateAdd(Builder.CreateAdd(LastIndex[1], StrideIndex[1]), Builder.CreateZExt(CarryX, Int32));
-    Value *CarryY = Builder.CreateICmpUGE(Y, GridY, "preempt.carry.y");
-    Value *Stepped[3] = {Builder.CreateSelect(CarryX, Builder.CreateSub(X, GridX), X),
-                         Builder.CreateSelect(CarryY, Builder.CreateSub(Y, GridY), Y),
-                         Builder.CreateAdd(Builder.CreateAdd(LastIndex[2], StrideIndex[2]),
-                                           Builder.CreateZExt(CarryY, Int32))};
+    Value *X = Builder.CreateAdd(LastIndex[0], Builder.getInt32(1));
+    Value *CarryX = Builder.CreateICmpEQ(X, GridX);
+    Value *Y = Builder.CreateAdd(LastIndex[1], Builder.CreateZExt(CarryX, Int32));
+    Value *CarryY = Builder.CreateICmpEQ(Y, GridY);
+    Value *Stepped[3] = {Builder.CreateSelect(CarryX, Builder.getInt32(0), X),
+                         Builder.CreateSelect(CarryY, Builder.getInt32(0), Y),
+                         Builder.CreateAdd(LastIndex[2], Builder.CreateZExt(CarryY, Int32))};
     Builder.CreateBr(TaskStart);
 
     Builder.SetInsertPoint(TaskStart);
@@ -394,7 +373,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
   YieldSeen->addIncoming(YieldNow, TaskEnd);
   if (Loop == TaskLoop::Batched) {
     Slot->addIncoming(NextSlot, TaskEnd);
-    LocalTask->addIncoming(Builder.CreateAdd(CurrentTask, Stride, "preempt.local.next"), TaskEnd);
+    LocalTask->addIncoming(Builder.CreateAdd(CurrentTask, Builder.getInt32(1), "preempt.local.next"), TaskEnd);
     LocalEnd->addIncoming(CurrentEnd, TaskEnd);
     for (unsigned Axis = 0; Axis < 3; Axis++)
       LastIndex[Axis]->addIncoming(BlockIndex[Axis], TaskEnd);

@@ -5,7 +5,6 @@
 // amdgcn. The pass inlines every helper and strips their target attributes, so
 // they adopt the kernel's own GPU architecture. Only thread 0 of a CTA talks to
 // the control block; shared memory and barriers carry its answers to the rest.
-#include "preempt/batch_tickets.h"
 #include "preempt/control_block.h"
 
 #define PREEMPT_DEVICE extern "C" __attribute__((device)) __attribute__((always_inline))
@@ -114,27 +113,44 @@ PREEMPT_LOCAL unsigned int yield_word(preempt_control_block *control) {
 
 PREEMPT_LOCAL bool sm_yields(unsigned int word) { return (word >> (sm_id() % PREEMPT_MAX_SM_IDS % 32)) & 1u; }
 
+// The lane of control-block words this launch uses (control_block.h).
+PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % PREEMPT_CONTROL_LANES; }
+
 /* A prefetch result that is a task of the CTA's current batch, not an
  * atomic's raw word: tagged with a generation the runtime never uses. */
 #define LOCAL_TAG TAG(0xfffffffeu)
 
-// The lane of control-block words this launch uses (control_block.h).
-PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % PREEMPT_CONTROL_LANES; }
+// How many tasks the next fetch takes: up to the check interval, fewer as the
+// tasks run out, so that no CTA is left with a long batch at the end
+// (guided self-scheduling over the CTA's own view of the counter).
+PREEMPT_LOCAL unsigned int batch_size(void) {
+  unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
+                               ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
+                               : 1;
+#if defined(__NVPTX__)
+  unsigned int ctas = __nvvm_read_ptx_sreg_nctaid_x();
+#else
+  unsigned int ctas = __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
+#endif
+  unsigned int guided = remaining / (2 * ctas);
+  if (guided < 1)
+    guided = 1;
+  return guided < __preempt_task_ctx.check_interval ? guided : __preempt_task_ctx.check_interval;
+}
 
 // Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
-// new batch's ticket, issued without waiting for it: the raw word comes back
-// to __preempt_task_begin, which resolves it (a stale generation included),
-// so the atomic's round trip overlaps the current task. A yield is honoured
-// only between batches: a batch, once taken, is always run.
+// new batch, issued without waiting for it: the raw word comes back to
+// __preempt_task_begin, which resolves it (a stale generation included), so
+// the atomic's round trip overlaps the current task. A yield is honoured only
+// between batches: a batch, once taken, is always run.
 PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
-  if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end) {
-    unsigned int task = __preempt_task_ctx.batch_next;
-    __preempt_task_ctx.batch_next = task + __preempt_task_ctx.stride;
-    return LOCAL_TAG | task;
-  }
+  if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
+    return LOCAL_TAG | __preempt_task_ctx.batch_next++;
   if (sm_yields(yield_seen))
     return YIELD_FETCH;
-  return __scoped_atomic_fetch_add(&control->task_word[lane()], 1ull, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __preempt_task_ctx.batch_taken = batch_size();
+  return __scoped_atomic_fetch_add(&control->task_word[lane()], (unsigned long long)__preempt_task_ctx.batch_taken,
+                                   __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
 }
 
 // Once per CTA, before the first task: publishes the launch's values, which
@@ -144,7 +160,7 @@ PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, uns
 PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
                                                          unsigned int grid_x, unsigned int grid_y,
                                                          unsigned int grid_z, unsigned int generation,
-                                                         unsigned int check_interval, unsigned int stride) {
+                                                         unsigned int check_interval) {
   if (!is_first_thread())
     return 0;
   __preempt_task_ctx.task_count = task_count;
@@ -152,13 +168,7 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   __preempt_task_ctx.grid_y = grid_y;
   __preempt_task_ctx.grid_z = grid_z;
   __preempt_task_ctx.generation = generation;
-  stride = stride ? stride : 1;
-  __preempt_task_ctx.check_interval = preempt_ticket_interval(check_interval, stride);
-  __preempt_task_ctx.stride = stride;
-  unsigned int planes = stride / grid_x;
-  __preempt_task_ctx.stride_x = stride - planes * grid_x;
-  __preempt_task_ctx.stride_z = planes / grid_y;
-  __preempt_task_ctx.stride_y = planes - __preempt_task_ctx.stride_z * grid_y;
+  __preempt_task_ctx.check_interval = check_interval ? check_interval : 1;
   __preempt_task_ctx.batch_next = __preempt_task_ctx.batch_end = 0;
   __preempt_task_ctx.tasks_run = 0;
   return issue_fetch(control, yield_word(control));
@@ -170,8 +180,7 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
 // id of the current batch is left. The read overlaps this task; the CTA
 // leaves within a batch and one task of the request landing.
 PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control) {
-  if (!is_first_thread() || (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end &&
-                              __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > __preempt_task_ctx.stride))
+  if (!is_first_thread() || __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > 1)
     return 0;
   return yield_word(control);
 }
@@ -193,36 +202,32 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
   } else if ((fetched & TAG_MASK) == LOCAL_TAG) {
     task = (unsigned int)fetched;
   } else {
-    // A new batch's ticket: its first task now, the rest from issue_fetch.
-    unsigned int ticket;
+    // A new batch: its first task now, the rest from issue_fetch.
+    unsigned int taken = __preempt_task_ctx.batch_taken;
     if ((fetched & TAG_MASK) == TAG(generation)) {
-      ticket = (unsigned int)fetched;
+      task = (unsigned int)fetched;
     } else {
-      ticket = tagged_add_slow(&control->task_word[lane()], generation, 1);
+      task = tagged_add_slow(&control->task_word[lane()], generation, taken);
       preinstall_generation(&control->done_word[lane()], generation);
     }
-    preempt_ticket_batch batch = preempt_ticket_batch_of(ticket, __preempt_task_ctx.task_count,
-                                                         __preempt_task_ctx.stride, __preempt_task_ctx.check_interval);
-    task = batch.count ? batch.first : PREEMPT_NO_TASK;
-    __preempt_task_ctx.batch_next = batch.first + __preempt_task_ctx.stride;
-    __preempt_task_ctx.batch_end = batch.first + (batch.count ? (batch.count - 1) * __preempt_task_ctx.stride + 1 : 0);
+    unsigned int end = task + taken;
+    __preempt_task_ctx.batch_next = task + 1;
+    __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;
   }
   unsigned int has_task = task < __preempt_task_ctx.task_count;
   if (has_task) {
     // Siblings wait at the barrier meanwhile: inside a batch the next task
-    // is one stride from the last (the other slot), so a carry replaces the
+    // is one step from the last (the other slot), so a carry replaces the
     // two divisions.
     const preempt_task_slot *last = &__preempt_task_ctx.slots[slot ^ 1];
-    if (__preempt_task_ctx.tasks_run > 0 && task == __preempt_task_ctx.last_task + __preempt_task_ctx.stride) {
-      unsigned int x = last->block_x + __preempt_task_ctx.stride_x, y = last->block_y + __preempt_task_ctx.stride_y;
-      unsigned int z = last->block_z + __preempt_task_ctx.stride_z;
-      if (x >= __preempt_task_ctx.grid_x) {
-        x -= __preempt_task_ctx.grid_x;
-        y++;
-      }
-      if (y >= __preempt_task_ctx.grid_y) {
-        y -= __preempt_task_ctx.grid_y;
-        z++;
+    if (__preempt_task_ctx.tasks_run > 0 && task == __preempt_task_ctx.last_task + 1) {
+      unsigned int x = last->block_x + 1, y = last->block_y, z = last->block_z;
+      if (x == __preempt_task_ctx.grid_x) {
+        x = 0;
+        if (++y == __preempt_task_ctx.grid_y) {
+          y = 0;
+          z++;
+        }
       }
       published->block_x = x;
       published->block_y = y;
@@ -269,7 +274,7 @@ PREEMPT_DEVICE bool __preempt_batch_begin(preempt_control_block *control, unsign
   preempt_task_slot *published = &__preempt_task_ctx.slots[slot];
   if (is_first_thread() && publish_task(control, fetched, published, slot)) {
     published->batch_end = __preempt_task_ctx.batch_end;
-    __preempt_task_ctx.tasks_run += (__preempt_task_ctx.batch_end - 1 - published->task) / __preempt_task_ctx.stride;
+    __preempt_task_ctx.tasks_run += __preempt_task_ctx.batch_end - published->task - 1;
   }
   cta_barrier();
   return published->has_task != 0;

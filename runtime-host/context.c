@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "preempt/batch_tickets.h"
 #include "runtime.h"
 
 static preempt_runtime runtime_context = {
@@ -56,7 +55,7 @@ static void configure(preempt_runtime *runtime) {
   runtime->configured = 1;
   runtime->check_interval_env = 0;
   unsigned long value;
-  if (parse_environment_number("PREEMPT_CHECK_INTERVAL", 1, PREEMPT_MAX_CHECK_INTERVAL, &value) == 0)
+  if (parse_environment_number("PREEMPT_CHECK_INTERVAL", 1, 1u << 20, &value) == 0)
     runtime->check_interval_env = (uint32_t)value;
   runtime->check_period_ns = 20000.0;
   if (parse_environment_number("PREEMPT_CHECK_PERIOD_US", 1, 1000000, &value) == 0)

@@ -6,19 +6,24 @@
 #include <string.h>
 
 static int create_events(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
-  int status = gpu->event_create(&record->wave_done_event, 1); /* timed: samples task length */
+  int status = gpu->event_create(&record->wave_done_event, 0);
   if (status == 0)
     status = gpu->event_create(&record->done_event, 0);
   if (status == 0)
     status = gpu->event_create(&record->resume_event, 1); /* timed: ends a held launch's sample */
   if (status == 0)
-    status = gpu->event_create(&record->ready_event, 1);
+    status = gpu->event_create(&record->ready_event, 0);
   if (status == 0)
     status = gpu->event_create(&record->relaunch_start_event, 1); /* timed: samples a held launch */
+  if (status == 0)
+    status = gpu->event_create(&record->sample_start_event, 1); /* timed: samples a launch's first wave */
+  if (status == 0)
+    status = gpu->event_create(&record->sample_end_event, 1);
   if (status != 0) {
     /* All or none: a slot is known to have its events by its first one. */
-    void **events[] = {&record->wave_done_event, &record->done_event, &record->resume_event, &record->ready_event,
-                       &record->relaunch_start_event};
+    void **events[] = {&record->wave_done_event,      &record->done_event,         &record->resume_event,
+                       &record->ready_event,          &record->relaunch_start_event, &record->sample_start_event,
+                       &record->sample_end_event};
     for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
       if (*events[index]) {
         gpu->event_destroy(*events[index]);
@@ -54,8 +59,9 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
       if (record->resumed)
         gpu->event_synchronize(record->resume_event);
     }
-    void *events[] = {record->wave_done_event, record->done_event, record->resume_event, record->ready_event,
-                      record->relaunch_start_event};
+    void *events[] = {record->wave_done_event,      record->done_event,         record->resume_event,
+                      record->ready_event,          record->relaunch_start_event, record->sample_start_event,
+                      record->sample_end_event};
     for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
       if (events[index])
         gpu->event_destroy(events[index]);
@@ -166,6 +172,5 @@ int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t p
   extra[4] = &record->grid[2];
   extra[5] = &record->generation;
   extra[6] = &record->check_interval;
-  extra[7] = &record->full_ctas; /* the batch stride: constant over the launch's relaunches */
   return 0;
 }

@@ -36,11 +36,15 @@ typedef struct preempt_launch_record {
   int relaunch_pending;
   uint32_t relaunch_ctas;
   void *wave_done_event; /* after the first wave, on the application's stream */
+  /* Timed, around the first wave of a launch that samples the task length
+   * only: a timed event record costs the stream about 1.4 us on the H100
+   * (an untimed one nothing measurable; bench/preemption/overhead_parts.cu). */
+  void *sample_start_event, *sample_end_event;
   void *done_event;      /* after the wait for done_generation: every task finished */
   void *resume_event;    /* after the last relaunch */
   /* Before the first wave, on the application's stream: the work queued
    * ahead of the launch is done. Relaunches wait for it (they run on another
-   * stream), and it times the first wave when the task length is sampled. */
+   * stream). */
   void *ready_event;
   /* A held launch's task-length sample (launch.c): its first relaunch is its
    * whole grid, timed from relaunch_start_event to resume_event, valid while

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "preempt/batch_tickets.h"
 #include "preempt/task_grid.h"
 #include "runtime.h"
 
 #define PREEMPT_KERNEL_DESC_VERSION 1u
+#define PREEMPT_MAX_CHECK_INTERVAL 1024u
 
 static _Thread_local preempt_launch_id last_launch;
 
@@ -80,8 +80,7 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
 static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *kernel,
                                preempt_kernel_on_device *on_device, preempt_device_state *device) {
   if (kernel->check_interval_override)
-    return kernel->check_interval_override < PREEMPT_MAX_CHECK_INTERVAL ? kernel->check_interval_override
-                                                                        : PREEMPT_MAX_CHECK_INTERVAL;
+    return kernel->check_interval_override;
   if (runtime->check_interval_env)
     return runtime->check_interval_env;
   const preempt_gpu_ops *gpu = runtime->gpu;
@@ -102,9 +101,9 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
       }
     } else if (sample->resumed) {
       on_device->sampling = 0; /* evicted: the timing says nothing about tasks */
-    } else if (gpu->event_query(sample->wave_done_event) == 0) {
+    } else if (gpu->event_query(sample->sample_end_event) == 0) {
       float milliseconds = 0;
-      if (gpu->event_elapsed_ms(sample->ready_event, sample->wave_done_event, &milliseconds) == 0 &&
+      if (gpu->event_elapsed_ms(sample->sample_start_event, sample->sample_end_event, &milliseconds) == 0 &&
           sample->task_count > 0)
         on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
       on_device->sampling = 0;
@@ -210,12 +209,16 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   const char *failed = NULL;
   preempt_dim3 persistent_grid = {ctas, 1, 1};
   int launched = 0, waiting = 0;
-  if ((status = gpu->event_record(record->ready_event, stream)) != 0) {
+  /* Only the sampled launch pays for timed events (control_pool.h). */
+  int time_wave = sample && !held;
+  if ((status = gpu->event_record(record->ready_event, stream)) != 0 ||
+      (time_wave && (status = gpu->event_record(record->sample_start_event, stream)) != 0)) {
     failed = "recording the launch's start";
   } else if (!held && (status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
                                             stream)) != 0) {
     failed = "launching the persistent grid";
-  } else if ((launched = !held, status = gpu->event_record(record->wave_done_event, stream)) != 0) {
+  } else if ((launched = !held, status = gpu->event_record(record->wave_done_event, stream)) != 0 ||
+             (time_wave && (status = gpu->event_record(record->sample_end_event, stream)) != 0)) {
     failed = "recording the launch's first wave";
   } else if ((status = gpu->stream_wait_u32(stream, &((preempt_control_block *)record->control)->done_generation,
                                             record->generation)) != 0) {

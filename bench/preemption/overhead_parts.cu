@@ -97,9 +97,9 @@ void launch_converted(const Kernel &kernel, const Pieces &pieces, unsigned ctas)
   generation = pieces.same_generation ? 0 : generation + 1 ? generation + 1 : 1;
   unsigned interval = pieces.check_interval;
   std::vector<void *> args = kernel.args;
-  void *extra[PREEMPT_KERNEL_EXTRA_PARAMS] = {&control,    &task_count, const_cast<unsigned *>(&kernel.grid),
-                                              &grid_y,     &grid_z,     &generation,
-                                              &interval,   &ctas};
+  void *extra[PREEMPT_KERNEL_EXTRA_PARAMS] = {&control, &task_count, const_cast<unsigned *>(&kernel.grid),
+                                              &grid_y,  &grid_z,     &generation,
+                                              &interval};
   args.insert(args.end(), extra, extra + PREEMPT_KERNEL_EXTRA_PARAMS);
   if (pieces.events)
     CHECK(cudaEventRecord(marks[0], 0));

@@ -100,9 +100,7 @@ preempt_status preempt_resume_stream(void *stream);
  * `(const void *)my_kernel`); 0 returns it to the adaptive default, which
  * aims at a check every PREEMPT_CHECK_PERIOD_US microseconds (default 20) from
  * the task length measured on the kernel's first launch (EffiSha §6.3). The
- * environment variable PREEMPT_CHECK_INTERVAL fixes it for every kernel.
- * Either is capped at 1024 tasks, and on the GPU at 2^24 / the persistent
- * grid's CTA count (runtime-dev's ticket arithmetic). */
+ * environment variable PREEMPT_CHECK_INTERVAL fixes it for every kernel. */
 preempt_status preempt_set_check_interval(const void *kernel, uint32_t tasks);
 
 /* The last error this thread met in the runtime, with the GPU API's text, or

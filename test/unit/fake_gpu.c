@@ -91,7 +91,12 @@ static int fake_event_create(void **event, int timed) {
   fake_gpu.events_created++;
   return 0;
 }
-static int fake_event_record(void *event, void *stream) { (void)event; (void)stream; fake_gpu.event_records++; return 0; }
+static int fake_event_record(void *event, void *stream) {
+  (void)stream;
+  fake_gpu.event_records++;
+  fake_gpu.timed_event_records += ((int *)event)[1];
+  return 0;
+}
 void fake_event_set_pending(void *event, int pending) { __atomic_store_n((int *)event, pending, __ATOMIC_RELEASE); }
 static int fake_event_query(void *event) {
   return fake_gpu.events_pending || __atomic_load_n((int *)event, __ATOMIC_ACQUIRE) ? FAKE_ERROR_NOT_READY : 0;

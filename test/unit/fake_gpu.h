@@ -32,7 +32,7 @@ typedef struct fake_gpu_state {
   int events_pending;      /* event_query answers not_ready */
   float elapsed_ms;        /* what timed event pairs measure */
   int expected_params;     /* the kernel's own parameter count when the launch is persistent, else -1 */
-  int launches, event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
+  int launches, event_records, timed_event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
   int mask_writes, stream_waits, set_device_calls;
   int stream_event_waits; /* stream_wait_event calls: a relaunch ordered after the control stream */
   int events_created;

@@ -47,9 +47,12 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
                                        app_stream), 0);
     CHECK_EQ_U64(fake_gpu.launches, 1);
-    /* Events exist only for slots handed out: the device's resume_ready and one slot's five (not 5 x 1024:
+    /* Events exist only for slots handed out: the device's resume_ready and one slot's seven (not 7 x 1024:
      * under MPS every process's events come from one server). */
-    CHECK_EQ_U64(fake_gpu.events_created, 1 + 5);
+    CHECK_EQ_U64(fake_gpu.events_created, 1 + 7);
+    /* This first launch samples the task length: only it records timed events, the two around its first
+     * wave (a timed record costs the stream ~1.4 us on the H100). */
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
     CHECK(strcmp(fake_gpu.last_marker_name, "__preempt_kernel__Z3addPfS_S_i") == 0);
     CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
     CHECK(fake_gpu.last.grid.y == 1 && fake_gpu.last.grid.z == 1);
@@ -351,5 +354,24 @@ int main(int argc, char **argv) {
     CHECK(preempt_query(preempt_last_launch(), NULL) == PREEMPT_ERROR_INVALID_ARGUMENT);
   }
   preempt_shutdown();
+  /* Launches while the sample is in flight, or after it, record no timed event: only the sampled one does. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6timingPf", 1);
+    long long value = 7;
+    void *args[] = {&value};
+    fake_gpu.expected_params = 1;
+    fake_gpu.elapsed_ms = 0.001f; /* 1 us per task: a check every 20 tasks */
+    fake_gpu.events_pending = 1;
+    for (int launch = 0; launch < 3; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){512, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0, NULL), 0);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
+    fake_gpu.events_pending = 0;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){512, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0, NULL), 0);
+    CHECK(fake_gpu.last.check_interval == 19 || fake_gpu.last.check_interval == 20); /* from the timed pair (float rounding) */
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
+    CHECK_EQ_U64(fake_gpu.event_records, 4 * 3 + 2);
+  }
+
   CHECK_DONE("test_launch");
 }

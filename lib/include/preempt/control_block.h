@@ -10,12 +10,10 @@
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
- * generation, the check interval: the most tasks a CTA takes per fetch, with
- * one yield check per fetch (FLEP §4.1's amortizing factor L), and the batch
- * stride: the launch's full persistent CTA count, the width of a round of
- * tickets (batch_tickets.h). Passing the launch's values by value leaves
- * nothing to copy before a launch or a relaunch. */
-#define PREEMPT_KERNEL_EXTRA_PARAMS 8
+ * generation and the check interval: the most tasks a CTA takes per fetch,
+ * with one yield check per fetch (FLEP §4.1's amortizing factor L). Passing the launch's
+ * values by value leaves nothing to copy before a launch or a relaunch. */
+#define PREEMPT_KERNEL_EXTRA_PARAMS 7
 
 /* Control-block words the runtime may address (byte offsets, for stream
  * memory operations). */
@@ -32,10 +30,11 @@
  * generation, which no CTA of this launch touches and every CTA of the
  * previous one has left (the runtime reuses a block only once its launch is
  * over), so the next launch's CTAs find their generation there and skip the
- * installation, whose contention cost 4 us per launch on the H100. */
+ * installation, whose contention cost 2.7-4 us per launch on the H100
+ * (bench/preemption/overhead_parts.cu). */
 #define PREEMPT_CONTROL_LANES 2
 typedef struct preempt_control_block {
-  unsigned long long task_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | next ticket */
+  unsigned long long task_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | next task id */
   unsigned long long done_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | tasks finished */
   unsigned int done_generation;  /* = generation once every task is finished */
   unsigned int reserved[7];
@@ -53,7 +52,7 @@ typedef struct preempt_control_block {
 typedef struct preempt_task_slot {
   unsigned int block_x, block_y, block_z;
   unsigned int has_task;
-  unsigned int task;      /* batched loop: the batch is task, task + stride, ... below batch_end */
+  unsigned int task;      /* batched loop: the batch is [task, batch_end) */
   unsigned int batch_end;
 } preempt_task_slot;
 
@@ -65,12 +64,10 @@ typedef struct preempt_task_context {
   unsigned int task_count;
   unsigned int current_slot; /* for callees, which read the context mid-task */
   /* Thread 0's own bookkeeping, kept here because helpers hold no state:
-   * the batch's remaining task ids [batch_next, batch_end) every `stride`,
-   * the most tasks per batch (the check interval), the tasks it finished,
-   * the last task it decomposed and the stride as a block-index step (the
-   * next task in a batch is one stride further: a carry, no division). */
-  unsigned int generation, check_interval, batch_next, batch_end, tasks_run, last_task;
-  unsigned int stride, stride_x, stride_y, stride_z;
+   * the batch of task ids it holds [batch_next, batch_end), the largest batch
+   * it may take (the check interval), the tasks it finished, and the last
+   * task it decomposed (the next one in a batch is one step further). */
+  unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
   preempt_task_slot slots[2];
 } preempt_task_context;
 

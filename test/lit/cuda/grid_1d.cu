@@ -9,20 +9,18 @@
 // REMARK: remark: kernel '_Z3addPKfS0_Pfi' converted to persistent-thread form
 
 // IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 5
-// IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.batch.stride)
-// The first batch's ticket is fetched before the loop, each next one as the task before
-// it starts: one ticket per batch, from the launch's lane of the control block, tagged with
-// the launch's generation (64-bit word). A task start also
+// IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
+// The first batch of task ids is fetched before the loop, each next one as the task before
+// it starts; ids are tagged with the launch's generation (64-bit word) in the launch's lane
+// of the control block (by the generation's parity). A task start also
 // reads the yield-mask word of the CTA's SM when the next start must take a new batch.
 // IR: preempt.entry:
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
 // IR: load atomic i32, ptr {{.*}} monotonic
-// IR: atomicrmw add ptr %{{.*}}, i64 1 monotonic
+// IR: atomicrmw add ptr %{{.*}}, i64 %{{.*}} monotonic
 // No shared memory, barrier or warp-level operation: the batched loop. Only a
 // new batch goes through thread 0 and a barrier; every thread steps through
-// the batch's tasks itself, one batch stride apart: the stride, as a block
-// index computed once, is added with carries from x into y and z.
-// IR: %preempt.stride.x = urem i32 %preempt.stride, %preempt.grid.x
+// the batch's tasks itself, carrying the block index from x into y and z.
 // IR: preempt.task:
 // IR-NEXT: %preempt.task.id = phi i64
 // IR-NEXT: %preempt.task.slot = phi i32 [ 0, %{{.*}} ], [ %preempt.next.slot, %preempt.task.end ]
@@ -35,19 +33,18 @@
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // IR: preempt.batch.step:
 // IR-NOT: barrier
-// IR: add i32 %preempt.last.index{{.*}}, %preempt.stride.x
-// IR: %preempt.carry.x = icmp uge i32 {{.*}}, %preempt.grid.x
-// IR: %preempt.carry.y = icmp uge i32 {{.*}}, %preempt.grid.y
+// IR: icmp eq i32 {{.*}}, %preempt.grid.x
+// IR: icmp eq i32 {{.*}}, %preempt.grid.y
 // IR: preempt.task.start:
 // IR-NEXT: %preempt.block.index = phi i32
 // IR: %preempt.next.slot = phi i32 [ %{{.*}}, %preempt.batch.start ], [ %preempt.task.slot, %preempt.batch.step ]
 // IR: call {{.*}}i32 @llvm.nvvm.read.ptx.sreg.smid()
-// IR: atomicrmw add ptr %{{.*}}, i64 1 monotonic
+// IR: atomicrmw add ptr %{{.*}}, i64 %{{.*}} monotonic
 // IR: preempt.body:
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // IR-NOT: barrier
 // IR: preempt.task.end:
-// IR-NEXT: %preempt.local.next = add i32 %preempt.current.task, %preempt.stride
+// IR-NEXT: %preempt.local.next = add i32 %preempt.current.task, 1
 // IR-NEXT: br label %preempt.task
 // On the way out: results fenced, the CTA's finished tasks added to the launch's
 // count, and done_generation published when that completes the launch.
@@ -55,6 +52,9 @@
 // IR: call void @llvm.nvvm.membar.gl()
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // IR: atomicrmw add ptr {{.*}}, i64 {{.*}} monotonic
+// The CTA that completes the launch presets the other lane for the next generation.
+// IR: store atomic i64 {{.*}} monotonic
+// IR: store atomic i64 {{.*}} monotonic
 // IR: call void @llvm.nvvm.membar.gl()
 // IR: store atomic i32 {{.*}}, ptr {{.*}} monotonic
 // IR: ret void
