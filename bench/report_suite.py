@@ -60,13 +60,16 @@ def preemption_table(bench):
         lines += ["", f"Pair total (long + short), converted: temporal {temporal['median_us']:.0f} us, spatial "
                       f"{spatial['median_us']:.0f} us (spatial / temporal = {spatial['median_us'] / temporal['median_us']:.3f}); "
                       f"same-priority co-run {converted['pair_same_priority']['median_us']:.0f} us."]
-    for key, task in (("eviction_latency", converted.get("task_us", 0)),
-                      ("eviction_latency_short_tasks", converted.get("task_us", 0) / 10)):
+    for key, task, checks in (("eviction_latency", converted.get("task_us", 0), "adaptive check interval"),
+                              ("eviction_latency_short_tasks", converted.get("task_us", 0) / 10,
+                               "adaptive check interval"),
+                              ("eviction_latency_short_tasks_every_task", converted.get("task_us", 0) / 10,
+                               "a check before every task")):
         latency = converted.get(key)
         if latency:
             lines += ["", f"Eviction latency (request to every CTA gone, host-observed), {latency['n']} evictions, "
-                          f"tasks of about {task:.1f} us (by their iteration count): median {latency['median_us']:.0f} us, p99 "
-                          f"{latency['p99_us']:.0f} us, max {latency['max_us']:.0f} us."]
+                          f"tasks of about {task:.1f} us (by their iteration count), {checks}: median "
+                          f"{latency['median_us']:.0f} us, p99 {latency['p99_us']:.0f} us, max {latency['max_us']:.0f} us."]
     for trap in bench.get("queue_trap", []):
         if trap.get("failed"):
             lines += ["", f"Hardware-queue trap, CUDA_DEVICE_MAX_CONNECTIONS={trap.get('connections', '?')}, "

@@ -10,7 +10,8 @@
 // 96 launches per round in the legacy default stream (as the suite does),
 // timed by events, median of 11 rounds with min..max, per launch. Every
 // variant's output is checked against the original kernel's. Prints one JSON
-// object per line.
+// object per line. Usage: overhead_parts [KERNEL|all [VARIANT [ROUNDS]]], the
+// filters for profiling one variant alone (ncu).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -55,6 +57,8 @@ namespace {
 constexpr int kLaunches = 96, kRounds = 11;
 
 wait_value_fn wait_value;
+const char *only_kernel, *only_variant; /* argv filters, for profiling one variant (e.g. under ncu) */
+int rounds = kRounds;
 preempt_control_block *control;
 unsigned generation;
 cudaEvent_t marks[3], untimed_marks[3];
@@ -125,13 +129,15 @@ void launch_converted(const Kernel &kernel, const Pieces &pieces, unsigned ctas)
 // output of an extra round.
 void measure(const Kernel &kernel, const char *variant, const std::function<void()> &launch_one,
              const std::string &detail = "") {
+  if ((only_kernel && std::strcmp(only_kernel, kernel.name)) || (only_variant && std::strcmp(only_variant, variant)))
+    return;
   cudaEvent_t start, stop;
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
   launch_one(); /* warm-up: first-launch costs (module load, runtime sampling) */
   CHECK(cudaDeviceSynchronize());
   std::vector<double> per_launch;
-  for (int round = 0; round < kRounds; round++) {
+  for (int round = 0; round < rounds; round++) {
     CHECK(cudaEventRecord(start, 0));
     for (int index = 0; index < kLaunches; index++)
       launch_one();
@@ -150,7 +156,7 @@ void measure(const Kernel &kernel, const char *variant, const std::function<void
   std::printf("{\"kernel\": \"%s\", \"variant\": \"%s\"%s, \"us_per_launch\": %.2f, \"min\": %.2f, \"max\": %.2f, "
               "\"rounds\": %d, \"launches\": %d, \"max_rel_diff\": %.3g, \"correct\": %s}\n",
               kernel.name, variant, detail.c_str(), per_launch[per_launch.size() / 2], per_launch.front(),
-              per_launch.back(), kRounds, kLaunches, difference, difference <= 1e-5 ? "true" : "false");
+              per_launch.back(), rounds, kLaunches, difference, difference <= 1e-5 ? "true" : "false");
   std::fflush(stdout);
   CHECK(cudaEventDestroy(start));
   CHECK(cudaEventDestroy(stop));
@@ -207,7 +213,13 @@ void run_variants(const Kernel &kernel) {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "all"))
+    only_kernel = argv[1];
+  if (argc > 2)
+    only_variant = argv[2];
+  if (argc > 3)
+    rounds = std::atoi(argv[3]) > 0 ? std::atoi(argv[3]) : kRounds;
   cudaDriverEntryPointQueryResult found;
   CHECK(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", (void **)&wait_value, 12040, cudaEnableDefault,
                                          &found));

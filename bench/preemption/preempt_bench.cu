@@ -156,17 +156,31 @@ int main() {
   };
   report += ", " + json("eviction_latency", eviction_latency(long_blocks * latency_scale, iterations, out));
   long_launches++; // its first long_blocks blocks add to the same cells as the others
-  // Tasks 10x shorter, in a buffer of their own, checked below.
-  unsigned *short_task_out;
-  CHECK_CUDA(cudaMalloc(&short_task_out, latency_scale * long_blocks * sizeof(unsigned)));
-  CHECK_CUDA(cudaMemset(short_task_out, 0, latency_scale * long_blocks * sizeof(unsigned)));
-  report += ", " + json("eviction_latency_short_tasks",
-                        eviction_latency(long_blocks * latency_scale, iterations / 10, short_task_out));
-  std::vector<unsigned> short_result(latency_scale * long_blocks);
-  CHECK_CUDA(cudaMemcpy(short_result.data(), short_task_out, short_result.size() * sizeof(unsigned),
-                        cudaMemcpyDeviceToHost));
-  for (size_t block = 0; block < short_result.size(); block += 997)
-    short_wrong += short_result[block] != expected_block((unsigned)block, iterations / 10);
+  // Tasks 10x shorter, in buffers of their own, checked below: with the
+  // adaptive check interval (a yield check per PREEMPT_CHECK_PERIOD_US, 20 us
+  // by default), then with a check before every task (the latency floor, at
+  // the overhead of a check per task). 8x more blocks than the long launch,
+  // so that each run lasts long enough for at least 50 evictions.
+  const unsigned short_blocks = long_blocks * latency_scale * 8;
+  auto short_task_run = [&](const char *key, unsigned check_interval) {
+    unsigned *short_task_out;
+    CHECK_CUDA(cudaMalloc(&short_task_out, short_blocks * sizeof(unsigned)));
+    CHECK_CUDA(cudaMemset(short_task_out, 0, short_blocks * sizeof(unsigned)));
+    if (preempt_set_check_interval((const void *)long_kernel, check_interval) != PREEMPT_OK) {
+      std::fprintf(stderr, "preempt_bench: preempt_set_check_interval failed: %s\n", preempt_last_error());
+      std::exit(2);
+    }
+    report += ", " + json(key, eviction_latency(short_blocks, iterations / 10, short_task_out));
+    std::vector<unsigned> short_result(short_blocks);
+    CHECK_CUDA(cudaMemcpy(short_result.data(), short_task_out, short_result.size() * sizeof(unsigned),
+                          cudaMemcpyDeviceToHost));
+    for (size_t block = 0; block < short_result.size(); block += 997)
+      short_wrong += short_result[block] != expected_block((unsigned)block, iterations / 10);
+    CHECK_CUDA(cudaFree(short_task_out));
+  };
+  short_task_run("eviction_latency_short_tasks", 0);
+  short_task_run("eviction_latency_short_tasks_every_task", 1);
+  preempt_set_check_interval((const void *)long_kernel, 0);
   std::snprintf(text, sizeof text, ", \"short_task_wrong_blocks_sampled\": %d", short_wrong);
   report += text;
 
