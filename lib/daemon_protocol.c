@@ -27,7 +27,7 @@ NO_PADDING(preempt_msg_list, sizeof(preempt_msg_header));
 NO_PADDING(preempt_msg_listing, sizeof(preempt_msg_header) + 4 * 4 + 8);
 NO_PADDING(preempt_listing_gpu, 16 + 2 * 4 + 2 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
 NO_PADDING(preempt_listing_client, 6 * 4 + 2 * 8 + PREEMPT_DAEMON_PROGRAM_BYTES);
-NO_PADDING(preempt_listing_kernel, 6 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES);
+NO_PADDING(preempt_listing_kernel, 8 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES);
 NO_PADDING(preempt_stub, 4 * 4 + 6 * 4 + 2 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES + 2 * 4 +
                              PREEMPT_DAEMON_SM_MASK_WORDS * 4 + 2 * 4 + 8);
 NO_PADDING(preempt_client_page, 4 * 4 + PREEMPT_STUBS_PER_CLIENT * sizeof(preempt_stub));
@@ -38,7 +38,7 @@ SIZE_IS(preempt_msg_register, 448);
 SIZE_IS(preempt_msg_listing, 40);
 SIZE_IS(preempt_listing_gpu, 56);
 SIZE_IS(preempt_listing_client, 72);
-SIZE_IS(preempt_listing_kernel, 96);
+SIZE_IS(preempt_listing_kernel, 104);
 SIZE_IS(preempt_stub, 176);
 SIZE_IS(preempt_client_page, 11280);
 
@@ -60,6 +60,8 @@ _Static_assert(offsetof(preempt_stub, weight) == offsetof(preempt_stub, eviction
                    FIELD(preempt_stub, weight) == 4,
                "preempt_stub.weight moved");
 _Static_assert(PREEMPT_DAEMON_SM_MASK_WORDS * 32 == 256, "the SM mask covers SM ids 0..255");
+/* The refusal text of a listing weight spells the range out. */
+_Static_assert(PREEMPT_WEIGHT_MAX == 64, "update \"LISTING kernel weight not in 1..64\" below");
 /* The largest LISTING must fit the largest packet. */
 _Static_assert(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
                        PREEMPT_LISTING_MAX_CLIENTS * sizeof(preempt_listing_client) +
@@ -102,74 +104,144 @@ static int grant_ok(int32_t priority, int32_t limit) {
 /* Times are shown and turned into JSON by preemptctl: NaN, infinities and negative times are malformed. */
 static int time_ok(double us) { return isfinite(us) && us >= 0; }
 
-static int check_register(const preempt_msg_register *m) {
+/* The checks below return NULL when the body is sound, else a static text naming the first bad field: the status
+ * code alone ("malformed message") does not tell a user which of a reply's hundreds of fields was wrong. */
+static const char *check_register(const preempt_msg_register *m) {
   /* priority is only meaningful when requested, but a zeroed field is in range too, so it is always checked. */
-  if (m->priority_requested > 1 || !priority_ok(m->priority) || m->reserved != 0)
-    return 0;
-  if (m->gpu_count > PREEMPT_DAEMON_MAX_GPUS || !terminated(m->program, sizeof m->program))
-    return 0;
+  if (m->priority_requested > 1)
+    return "REGISTER priority_requested not 0 or 1";
+  if (!priority_ok(m->priority))
+    return "REGISTER priority out of range";
+  if (m->reserved != 0)
+    return "REGISTER reserved field not 0";
+  if (m->gpu_count > PREEMPT_DAEMON_MAX_GPUS)
+    return "REGISTER gpu_count over its maximum";
+  if (!terminated(m->program, sizeof m->program))
+    return "REGISTER program not NUL-terminated";
   /* Entries past gpu_count are not meaningful and stay unchecked: the daemon never reads them. */
-  for (uint32_t i = 0; i < m->gpu_count; i++)
-    if (m->gpus[i].sm_count < 1 || m->gpus[i].sm_count > MAX_SMS || m->gpus[i].reserved != 0)
-      return 0;
-  return 1;
+  for (uint32_t i = 0; i < m->gpu_count; i++) {
+    if (m->gpus[i].sm_count < 1 || m->gpus[i].sm_count > MAX_SMS)
+      return "REGISTER GPU sm_count not in 1..256";
+    if (m->gpus[i].reserved != 0)
+      return "REGISTER GPU reserved field not 0";
+  }
+  return NULL;
 }
 
-static int check_registered(const preempt_msg_registered *m) {
+static const char *check_registered(const preempt_msg_registered *m) {
+  if (m->client_id == 0)
+    return "REGISTERED client_id 0";
+  if (!grant_ok(m->priority, m->priority_limit))
+    return "REGISTERED priority out of range or above its limit";
   /* The client maps exactly these sizes; any other value means the two sides disagree on the layout. */
-  return m->client_id != 0 && grant_ok(m->priority, m->priority_limit) && m->stub_count == PREEMPT_STUBS_PER_CLIENT &&
-         m->page_bytes == sizeof(preempt_client_page) && m->doorbell_bytes == sizeof(preempt_doorbell_page);
+  if (m->stub_count != PREEMPT_STUBS_PER_CLIENT || m->page_bytes != sizeof(preempt_client_page) ||
+      m->doorbell_bytes != sizeof(preempt_doorbell_page))
+    return "REGISTERED page sizes differ from this build's";
+  return NULL;
 }
 
-static int check_status(const preempt_msg_status *m) {
-  return m->status >= PREEMPT_DAEMON_OK && m->status <= PREEMPT_DAEMON_BUFFER_TOO_SMALL && m->reserved == 0 &&
-         terminated(m->message, sizeof m->message);
+static const char *check_set_priority(const preempt_msg_set_priority *m) {
+  if (!priority_ok(m->priority))
+    return "SET_PRIORITY priority out of range";
+  return m->reserved != 0 ? "SET_PRIORITY reserved field not 0" : NULL;
 }
 
-static int check_listing_gpu(const preempt_listing_gpu *g) {
-  return g->sm_count >= 1 && g->sm_count <= MAX_SMS && terminated(g->policy, sizeof g->policy);
+static const char *check_priority(const preempt_msg_priority *m) {
+  return grant_ok(m->priority, m->priority_limit) ? NULL : "PRIORITY priority out of range or above its limit";
 }
 
-static int check_listing_client(const preempt_listing_client *c) {
-  return c->client_id != 0 && grant_ok(c->priority, c->priority_limit) && c->reserved == 0 &&
-         terminated(c->program, sizeof c->program);
+static const char *check_set_policy(const preempt_msg_set_policy *m) {
+  return terminated(m->policy, sizeof m->policy) ? NULL : "SET_POLICY policy not NUL-terminated";
 }
 
-static int check_listing_kernel(const preempt_listing_kernel *k, uint32_t gpu_count) {
+static const char *check_status(const preempt_msg_status *m) {
+  if (m->status < PREEMPT_DAEMON_OK || m->status > PREEMPT_DAEMON_BUFFER_TOO_SMALL)
+    return "STATUS status unknown";
+  if (m->reserved != 0)
+    return "STATUS reserved field not 0";
+  return terminated(m->message, sizeof m->message) ? NULL : "STATUS message not NUL-terminated";
+}
+
+static const char *check_listing_gpu(const preempt_listing_gpu *g) {
+  if (g->sm_count < 1 || g->sm_count > MAX_SMS)
+    return "LISTING GPU sm_count not in 1..256";
+  return terminated(g->policy, sizeof g->policy) ? NULL : "LISTING GPU policy not NUL-terminated";
+}
+
+static const char *check_listing_client(const preempt_listing_client *c) {
+  if (c->client_id == 0)
+    return "LISTING client client_id 0";
+  if (!grant_ok(c->priority, c->priority_limit))
+    return "LISTING client priority out of range or above its limit";
+  if (c->reserved != 0)
+    return "LISTING client reserved field not 0";
+  return terminated(c->program, sizeof c->program) ? NULL : "LISTING client program not NUL-terminated";
+}
+
+static const char *check_listing_kernel(const preempt_listing_kernel *k, uint32_t gpu_count) {
+  if (k->client_id == 0)
+    return "LISTING kernel client_id 0";
+  if (k->stub >= PREEMPT_STUBS_PER_CLIENT)
+    return "LISTING kernel stub past the page's stubs";
   /* gpu indexes this listing's own GPU array, so a reader may use it as an index once decoded. */
-  return k->client_id != 0 && k->stub < PREEMPT_STUBS_PER_CLIENT && k->gpu < gpu_count &&
-         k->state <= PREEMPT_STUB_DONE && priority_ok(k->priority) && time_ok(k->waited_us) && time_ok(k->ran_us) &&
-         time_ok(k->predicted_us) && terminated(k->name, sizeof k->name);
+  if (k->gpu >= gpu_count)
+    return "LISTING kernel gpu not one of the listing's GPUs";
+  if (k->state > PREEMPT_STUB_DONE)
+    return "LISTING kernel state unknown";
+  if (!priority_ok(k->priority))
+    return "LISTING kernel priority out of range";
+  /* The weight granted, not the one asked for: the daemon reads a stub's 0 as 1 and clamps to the client's limit,
+   * so 0 (unlike in a stub) is as wrong here as anything above PREEMPT_WEIGHT_MAX. */
+  if (k->weight < 1 || k->weight > PREEMPT_WEIGHT_MAX)
+    return "LISTING kernel weight not in 1..64";
+  if (k->reserved != 0)
+    return "LISTING kernel reserved field not 0";
+  if (!time_ok(k->waited_us) || !time_ok(k->ran_us) || !time_ok(k->predicted_us))
+    return "LISTING kernel time negative or not finite";
+  return terminated(k->name, sizeof k->name) ? NULL : "LISTING kernel name not NUL-terminated";
 }
 
-static preempt_daemon_status decode_listing(const unsigned char *bytes, size_t length, preempt_msg *out) {
+static preempt_daemon_status decode_listing(const unsigned char *bytes, size_t length, preempt_msg *out,
+                                            const char **why) {
   /* The arrays are handed out in place as typed pointers: they need the packet's 8-byte alignment. */
-  if ((uintptr_t)bytes % 8 != 0 || length < sizeof(preempt_msg_listing))
+  if ((uintptr_t)bytes % 8 != 0) {
+    *why = "LISTING not 8-byte aligned in memory";
     return PREEMPT_DAEMON_MALFORMED;
+  }
+  if (length < sizeof(preempt_msg_listing)) {
+    *why = "LISTING shorter than its fixed part";
+    return PREEMPT_DAEMON_MALFORMED;
+  }
   preempt_msg_listing *fixed = &out->body.listing;
   memcpy(fixed, bytes, sizeof *fixed);
-  if (fixed->reserved != 0 || fixed->gpu_count > PREEMPT_DAEMON_MAX_GPUS ||
-      fixed->client_count > PREEMPT_LISTING_MAX_CLIENTS || fixed->kernel_count > PREEMPT_LISTING_MAX_KERNELS)
+  if (fixed->reserved != 0)
+    *why = "LISTING reserved field not 0";
+  else if (fixed->gpu_count > PREEMPT_DAEMON_MAX_GPUS || fixed->client_count > PREEMPT_LISTING_MAX_CLIENTS ||
+           fixed->kernel_count > PREEMPT_LISTING_MAX_KERNELS)
+    *why = "LISTING count over its maximum";
+  if (*why)
     return PREEMPT_DAEMON_MALFORMED;
   /* Counts are bounded above, so this cannot overflow. */
   size_t gpus_at = sizeof *fixed;
   size_t clients_at = gpus_at + (size_t)fixed->gpu_count * sizeof(preempt_listing_gpu);
   size_t kernels_at = clients_at + (size_t)fixed->client_count * sizeof(preempt_listing_client);
   size_t end = kernels_at + (size_t)fixed->kernel_count * sizeof(preempt_listing_kernel);
-  if (end != length)
+  if (end != length) {
+    /* Also what a LISTING of another layout with the same version would look like (an entry size changed). */
+    *why = "LISTING length does not match its counts";
     return PREEMPT_DAEMON_MALFORMED;
+  }
   const preempt_listing_gpu *gpus = (const preempt_listing_gpu *)(const void *)(bytes + gpus_at);
   const preempt_listing_client *clients = (const preempt_listing_client *)(const void *)(bytes + clients_at);
   const preempt_listing_kernel *kernels = (const preempt_listing_kernel *)(const void *)(bytes + kernels_at);
-  for (uint32_t i = 0; i < fixed->gpu_count; i++)
-    if (!check_listing_gpu(&gpus[i]))
-      return PREEMPT_DAEMON_MALFORMED;
-  for (uint32_t i = 0; i < fixed->client_count; i++)
-    if (!check_listing_client(&clients[i]))
-      return PREEMPT_DAEMON_MALFORMED;
-  for (uint32_t i = 0; i < fixed->kernel_count; i++)
-    if (!check_listing_kernel(&kernels[i], fixed->gpu_count))
-      return PREEMPT_DAEMON_MALFORMED;
+  for (uint32_t i = 0; i < fixed->gpu_count && !*why; i++)
+    *why = check_listing_gpu(&gpus[i]);
+  for (uint32_t i = 0; i < fixed->client_count && !*why; i++)
+    *why = check_listing_client(&clients[i]);
+  for (uint32_t i = 0; i < fixed->kernel_count && !*why; i++)
+    *why = check_listing_kernel(&kernels[i], fixed->gpu_count);
+  if (*why)
+    return PREEMPT_DAEMON_MALFORMED;
   /* Empty arrays get NULL rather than a pointer one past the packet, so nobody dereferences it by mistake. */
   out->listing_gpus = fixed->gpu_count ? gpus : NULL;
   out->listing_clients = fixed->client_count ? clients : NULL;
@@ -181,71 +253,91 @@ static preempt_daemon_status decode_listing(const unsigned char *bytes, size_t l
  * peer cannot change the bytes between the check and their use (the shared page's lesson applied to buffers too). */
 #define DECODE_FIXED(member, check)                                                                                    \
   do {                                                                                                                 \
-    if (length != sizeof out->body.member)                                                                             \
+    if (length != sizeof out->body.member) {                                                                           \
+      *why = "length is not the size of its type";                                                                     \
       return PREEMPT_DAEMON_MALFORMED;                                                                                 \
+    }                                                                                                                  \
     memcpy(&out->body.member, bytes, sizeof out->body.member);                                                         \
-    if (!(check))                                                                                                      \
-      return PREEMPT_DAEMON_MALFORMED;                                                                                 \
+    *why = check(&out->body.member);                                                                                   \
+    return *why ? PREEMPT_DAEMON_MALFORMED : PREEMPT_DAEMON_OK;                                                        \
   } while (0)
 
-static preempt_daemon_status decode(const unsigned char *bytes, size_t length, preempt_msg *out) {
+static preempt_daemon_status decode(const unsigned char *bytes, size_t length, preempt_msg *out, const char **why) {
   preempt_msg_header header;
-  if (length < sizeof header)
+  if (length < sizeof header) {
+    *why = "shorter than a header";
     return PREEMPT_DAEMON_MALFORMED;
+  }
   memcpy(&header, bytes, sizeof header);
-  if (header.magic != PREEMPT_DAEMON_MAGIC)
+  if (header.magic != PREEMPT_DAEMON_MAGIC) {
+    *why = "wrong magic";
     return PREEMPT_DAEMON_MALFORMED;
+  }
   /* Checked before anything whose layout another version may change: a peer of another version is told so rather
    * than that its message is malformed. */
-  if (header.version != PREEMPT_DAEMON_PROTOCOL_VERSION)
+  if (header.version != PREEMPT_DAEMON_PROTOCOL_VERSION) {
+    *why = "another protocol version";
     return PREEMPT_DAEMON_BAD_VERSION;
-  if (header.length != length || length > PREEMPT_DAEMON_MAX_MESSAGE)
+  }
+  if (header.length != length || length > PREEMPT_DAEMON_MAX_MESSAGE) {
+    *why = "header length is not the packet's, or over the largest message";
     return PREEMPT_DAEMON_MALFORMED;
+  }
   out->type = (preempt_msg_type)header.type;
   out->request_id = header.request_id;
   switch (header.type) {
   case PREEMPT_MSG_REGISTER:
-    DECODE_FIXED(register_request, check_register(&out->body.register_request));
-    return PREEMPT_DAEMON_OK;
+    DECODE_FIXED(register_request, check_register);
   case PREEMPT_MSG_SET_PRIORITY:
-    DECODE_FIXED(set_priority,
-                 priority_ok(out->body.set_priority.priority) && out->body.set_priority.reserved == 0);
-    return PREEMPT_DAEMON_OK;
+    DECODE_FIXED(set_priority, check_set_priority);
   case PREEMPT_MSG_LIST:
     /* No body: the header alone, which is all LIST is. The union member holding it is listing's header. */
-    if (length != sizeof(preempt_msg_list))
+    if (length != sizeof(preempt_msg_list)) {
+      *why = "length is not the size of its type";
       return PREEMPT_DAEMON_MALFORMED;
+    }
     memcpy(&out->body.listing.header, bytes, sizeof(preempt_msg_list));
     return PREEMPT_DAEMON_OK;
   case PREEMPT_MSG_SET_POLICY:
-    DECODE_FIXED(set_policy, terminated(out->body.set_policy.policy, sizeof out->body.set_policy.policy));
-    return PREEMPT_DAEMON_OK;
+    DECODE_FIXED(set_policy, check_set_policy);
   case PREEMPT_MSG_REGISTERED:
-    DECODE_FIXED(registered, check_registered(&out->body.registered));
-    return PREEMPT_DAEMON_OK;
+    DECODE_FIXED(registered, check_registered);
   case PREEMPT_MSG_PRIORITY:
-    DECODE_FIXED(priority, grant_ok(out->body.priority.priority, out->body.priority.priority_limit));
-    return PREEMPT_DAEMON_OK;
+    DECODE_FIXED(priority, check_priority);
   case PREEMPT_MSG_STATUS:
-    DECODE_FIXED(status, check_status(&out->body.status));
-    return PREEMPT_DAEMON_OK;
+    DECODE_FIXED(status, check_status);
   case PREEMPT_MSG_LISTING:
-    return decode_listing(bytes, length, out);
+    return decode_listing(bytes, length, out, why);
   }
+  *why = "unknown message type";
   return PREEMPT_DAEMON_MALFORMED;
 }
 
-preempt_daemon_status preempt_msg_decode(const void *bytes, size_t length, preempt_msg *out) {
-  if (!out)
-    return PREEMPT_DAEMON_MALFORMED;
-  memset(out, 0, sizeof *out);
-  if (!bytes)
-    return PREEMPT_DAEMON_MALFORMED;
-  preempt_daemon_status status = decode(bytes, length, out);
-  /* A rejected message leaves nothing half-filled behind for a careless caller to act on. */
-  if (status != PREEMPT_DAEMON_OK)
+preempt_daemon_status preempt_msg_decode_why(const void *bytes, size_t length, preempt_msg *out, const char **why) {
+  const char *reason = NULL;
+  preempt_daemon_status status;
+  if (!out) {
+    reason = "no output";
+    status = PREEMPT_DAEMON_MALFORMED;
+  } else {
     memset(out, 0, sizeof *out);
+    if (!bytes) {
+      reason = "no bytes";
+      status = PREEMPT_DAEMON_MALFORMED;
+    } else {
+      status = decode(bytes, length, out, &reason);
+    }
+    /* A rejected message leaves nothing half-filled behind for a careless caller to act on. */
+    if (status != PREEMPT_DAEMON_OK)
+      memset(out, 0, sizeof *out);
+  }
+  if (why)
+    *why = status == PREEMPT_DAEMON_OK ? NULL : reason ? reason : "malformed";
   return status;
+}
+
+preempt_daemon_status preempt_msg_decode(const void *bytes, size_t length, preempt_msg *out) {
+  return preempt_msg_decode_why(bytes, length, out, NULL);
 }
 
 void preempt_msg_header_init(preempt_msg_header *header, preempt_msg_type type, uint32_t length,

@@ -1,5 +1,6 @@
 /* preemptctl.c: preemptd's control tool: lists the GPUs, clients and kernels the daemon schedules and switches policies.
- * FLEP §3 (one scheduler per node, inspected and steered at run time), EffiSha §6.1 (kernel states), §6.4 (priorities).
+ * FLEP §3 (one scheduler per node, inspected and steered at run time), §5.2.2 (FFS weights), EffiSha §6.1 (kernel
+ * states), §6.4 (priorities).
  *
  * Usage: preemptctl [--socket PATH] [--json] list
  *        preemptctl [--socket PATH] policy NAME [--gpu UUIDHEX]
@@ -104,9 +105,15 @@ static int exchange(const void *request, size_t request_bytes, void *buffer, siz
     return fail("preemptd closed the connection without answering");
   if (message_flags & MSG_TRUNC)
     return fail("preemptd's reply is larger than the largest message");
-  preempt_daemon_status status = preempt_msg_decode(buffer, (size_t)received, reply);
+  const char *why = NULL;
+  preempt_daemon_status status = preempt_msg_decode_why(buffer, (size_t)received, reply, &why);
   if (status != PREEMPT_DAEMON_OK) {
-    fprintf(stderr, "preemptctl: bad reply from preemptd: %s\n", preempt_daemon_status_name(status));
+    /* Which field was wrong, for a malformed reply: one bad weight among 256 kernels is otherwise a riddle. Another
+     * version is said by the status itself. */
+    if (status == PREEMPT_DAEMON_MALFORMED && why)
+      fprintf(stderr, "preemptctl: bad reply from preemptd: %s (%s)\n", preempt_daemon_status_name(status), why);
+    else
+      fprintf(stderr, "preemptctl: bad reply from preemptd: %s\n", preempt_daemon_status_name(status));
     return 1;
   }
   if (reply->request_id != REQUEST_ID)
@@ -231,13 +238,16 @@ static void print_tables(const preempt_msg *listing) {
            printable(c->program, text, sizeof text));
   }
 
-  printf("\n%-6s %4s %3s %-7s %8s %11s %11s %12s %9s %s\n", "CLIENT", "STUB", "GPU", "STATE", "PRIORITY",
+  /* WEIGHT: the FFS share granted (FLEP §5.2.2's W_i), per kernel because each launch's stub asks for its own. */
+  printf("\n%-6s %4s %3s %-7s %8s %6s %11s %11s %12s %9s %s\n", "CLIENT", "STUB", "GPU", "STATE", "PRIORITY", "WEIGHT",
          "WAITED_MS", "RAN_MS", "PREDICTED_MS", "EVICTIONS", "NAME");
   for (uint32_t i = 0; i < l->kernel_count; i++) {
     const preempt_listing_kernel *k = &listing->listing_kernels[i];
-    printf("%-6" PRIu32 " %4" PRIu32 " %3" PRIu32 " %-7s %8" PRId32 " %11.3f %11.3f %12.3f %9" PRIu32 " %s\n",
-           k->client_id, k->stub, k->gpu, preempt_stub_state_name(k->state), k->priority, k->waited_us / 1000.0,
-           k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions, printable(k->name, text, sizeof text));
+    printf("%-6" PRIu32 " %4" PRIu32 " %3" PRIu32 " %-7s %8" PRId32 " %6" PRIu32 " %11.3f %11.3f %12.3f %9" PRIu32
+           " %s\n",
+           k->client_id, k->stub, k->gpu, preempt_stub_state_name(k->state), k->priority, k->weight,
+           k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions,
+           printable(k->name, text, sizeof text));
   }
 }
 
@@ -270,10 +280,10 @@ static void print_json(const preempt_msg *listing) {
     /* The decoder checked k->gpu < gpu_count and that the times are finite and not negative: valid JSON numbers. */
     uuid_hex(listing->listing_gpus[k->gpu].uuid, uuid);
     printf("%s{\"client_id\":%" PRIu32 ",\"stub\":%" PRIu32 ",\"gpu\":%" PRIu32 ",\"gpu_uuid\":\"%s\",\"state\":\"%s\","
-           "\"priority\":%" PRId32 ",\"waited_ms\":%.3f,\"ran_ms\":%.3f,\"predicted_ms\":%.3f,\"evictions\":%" PRIu32
-           ",\"name\":",
+           "\"priority\":%" PRId32 ",\"weight\":%" PRIu32 ",\"waited_ms\":%.3f,\"ran_ms\":%.3f,\"predicted_ms\":%.3f,"
+           "\"evictions\":%" PRIu32 ",\"name\":",
            i ? "," : "", k->client_id, k->stub, k->gpu, uuid, preempt_stub_state_name(k->state), k->priority,
-           k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions);
+           k->weight, k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions);
     json_string(k->name);
     putchar('}');
   }

@@ -161,17 +161,17 @@ int main() {
   // by default), then with a check before every task (the latency floor, at
   // the overhead of a check per task). 8x more blocks than the long launch,
   // so that each run lasts long enough for at least 50 evictions.
-  const unsigned short_blocks = long_blocks * latency_scale * 8;
+  const unsigned short_task_blocks = long_blocks * latency_scale * 8;
   auto short_task_run = [&](const char *key, unsigned check_interval) {
     unsigned *short_task_out;
-    CHECK_CUDA(cudaMalloc(&short_task_out, short_blocks * sizeof(unsigned)));
-    CHECK_CUDA(cudaMemset(short_task_out, 0, short_blocks * sizeof(unsigned)));
+    CHECK_CUDA(cudaMalloc(&short_task_out, short_task_blocks * sizeof(unsigned)));
+    CHECK_CUDA(cudaMemset(short_task_out, 0, short_task_blocks * sizeof(unsigned)));
     if (preempt_set_check_interval((const void *)long_kernel, check_interval) != PREEMPT_OK) {
       std::fprintf(stderr, "preempt_bench: preempt_set_check_interval failed: %s\n", preempt_last_error());
       std::exit(2);
     }
-    report += ", " + json(key, eviction_latency(short_blocks, iterations / 10, short_task_out));
-    std::vector<unsigned> short_result(short_blocks);
+    report += ", " + json(key, eviction_latency(short_task_blocks, iterations / 10, short_task_out));
+    std::vector<unsigned> short_result(short_task_blocks);
     CHECK_CUDA(cudaMemcpy(short_result.data(), short_task_out, short_result.size() * sizeof(unsigned),
                           cudaMemcpyDeviceToHost));
     for (size_t block = 0; block < short_result.size(); block += 997)

@@ -536,8 +536,8 @@ static int cmd_list(fake *f) {
   }
   for (uint32_t i = 0; i < listing->kernel_count; i++) {
     const preempt_listing_kernel *k = &message.listing_kernels[i];
-    say(f, "list kernel client=%u stub=%u gpu=%u %s name=%s priority=%d evictions=%u", k->client_id, k->stub, k->gpu,
-        preempt_stub_state_name(k->state), k->name, k->priority, k->evictions);
+    say(f, "list kernel client=%u stub=%u gpu=%u %s name=%s priority=%d evictions=%u weight=%u", k->client_id, k->stub,
+        k->gpu, preempt_stub_state_name(k->state), k->name, k->priority, k->evictions, k->weight);
   }
   return 0;
 }

@@ -87,6 +87,7 @@ static void check_listing(const unsigned char *packet, size_t length, const pree
     const preempt_listing_kernel *k = &msg->listing_kernels[i];
     REQUIRE(k->gpu < fixed->gpu_count && k->stub < PREEMPT_STUBS_PER_CLIENT && k->client_id != 0);
     REQUIRE(strcmp(preempt_stub_state_name(k->state), "?") != 0 && priority_ok(k->priority));
+    REQUIRE(k->weight >= 1 && k->weight <= PREEMPT_WEIGHT_MAX && k->reserved == 0);
     REQUIRE(isfinite(k->waited_us) && isfinite(k->ran_us) && isfinite(k->predicted_us));
     REQUIRE(k->waited_us >= 0 && k->ran_us >= 0 && k->predicted_us >= 0 && terminated(k->name, sizeof k->name));
     /* What preemptctl does with an entry: index the listing's GPUs by it. */
@@ -183,6 +184,12 @@ static void fuzz_decode(const uint8_t *data, size_t size) {
     check_accepted(aligned, size, &msg);
   else
     REQUIRE(all_zero(&msg, sizeof msg));
+  /* The explaining decoder answers the same, with a reason exactly when it refuses. */
+  preempt_msg explained;
+  const char *why = "unset";
+  REQUIRE(preempt_msg_decode_why(aligned, size, &explained, &why) == status);
+  REQUIRE(memcmp(&explained, &msg, sizeof msg) == 0);
+  REQUIRE(status == PREEMPT_DAEMON_OK ? why == NULL : why != NULL && why[0] != 0);
 
   /* The same bytes at an odd address: a copy-out decoder answers the same, except that a LISTING is refused. */
   unsigned char *shifted = malloc(size + 1);

@@ -78,6 +78,7 @@ static size_t make_listing(unsigned char *packet, uint32_t gpus, uint32_t client
     k.state = PREEMPT_STUB_READY + i % 4;
     k.priority = 1;
     k.evictions = i;
+    k.weight = i % 2 ? PREEMPT_WEIGHT_MAX : 1; /* granted FFS weights: both ends of the range */
     k.waited_us = 250.0 * i;
     k.ran_us = 1000.0;
     k.predicted_us = 1500.0;

@@ -1,5 +1,5 @@
-/* listing.c: the LISTING reply: GPUs with their policies, clients, and every kernel with its state and times.
- * FLEP §5.1 (T_e, T_w per kernel) and EffiSha §6.1 (states) as preemptctl shows them. */
+/* listing.c: the LISTING reply: GPUs with their policies, clients, and every kernel with its state, times and weight.
+ * FLEP §5.1 (T_e, T_w per kernel), §5.2.2 (FFS weights) and EffiSha §6.1 (states) as preemptctl shows them. */
 #include "preemptd.h"
 
 #include <string.h>
@@ -70,6 +70,9 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
       out->gpu = record->gpu;
       out->state = record->seen;
       out->priority = record->priority;
+      /* The weight granted at arrival (what FFS gives the kernel, clamped, never 0), not the stub's: the client may
+       * rewrite its stub at any time, and a user other than root asking 2 gets 1. */
+      out->weight = record->weight;
       out->evictions = record->evictions;
       /* T_w: the scheduler's own number (what its policy decided with), plus the wait since the GPU's
        * last event, which the scheduler only adds at the next one. */

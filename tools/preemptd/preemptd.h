@@ -47,6 +47,7 @@ typedef struct preemptd_stub_record {
   preempt_kernel_features features;
   char name[PREEMPT_DAEMON_NAME_BYTES];
   int32_t priority;              /* clamped */
+  uint32_t weight;               /* FFS weight granted (clamped, >= 1), for LIST */
   double predicted_us;
   double torun_us;               /* when the daemon last said TORUN from READY (daemon clock) */
   double ran_us;                 /* measured running time of finished running periods */

@@ -92,6 +92,7 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   record->features = features;
   memcpy(record->name, copy->name, sizeof record->name);
   record->priority = kernel.priority;
+  record->weight = kernel.weight;
   record->predicted_us = predicted;
   record->running_since_us = -1;
   client->launches++;

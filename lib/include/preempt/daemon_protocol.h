@@ -24,7 +24,9 @@
 extern "C" {
 #endif
 
-#define PREEMPT_DAEMON_PROTOCOL_VERSION 1u
+/* 2: LISTING kernel entries carry the FFS weight granted (104 bytes, were 96). Every message's header, and the
+ * shared page, carry the version, so a daemon and a client or preemptctl of version 1 refuse each other at once. */
+#define PREEMPT_DAEMON_PROTOCOL_VERSION 2u
 #define PREEMPT_DAEMON_MAGIC 0x544d5250u /* "PRMT" */
 /* Clients and preemptctl use $PREEMPT_DAEMON_SOCKET when set, else this. */
 #define PREEMPT_DAEMON_SOCKET_DEFAULT "/run/preemptd/preemptd.sock"
@@ -181,6 +183,8 @@ typedef struct preempt_listing_kernel {
   uint32_t state;               /* preempt_stub_state */
   int32_t priority;
   uint32_t evictions;
+  uint32_t weight;              /* FFS weight granted: the stub's, clamped to the client's limit; 1..PREEMPT_WEIGHT_MAX */
+  uint32_t reserved;            /* 0; keeps the doubles 8-byte aligned */
   double waited_us, ran_us, predicted_us;
   char name[PREEMPT_DAEMON_NAME_BYTES];
 } preempt_listing_kernel;
@@ -191,7 +195,7 @@ typedef struct preempt_listing_kernel {
 /* A decoded message. Decoding checks everything the type promises: magic,
  * version, type, length (exactly the type's size; for LISTING, the fixed part
  * plus its counts, each within its maximum), strings NUL-terminated within
- * their field, counts and enums in range, reserved fields 0. */
+ * their field, counts, enums and weights in range, reserved fields 0. */
 typedef struct preempt_msg {
   preempt_msg_type type;
   uint32_t request_id;
@@ -215,6 +219,9 @@ typedef struct preempt_msg {
  * packet must stay alive while out's listing pointers are used, and be
  * aligned to 8 bytes. */
 preempt_daemon_status preempt_msg_decode(const void *bytes, size_t length, preempt_msg *out);
+/* The same; when the bytes are refused, *why (if `why` is not NULL) names the first thing found wrong, a static
+ * string such as "LISTING kernel weight not in 1..64", for error messages; NULL when accepted. */
+preempt_daemon_status preempt_msg_decode_why(const void *bytes, size_t length, preempt_msg *out, const char **why);
 
 /* Fills the header of a fixed-size message of `type` in place. */
 void preempt_msg_header_init(preempt_msg_header *header, preempt_msg_type type, uint32_t length, uint32_t request_id);

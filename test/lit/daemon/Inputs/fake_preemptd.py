@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-MAGIC, VERSION = 0x544D5250, 1
+MAGIC, VERSION = 0x544D5250, 2
 LIST, SET_POLICY, STATUS, LISTING = 10, 11, 22, 23
 TYPE_NAMES = {1: "REGISTER", 2: "SET_PRIORITY", 10: "LIST", 11: "SET_POLICY"}
 
@@ -28,7 +28,13 @@ def status(code, message, request_id):
     return header(STATUS, 16 + len(body), request_id) + body
 
 
-def listing(request_id):
+def kernel(client_id, stub, gpu, state, priority, evictions, weight, waited_us, ran_us, predicted_us, name):
+    # Version 2's entry: weight (granted, 1..64) and a reserved word between evictions and the times; 104 bytes.
+    return struct.pack("<IIIIiIIIddd48s", client_id, stub, gpu, state, priority, evictions, weight, 0, waited_us, ran_us,
+                       predicted_us, name)
+
+
+def listing(request_id, bad_weight=None):
     gpus = [
         struct.pack("<16sIIQQ16s", bytes(range(16)), 132, 2, 1234, 7, b"hpf"),
         struct.pack("<16sIIQQ16s", bytes([0xAB] * 16), 108, 1, 0, 0, b"ffs"),
@@ -38,9 +44,10 @@ def listing(request_id):
         struct.pack("<IIIiiIQQ32s", 2, 4343, 0, 20, 20, 0, 5, 0, "caf\u00e9".encode() + b"\xff"),
     ]
     kernels = [
-        struct.pack("<IIIIiIddd48s", 1, 0, 0, 4, -3, 2, 1500.0, 20000.25, 30000.0, b"_Z6matmulPKfS0_Pfi"),
-        struct.pack("<IIIIiIddd48s", 1, 1, 0, 2, -3, 0, 250.5, 0.0, 1e6, b"reduce"),
-        struct.pack("<IIIIiIddd48s", 2, 0, 1, 5, 20, 1, 0.0, 3.5, 4.0, b"tab\there"),
+        kernel(1, 0, 0, 4, -3, 2, 1, 1500.0, 20000.25, 30000.0, b"_Z6matmulPKfS0_Pfi"),
+        kernel(1, 1, 0, 2, -3, 0, 1, 250.5, 0.0, 1e6, b"reduce"),
+        # The last kernel's weight is the one a bad-weight mode breaks: the listing is otherwise valid.
+        kernel(2, 0, 1, 5, 20, 1, 64 if bad_weight is None else bad_weight, 0.0, 3.5, 4.0, b"tab\there"),
     ]
     parts = b"".join(gpus + clients + kernels)
     fixed = struct.pack("<IIIIQ", len(gpus), len(clients), len(kernels), 0, 5_250_000)
@@ -65,6 +72,8 @@ def reply_for(mode, request):
     request_id = struct.unpack_from("<I", request, 12)[0] if len(request) >= 16 else 0
     if mode == "listing":
         return listing(request_id)
+    if mode.startswith("bad-weight-"):  # bad-weight-0, bad-weight-65: a weight no daemon grants
+        return listing(request_id, bad_weight=int(mode[len("bad-weight-"):]))
     if mode == "empty-listing":
         return header(LISTING, 40, request_id) + struct.pack("<IIIIQ", 0, 0, 0, 0, 0)
     if mode == "ok":
