@@ -147,6 +147,7 @@ static size_t make_listing(uint32_t gpus, uint32_t clients, uint32_t kernels) {
     k.state = i % (PREEMPT_STUB_DONE + 1);
     k.priority = 2;
     k.evictions = 1;
+    k.weight = 1 + i % PREEMPT_WEIGHT_MAX; /* 1..64: the largest listing has every weight a daemon may grant */
     k.waited_us = 1500.5;
     k.ran_us = 20000;
     k.predicted_us = 30000;
@@ -227,6 +228,8 @@ static void test_round_trips(void) {
   CHECK_EQ_U64(decoded.listing_clients[2].pid, 4002);
   CHECK(strcmp(decoded.listing_clients[2].program, "train") == 0);
   CHECK_EQ_U64(decoded.listing_kernels[4].state, 4);
+  CHECK_EQ_U64(decoded.listing_kernels[4].weight, 5);
+  CHECK_EQ_U64(decoded.listing_kernels[0].weight, 1);
   CHECK(decoded.listing_kernels[4].waited_us == 1500.5);
   CHECK(strcmp(decoded.listing_kernels[4].name, "matmul_kernel") == 0);
 
@@ -240,6 +243,23 @@ static void test_round_trips(void) {
   length = make_listing(PREEMPT_DAEMON_MAX_GPUS, PREEMPT_LISTING_MAX_CLIENTS, PREEMPT_LISTING_MAX_KERNELS);
   CHECK(length <= PREEMPT_DAEMON_MAX_MESSAGE);
   CHECK(decode_packet(length) == PREEMPT_DAEMON_OK);
+  CHECK_EQ_U64(decoded.listing_kernels[PREEMPT_WEIGHT_MAX - 1].weight, PREEMPT_WEIGHT_MAX);
+}
+
+/* Version 2's kernel entry, as other programs pack it by hand (test/lit/daemon/Inputs/fake_preemptd.py): the weight
+ * and a reserved word after evictions, the times 8-byte aligned behind them, 104 bytes in all. */
+static void test_listing_layout(void) {
+  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 2);
+  CHECK_EQ_U64(sizeof(preempt_listing_kernel), 104);
+  CHECK_EQ_U64(offsetof(preempt_listing_kernel, evictions), 20);
+  CHECK_EQ_U64(offsetof(preempt_listing_kernel, weight), 24);
+  CHECK_EQ_U64(offsetof(preempt_listing_kernel, reserved), 28);
+  CHECK_EQ_U64(offsetof(preempt_listing_kernel, waited_us), 32);
+  CHECK_EQ_U64(offsetof(preempt_listing_kernel, name), 56);
+  CHECK_EQ_U64(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
+                   PREEMPT_LISTING_MAX_CLIENTS * sizeof(preempt_listing_client) +
+                   PREEMPT_LISTING_MAX_KERNELS * sizeof(preempt_listing_kernel),
+               45992);
 }
 
 /* A fixed-size message at an odd address decodes (it is copied out); a LISTING there is refused (its arrays would be
@@ -497,6 +517,78 @@ static void test_listing_malformations(void) {
   CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
 }
 
+/* The FFS weight of a listing's kernel is the one granted: 1..PREEMPT_WEIGHT_MAX. 0 is malformed here (unlike in a
+ * stub, where it reads as 1: the daemon lists what it granted), as is anything above the maximum, in any entry. */
+static void test_listing_weights(void) {
+  const uint32_t gpus = 2, clients = 3, kernels = 4;
+  const size_t k0 = listing_kernels_at(gpus, clients);
+  const char *why = "unset";
+  const uint32_t weights_ok[] = {1, 2, PREEMPT_WEIGHT_MAX - 1, PREEMPT_WEIGHT_MAX};
+  for (unsigned i = 0; i < sizeof weights_ok / sizeof weights_ok[0]; i++) {
+    size_t length = make_listing(gpus, clients, kernels);
+    put_u32(k0 + 2 * sizeof(preempt_listing_kernel) + offsetof(preempt_listing_kernel, weight), weights_ok[i]);
+    CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_OK);
+    CHECK(why == NULL);
+    CHECK_EQ_U64(decoded.listing_kernels[2].weight, weights_ok[i]);
+  }
+  const uint32_t weights_bad[] = {0, PREEMPT_WEIGHT_MAX + 1, 1000, 0x80000000u, 0xffffffffu};
+  for (unsigned i = 0; i < sizeof weights_bad / sizeof weights_bad[0]; i++) {
+    for (uint32_t entry = 0; entry < kernels; entry += kernels - 1) { /* the first and the last entry */
+      size_t length = make_listing(gpus, clients, kernels);
+      put_u32(k0 + entry * sizeof(preempt_listing_kernel) + offsetof(preempt_listing_kernel, weight), weights_bad[i]);
+      why = NULL;
+      CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+      CHECK(why != NULL && strcmp(why, "LISTING kernel weight not in 1..64") == 0);
+      /* Refused as a whole: nothing of the listing is left for a careless reader. */
+      CHECK(decoded.type == 0 && decoded.listing_kernels == NULL && decoded.body.listing.kernel_count == 0);
+      CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
+    }
+  }
+  /* The word next to it is reserved: 0. */
+  size_t length = make_listing(gpus, clients, kernels);
+  put_u32(k0 + 3 * sizeof(preempt_listing_kernel) + offsetof(preempt_listing_kernel, reserved), 1);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "LISTING kernel reserved field not 0") == 0);
+
+  /* Version 1's listing (96-byte kernel entries, no weight) is told apart, not misread: its header says version 1,
+   * and the same bytes under version 2's number do not add up to version 2's length. */
+  length = make_listing(gpus, clients, 0) + kernels * 96;
+  memset(packet + k0, 0, kernels * 96);
+  put_u32(offsetof(preempt_msg_listing, kernel_count), kernels);
+  put_u32(offsetof(preempt_msg_header, length), (uint32_t)length);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "LISTING length does not match its counts") == 0);
+  put_u16(offsetof(preempt_msg_header, version), 1);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_BAD_VERSION);
+  CHECK(why != NULL && strcmp(why, "another protocol version") == 0);
+}
+
+/* preempt_msg_decode_why answers as preempt_msg_decode does and names what it refused; NULL for a sound message. */
+static void test_decode_why(void) {
+  const char *why = "unset";
+  size_t length = make_register();
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_OK && why == NULL);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, NULL) == PREEMPT_DAEMON_OK);
+  CHECK(preempt_msg_decode_why(packet, 8, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "shorter than a header") == 0);
+  CHECK(preempt_msg_decode_why(NULL, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED && why != NULL);
+  CHECK(preempt_msg_decode_why(packet, length, NULL, &why) == PREEMPT_DAEMON_MALFORMED && why != NULL);
+  put_u32(offsetof(preempt_msg_register, gpus[1].sm_count), 0);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "REGISTER GPU sm_count not in 1..256") == 0);
+  length = make_status();
+  put_u32(offsetof(preempt_msg_header, magic), 0);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "wrong magic") == 0);
+  length = make_listing(1, 1, 1);
+  put_u32(listing_clients_at(1) + offsetof(preempt_listing_client, client_id), 0);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "LISTING client client_id 0") == 0);
+  /* An accepted message clears a reason left from an earlier call. */
+  length = make_listing(1, 1, 1);
+  CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_OK && why == NULL);
+}
+
 /* ---------------------------------------------------------------- helpers */
 
 static void test_names(void) {
@@ -742,6 +834,9 @@ int main(void) {
   test_header_malformations();
   test_body_malformations();
   test_listing_malformations();
+  test_listing_layout();
+  test_listing_weights();
+  test_decode_why();
   test_names();
   test_kernel_key();
   test_stub_validate();
