@@ -162,6 +162,19 @@ void measure(const Kernel &kernel, const char *variant, const std::function<void
   CHECK(cudaEventDestroy(stop));
 }
 
+// Float sums (atomics: any order) against a double-precision reference.
+double largest_relative_difference(const float *device_values, const std::vector<double> &want) {
+  std::vector<float> out(want.size());
+  CHECK(cudaMemcpy(out.data(), device_values, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  double worst = 0;
+  for (size_t k = 0; k < out.size(); k++) {
+    double difference = std::fabs(out[k] - want[k]) / std::max(1.0, std::fabs(want[k]));
+    if (!(difference <= worst))
+      worst = std::isnan(difference) ? 1.0 : difference;
+  }
+  return worst;
+}
+
 void run_variants(const Kernel &kernel) {
   measure(kernel, "original", [&] {
     CHECK(cudaLaunchKernel(kernel.original, dim3(kernel.grid), dim3(kernel.block),
@@ -288,17 +301,7 @@ int main(int argc, char **argv) {
                   blocks, (unsigned)block, {&v, &bins, &per}, {}, {}, {}};
     kernel.through_runtime = [&] { return parts_runtime_shared_histogram(blocks, block, v, bins, per_thread); };
     kernel.clear = [&] { CHECK(cudaMemset(bins, 0xff, bin_count * sizeof(float))); };
-    kernel.check = [&] {
-      std::vector<float> out(bin_count);
-      CHECK(cudaMemcpy(out.data(), bins, bin_count * sizeof(float), cudaMemcpyDeviceToHost));
-      double worst = 0;
-      for (size_t k = 0; k < bin_count; k++) {
-        double difference = std::fabs(out[k] - want[k]) / std::max(1.0, std::fabs(want[k]));
-        if (!(difference <= worst))
-          worst = std::isnan(difference) ? 1.0 : difference;
-      }
-      return worst;
-    };
+    kernel.check = [&] { return largest_relative_difference(bins, want); };
     run_variants(kernel);
   }
   {
@@ -321,17 +324,7 @@ int main(int argc, char **argv) {
                   {&v, &n, &bins, &bin_mask}, {}, {}, {}};
     kernel.through_runtime = [&] { return parts_runtime_scatter_add(blocks, 256, v, n, bins, bin_mask); };
     kernel.clear = [&] { CHECK(cudaMemset(bins, 0, bin_count * sizeof(float))); };
-    kernel.check = [&] {
-      std::vector<float> out(bin_count);
-      CHECK(cudaMemcpy(out.data(), bins, bin_count * sizeof(float), cudaMemcpyDeviceToHost));
-      double worst = 0;
-      for (size_t k = 0; k < bin_count; k++) {
-        double difference = std::fabs(out[k] - want[k]) / std::max(1.0, std::fabs(want[k]));
-        if (!(difference <= worst))
-          worst = std::isnan(difference) ? 1.0 : difference;
-      }
-      return worst;
-    };
+    kernel.check = [&] { return largest_relative_difference(bins, want); };
     run_variants(kernel);
   }
   return 0;
