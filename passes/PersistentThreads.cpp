@@ -2,7 +2,7 @@
 // FLEP §4.1 and EffiSha §5: kernel body inside a loop over tasks fetched from a device counter.
 //
 // A converted kernel K(args...) becomes K(args..., control, task_count, grid_x, grid_y, grid_z,
-// generation, check_interval) (control_block.h):
+// generation, check_interval, relaunched) (control_block.h):
 //   preempt.entry:      static allocas; task = __preempt_kernel_begin(control, <launch values>)
 //   preempt.task:       if (!__preempt_task_begin(control, task, slot)) goto preempt.exit
 //   preempt.task.start: block index loaded; yield_now = __preempt_yield_check(control);
@@ -155,7 +155,7 @@ static Function *appendControlParameter(Function &Kernel) {
   FunctionType *OldType = Kernel.getFunctionType();
   SmallVector<Type *, 8> Params(OldType->params());
   Type *Int32 = Type::getInt32Ty(Kernel.getContext());
-  Params.append({PointerType::get(Kernel.getContext(), 0), Int32, Int32, Int32, Int32, Int32, Int32});
+  Params.append({PointerType::get(Kernel.getContext(), 0), Int32, Int32, Int32, Int32, Int32, Int32, Int32});
   FunctionType *NewType = FunctionType::get(OldType->getReturnType(), Params, false);
   Function *NewKernel = Function::Create(NewType, Kernel.getLinkage(), Kernel.getAddressSpace(), "", Kernel.getParent());
   NewKernel->copyAttributesFrom(&Kernel);
@@ -169,8 +169,8 @@ static Function *appendControlParameter(Function &Kernel) {
     Old.replaceAllUsesWith(&New);
   }
   static const char *const ExtraNames[PREEMPT_KERNEL_EXTRA_PARAMS] = {
-      "preempt.control", "preempt.task.count", "preempt.grid.x",     "preempt.grid.y",
-      "preempt.grid.z",  "preempt.generation", "preempt.check.interval"};
+      "preempt.control", "preempt.task.count", "preempt.grid.x",         "preempt.grid.y",
+      "preempt.grid.z",  "preempt.generation", "preempt.check.interval", "preempt.relaunched"};
   for (unsigned Index = 0; Index < PREEMPT_KERNEL_EXTRA_PARAMS; ++Index) {
     unsigned ArgNo = OldType->getNumParams() + Index;
     NewKernel->getArg(ArgNo)->setName(ExtraNames[Index]);
@@ -265,7 +265,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
       Builder.CreateCall(helperFunction(M, helper::KernelBegin),
                          {Control, Kernel.getArg(FirstExtra + 1), Kernel.getArg(FirstExtra + 2),
                           Kernel.getArg(FirstExtra + 3), Kernel.getArg(FirstExtra + 4), Kernel.getArg(FirstExtra + 5),
-                          Kernel.getArg(FirstExtra + 6)});
+                          Kernel.getArg(FirstExtra + 6), Kernel.getArg(FirstExtra + 7)});
   Builder.CreateBr(TaskHead);
 
   Builder.SetInsertPoint(TaskHead);

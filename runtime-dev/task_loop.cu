@@ -33,15 +33,11 @@ PREEMPT_LOCAL void cta_barrier(void) {
 #endif
 }
 
-// A device-wide fence. Explicit, because NVPTX in LLVM 22 lowers an acq_rel
-// atomicrmw to a plain relaxed atom.
-PREEMPT_LOCAL void device_fence(void) {
-#if defined(__NVPTX__)
-  __nvvm_membar_gl();
-#else
-  __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent");
+// A device-wide fence, AMD only: NVIDIA kernels carry none (control_block.h;
+// the runtime's publisher fences for them).
+#if !defined(__NVPTX__)
+PREEMPT_LOCAL void device_fence(void) { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 #endif
-}
 
 // The SM (NVIDIA) or compute unit (AMD, gfx9 HW_ID: CU, SH, SE) this CTA runs on.
 PREEMPT_LOCAL unsigned int sm_id(void) {
@@ -160,9 +156,10 @@ PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, uns
 PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *control, unsigned int task_count,
                                                          unsigned int grid_x, unsigned int grid_y,
                                                          unsigned int grid_z, unsigned int generation,
-                                                         unsigned int check_interval) {
+                                                         unsigned int check_interval, unsigned int relaunched) {
   if (!is_first_thread())
     return 0;
+  __preempt_task_ctx.relaunched = relaunched;
   __preempt_task_ctx.task_count = task_count;
   __preempt_task_ctx.grid_x = grid_x;
   __preempt_task_ctx.grid_y = grid_y;
@@ -289,29 +286,53 @@ PREEMPT_DEVICE unsigned int __preempt_batch_end(unsigned int slot) { return __pr
 PREEMPT_DEVICE void __preempt_task_end(void) { cta_barrier(); }
 
 // Once per CTA, when it leaves: no task left, or its SM yielded. The CTA adds
-// the tasks it finished to the launch's count; the CTA that completes the
+// the tasks it finished to the launch's count; the agent that completes the
 // count presets the other lane for the next generation (control_block.h) and
 // publishes done_generation, which the application's stream waits for.
-// Every thread fences its results before the barrier, thread 0 after it
-// (the threadFenceReduction pattern), so the results are visible first.
+//
+// NVIDIA: no fence. A first wave's results are all visible once its kernel
+// has ended, and the application's wait on done_generation comes after that
+// in its stream. A relaunch's CTAs count in relaunch_word instead, which the
+// runtime's publisher moves into done_word after the relaunch has ended
+// (gpu_cuda.c). A fence here would make ptxas keep every atomic of the
+// kernel body an ATOM instead of a RED (control_block.h).
+//
+// AMD: every thread fences its results before the barrier, thread 0 after it
+// (the threadFenceReduction pattern), so the results are visible before any
+// CTA, first wave or relaunch, completes the count.
+PREEMPT_LOCAL void preset_next_lane(preempt_control_block *control, unsigned int generation) {
+  // The runtime's next generation for this block; 0 is never used. At the
+  // wrap both share a lane, still in use here: no preset then.
+  unsigned int next = generation + 1 ? generation + 1 : 1;
+  unsigned int next_lane = next % PREEMPT_CONTROL_LANES;
+  if (next_lane == lane())
+    return;
+  __scoped_atomic_store_n(&control->task_word[next_lane], TAG(next), __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __scoped_atomic_store_n(&control->done_word[next_lane], TAG(next), __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __scoped_atomic_store_n(&control->relaunch_word[next_lane], TAG(next), __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}
+
 PREEMPT_DEVICE void __preempt_kernel_end(preempt_control_block *control) {
+#if !defined(__NVPTX__)
   device_fence();
+#endif
   cta_barrier();
   if (!is_first_thread() || __preempt_task_ctx.tasks_run == 0)
     return;
   unsigned int generation = __preempt_task_ctx.generation;
+#if defined(__NVPTX__)
+  if (__preempt_task_ctx.relaunched) {
+    tagged_add(&control->relaunch_word[lane()], generation, __preempt_task_ctx.tasks_run);
+    return;
+  }
+#endif
   unsigned int finished = tagged_add(&control->done_word[lane()], generation, __preempt_task_ctx.tasks_run) +
                           __preempt_task_ctx.tasks_run;
   if (finished == __preempt_task_ctx.task_count) {
-    // The runtime's next generation for this block; 0 is never used. At the
-    // wrap both share a lane, still in use here: no preset then.
-    unsigned int next = generation + 1 ? generation + 1 : 1;
-    unsigned int next_lane = next % PREEMPT_CONTROL_LANES;
-    if (next_lane != lane()) {
-      __scoped_atomic_store_n(&control->task_word[next_lane], TAG(next), __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-      __scoped_atomic_store_n(&control->done_word[next_lane], TAG(next), __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-    }
+    preset_next_lane(control, generation);
+#if !defined(__NVPTX__)
     device_fence();
+#endif
     __scoped_atomic_store_n(&control->done_generation, generation, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
   }
 }

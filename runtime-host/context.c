@@ -136,6 +136,9 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
       preempt_control_pool_destroy(&state->control_pool, gpu);
       return preempt_report_gpu(gpu, status, "creating the runtime's streams", NULL);
     }
+    if (gpu->publisher_load && (state->publisher_status = gpu->publisher_load(&state->publisher)) != 0)
+      preempt_report_gpu(gpu, state->publisher_status, "loading the relaunch publisher (evictions are refused)",
+                         NULL);
     state->initialized = 1;
   }
   *out = state;

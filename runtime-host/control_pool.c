@@ -172,5 +172,6 @@ int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t p
   extra[4] = &record->grid[2];
   extra[5] = &record->generation;
   extra[6] = &record->check_interval;
+  extra[7] = &record->relaunched;
   return 0;
 }

@@ -28,6 +28,7 @@ typedef struct preempt_launch_record {
   size_t params_capacity;
   void *control;
   uint32_t task_count, grid[3], check_interval;
+  uint32_t relaunched; /* the kernel's last parameter: 0 for the first wave, 1 for relaunches */
   uint32_t yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* as last written */
   int resumed;           /* CTAs were relaunched on the resume stream */
   /* Resumed, relaunch not enqueued yet: it waits until the launch has

@@ -545,6 +545,9 @@ int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_devi
   uint64_t threads = (uint64_t)block.x * block.y * block.z;
   if (ctas_per_sm == 0 || threads == 0 || threads > 1024)
     return -1;
+  /* Its first run is a relaunch: impossible without the publisher (said at load). */
+  if (!preempt_device_can_relaunch(runtime, device))
+    return -1;
   /* A held launch holds its stream like an evicted one: the same limit. */
   if (!preempt_may_hold_stream(runtime, device, stream)) {
     if (!client->told_held_streams) {

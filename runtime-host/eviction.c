@@ -49,11 +49,21 @@ int preempt_may_hold_stream(const preempt_runtime *runtime, const preempt_device
   return runtime->hardware_queues > 1 && preempt_held_streams(device, stream) < runtime->hardware_queues / 2;
 }
 
+int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_device_state *device) {
+  return !runtime->gpu->publisher_load || (device->publisher_status == 0 && device->publisher);
+}
+
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
                                     preempt_launch_record *record, const preempt_sm_mask *sms) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!record->in_flight || preempt_launch_finished(record, gpu))
     return PREEMPT_ERROR_FINISHED;
+  if (!preempt_device_can_relaunch(runtime, device)) {
+    preempt_report("eviction refused for kernel '%s': the relaunch publisher failed to load on this device (%s "
+                   "error %d), so a relaunch could never complete", record->desc->name, gpu->api_name,
+                   device->publisher_status);
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
   if (record->unordered) {
     preempt_report("eviction refused for kernel '%s': its stream could not be ordered after it",
                    record->desc->name);
@@ -103,11 +113,19 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
   if (status == 0 && record->time_first_relaunch && record->relaunches == 0)
     status = gpu->event_record(record->relaunch_start_event, device->resume_stream);
+  record->relaunched = 1; /* the kernel's last parameter, read by the launch call */
   if (status == 0)
     status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
                          device->resume_stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
+  /* Behind the relaunch on its stream: counts its tasks once its writes are
+   * all visible, and publishes completion (control_block.h). */
+  if (gpu->publish_relaunch &&
+      (status = gpu->publish_relaunch(device->publisher, device->resume_stream, record->control, record->generation,
+                                      record->task_count)) != 0)
+    return preempt_report_gpu(gpu, status, "enqueueing the relaunch publisher (the launch cannot complete)",
+                              record->desc->name);
   record->resumed = 1;
   record->relaunch_pending = 0;
   record->relaunch_after_clear = 0;

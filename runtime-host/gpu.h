@@ -49,6 +49,11 @@ typedef struct preempt_gpu_ops {
   int (*event_elapsed_ms)(void *start, void *end, float *milliseconds);
   int (*launch)(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
                 size_t dynamic_shared_bytes, void *stream);
+  /* NVIDIA: a relaunch's CTAs leave their count for the runtime's publisher
+   * kernel, enqueued after each relaunch (control_block.h). Loaded once per
+   * device; NULL where relaunched CTAs publish themselves (AMD). */
+  int (*publisher_load)(void **publisher);
+  int (*publish_relaunch)(void *publisher, void *stream, void *control, uint32_t generation, uint32_t task_count);
 } preempt_gpu_ops;
 
 const preempt_gpu_ops *preempt_gpu_backend(void);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "gpu_cuda.h"
 
 static const char *cuda_error_string(int code) { return cudaGetErrorString((cudaError_t)code); }
 
@@ -41,7 +42,7 @@ static struct {
   CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 } driver;
 
-static int driver_entry(const char *name, void **function) {
+int preempt_cuda_driver_entry(const char *name, void **function) {
   enum cudaDriverEntryPointQueryResult found;
   cudaError_t status = cudaGetDriverEntryPointByVersion(name, function, 12040, cudaEnableDefault, &found);
   if (status != cudaSuccess)
@@ -52,15 +53,15 @@ static int driver_entry(const char *name, void **function) {
 static int load_driver(void) {
   if (driver.stream_wait_value32)
     return cudaSuccess;
-  int status = driver_entry("cuFuncGetModule", (void **)&driver.func_get_module);
+  int status = preempt_cuda_driver_entry("cuFuncGetModule", (void **)&driver.func_get_module);
   if (status == cudaSuccess)
-    status = driver_entry("cuModuleGetGlobal", (void **)&driver.module_get_global);
+    status = preempt_cuda_driver_entry("cuModuleGetGlobal", (void **)&driver.module_get_global);
   if (status == cudaSuccess)
-    status = driver_entry("cuFuncGetParamInfo", (void **)&driver.func_get_param_info);
+    status = preempt_cuda_driver_entry("cuFuncGetParamInfo", (void **)&driver.func_get_param_info);
   if (status == cudaSuccess)
-    status = driver_entry("cuStreamWriteValue32", (void **)&driver.stream_write_value32);
+    status = preempt_cuda_driver_entry("cuStreamWriteValue32", (void **)&driver.stream_write_value32);
   if (status == cudaSuccess)
-    status = driver_entry("cuStreamWaitValue32", (void **)&driver.stream_wait_value32);
+    status = preempt_cuda_driver_entry("cuStreamWaitValue32", (void **)&driver.stream_wait_value32);
   return status;
 }
 
@@ -157,8 +158,8 @@ static int cuda_stream_wait_u32(void *stream, void *device_word, uint32_t value)
   if (status != cudaSuccess)
     return status;
   /* No FLUSH flag: it concerns writes from remote (peer) devices and the
-   * H100 refuses it (CAN_FLUSH_REMOTE_WRITES = 0). The kernel fences its
-   * results before it publishes done_generation (runtime-dev/task_loop.cu). */
+   * H100 refuses it (CAN_FLUSH_REMOTE_WRITES = 0). done_generation is
+   * published once the results are visible (control_block.h). */
   CUresult result = driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
                                                CU_STREAM_WAIT_VALUE_EQ);
   return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
@@ -219,6 +220,8 @@ static const preempt_gpu_ops cuda_ops = {
     .event_synchronize = cuda_event_synchronize,
     .event_elapsed_ms = cuda_event_elapsed_ms,
     .launch = cuda_launch,
+    .publisher_load = preempt_cuda_publisher_load,
+    .publish_relaunch = preempt_cuda_publish_relaunch,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &cuda_ops; }

@@ -176,6 +176,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->grid[1] = grid.y;
   record->grid[2] = grid.z;
   record->check_interval = interval;
+  record->relaunched = 0;
   memset(record->yield_mask, 0, sizeof record->yield_mask);
   record->resumed = 0;
   record->daemon_stub = 0;

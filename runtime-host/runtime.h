@@ -46,6 +46,11 @@ typedef struct preempt_device_state {
   void *control_stream; /* urgent: carries yield-mask writes while kernels run */
   void *resume_stream;  /* relaunched CTAs; holds only relaunches that can start */
   void *resume_ready;   /* event: the mask clearing before a relaunch has landed */
+  /* NVIDIA's relaunch publisher (gpu.h), loaded with the device state; a
+   * relaunch cannot complete without it, so evictions and preemptd's held
+   * launches are refused when it failed to load (publisher_status). */
+  void *publisher;
+  int publisher_status;
 } preempt_device_state;
 
 typedef struct preempt_stress {
@@ -163,6 +168,8 @@ preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const pree
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (DESIGN.md's hardware-queue trap). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
+/* Whether a relaunch on this device can complete (gpu.h's publisher). */
+int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_device_state *device);
 /* Whether one more stream other than `stream` may be held on the device. */
 int preempt_may_hold_stream(const preempt_runtime *runtime, const preempt_device_state *device, void *stream);
 

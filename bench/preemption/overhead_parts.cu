@@ -101,9 +101,10 @@ void launch_converted(const Kernel &kernel, const Pieces &pieces, unsigned ctas)
   generation = pieces.same_generation ? 0 : generation + 1 ? generation + 1 : 1;
   unsigned interval = pieces.check_interval;
   std::vector<void *> args = kernel.args;
+  unsigned first_wave = 0;
   void *extra[PREEMPT_KERNEL_EXTRA_PARAMS] = {&control, &task_count, const_cast<unsigned *>(&kernel.grid),
                                               &grid_y,  &grid_z,     &generation,
-                                              &interval};
+                                              &interval, &first_wave};
   args.insert(args.end(), extra, extra + PREEMPT_KERNEL_EXTRA_PARAMS);
   if (pieces.events)
     CHECK(cudaEventRecord(marks[0], 0));

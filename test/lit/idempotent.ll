@@ -6,7 +6,7 @@
 ; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -S %S/Inputs/no_kernels.ll -o - | %FileCheck %s --check-prefix=NOKERNELS
 
 ; REMARK: kernel 'scale' left unchanged (not preemptible): it is already in persistent-thread form
-; CHECK: define ptx_kernel void @scale(ptr %data, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
+; CHECK: define ptx_kernel void @scale(ptr %data, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 ; CHECK-COUNT-1: preempt.task:
 ; CHECK-NOT: preempt.task1:
 ; NOKERNELS: define void @helper(ptr %p)

@@ -129,10 +129,30 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
       last->grid_param[axis] = *(unsigned int *)args[first + 2 + axis];
     last->generation = *(unsigned int *)args[first + 5];
     last->check_interval = *(unsigned int *)args[first + 6];
+    last->relaunched = *(unsigned int *)args[first + 7];
   }
   __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE); /* last: the test polls it */
   if (block.x * block.y * block.z > 1024)
     return FAKE_ERROR_LAUNCH; /* what a real API says about an impossible block */
+  return 0;
+}
+
+static int fake_publisher_load(void **publisher) {
+  if (fake_gpu.fail_publisher_load)
+    return FAKE_ERROR_LAUNCH;
+  *publisher = &fake_gpu; /* any non-null handle */
+  return 0;
+}
+static int fake_publish_relaunch(void *publisher, void *stream, void *control, uint32_t generation,
+                                 uint32_t task_count) {
+  if (publisher != &fake_gpu)
+    return FAKE_ERROR_INVALID_VALUE;
+  fake_gpu.last_publish_stream = stream;
+  fake_gpu.last_publish_control = control;
+  fake_gpu.last_publish_generation = generation;
+  fake_gpu.last_publish_task_count = task_count;
+  fake_gpu.launches_at_publish = fake_gpu.launches;
+  fake_gpu.publishes++;
   return 0;
 }
 
@@ -167,6 +187,8 @@ static const preempt_gpu_ops fake_ops = {
     .event_synchronize = fake_event_synchronize,
     .event_elapsed_ms = fake_event_elapsed,
     .launch = fake_launch_kernel,
+    .publisher_load = fake_publisher_load,
+    .publish_relaunch = fake_publish_relaunch,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &fake_ops; }

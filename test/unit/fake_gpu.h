@@ -22,7 +22,7 @@ typedef struct fake_launch {
   int persistent;                 /* had the extra parameters */
   long long first_param;          /* the kernel's first parameter, read as 8 bytes when it has one */
   preempt_control_block *control; /* the parameters after the kernel's own */
-  unsigned int task_count, grid_param[3], generation, check_interval;
+  unsigned int task_count, grid_param[3], generation, check_interval, relaunched;
 } fake_launch;
 
 typedef struct fake_gpu_state {
@@ -35,6 +35,11 @@ typedef struct fake_gpu_state {
   int launches, event_records, timed_event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
   int mask_writes, stream_waits, set_device_calls;
   int stream_event_waits; /* stream_wait_event calls: a relaunch ordered after the control stream */
+  int fail_publisher_load; /* the relaunch publisher does not load */
+  int publishes;           /* relaunch publishers enqueued */
+  int launches_at_publish; /* fake_gpu.launches when the last one was */
+  void *last_publish_stream, *last_publish_control;
+  uint32_t last_publish_generation, last_publish_task_count;
   int events_created;
   int nonzero_mask_words; /* yield-mask words written nonzero and not cleared since */
   void *last_wait_stream, *last_wait_word;

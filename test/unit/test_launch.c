@@ -65,6 +65,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(fake_gpu.last.task_count, 4096 * 3 * 2);
     CHECK(fake_gpu.last.grid_param[0] == 4096 && fake_gpu.last.grid_param[1] == 3 && fake_gpu.last.grid_param[2] == 2);
     CHECK_EQ_U64(fake_gpu.last.check_interval, 1); /* every task until the task length is known */
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 0);      /* the first wave publishes completion itself */
     preempt_launch_id launch = preempt_last_launch();
     CHECK(launch != 0);
     CHECK_EQ_U64((uint32_t)launch, fake_gpu.last.generation);
@@ -108,6 +109,14 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(fake_gpu.last.first_param, 1234);
     CHECK_EQ_U64(fake_gpu.last.generation, (uint32_t)launch);
     CHECK(fake_gpu.last.control == control);
+    /* A relaunch counts its tasks for the publisher, enqueued right behind it on its stream. */
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 1);
+    CHECK_EQ_U64(fake_gpu.publishes, 1);
+    CHECK_EQ_U64(fake_gpu.launches_at_publish, fake_gpu.launches);
+    CHECK(fake_gpu.last_publish_stream == fake_gpu.last.stream);
+    CHECK(fake_gpu.last_publish_control == control);
+    CHECK_EQ_U64(fake_gpu.last_publish_generation, (uint32_t)launch);
+    CHECK_EQ_U64(fake_gpu.last_publish_task_count, 4096 * 3 * 2);
 
     /* Spatial eviction of SMs 3 and 40 of a started launch: only those bits;
      * the resume relaunches at once, refilling two SMs at the kernel's occupancy. */
@@ -126,6 +135,8 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
     CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
     CHECK_EQ_U64(fake_gpu.last.grid.x, 2 * 8);
+    CHECK_EQ_U64(fake_gpu.publishes, 2);
+    CHECK_EQ_U64(fake_gpu.launches_at_publish, fake_gpu.launches);
 
     /* Once every event has fired, the launch is finished: nothing to evict. */
     fake_gpu.events_pending = 0;
@@ -354,6 +365,24 @@ int main(int argc, char **argv) {
     CHECK(preempt_query(preempt_last_launch(), NULL) == PREEMPT_ERROR_INVALID_ARGUMENT);
   }
   preempt_shutdown();
+  /* Without the relaunch publisher a relaunch could never complete: launches run, evictions are refused
+   * with a message, and nothing is held. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z9nopublishPf", 1);
+    long long value = 3;
+    void *args[] = {&value};
+    fake_gpu.expected_params = 1;
+    fake_gpu.fail_publisher_load = 1;
+    fake_gpu.events_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){512, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0, NULL), 0);
+    CHECK(strstr(preempt_last_error(), "relaunch publisher") != NULL); /* said when the device was set up */
+    CHECK_EQ_U64(preempt_evict(preempt_last_launch(), NULL), PREEMPT_ERROR_UNSUPPORTED);
+    CHECK(strstr(preempt_last_error(), "relaunch publisher failed to load") != NULL);
+    CHECK_EQ_U64(fake_gpu.mask_writes, 0);
+    fake_gpu.events_pending = 0;
+  }
+
   /* Launches while the sample is in flight, or after it, record no timed event: only the sampled one does. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {

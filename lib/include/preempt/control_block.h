@@ -10,10 +10,12 @@
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
- * generation and the check interval: the most tasks a CTA takes per fetch,
- * with one yield check per fetch (FLEP §4.1's amortizing factor L). Passing the launch's
- * values by value leaves nothing to copy before a launch or a relaunch. */
-#define PREEMPT_KERNEL_EXTRA_PARAMS 7
+ * generation, the check interval: the most tasks a CTA takes per fetch, with
+ * one yield check per fetch (FLEP §4.1's amortizing factor L), and whether
+ * this grid is a relaunch (1) or the launch's first wave (0). Passing the
+ * launch's values by value leaves nothing to copy before a launch or a
+ * relaunch. */
+#define PREEMPT_KERNEL_EXTRA_PARAMS 8
 
 /* Control-block words the runtime may address (byte offsets, for stream
  * memory operations). */
@@ -33,11 +35,22 @@
  * installation, whose contention cost 2.7-4 us per launch on the H100
  * (bench/preemption/overhead_parts.cu). */
 #define PREEMPT_CONTROL_LANES 2
+/* On NVIDIA, a relaunch's CTAs count their tasks in relaunch_word, and the
+ * runtime's publisher kernel, enqueued after the relaunch on the same stream,
+ * moves that count into done_word once the relaunch has ended (and with it
+ * every write of its tasks), publishing done_generation if it completes the
+ * launch. So no converted kernel needs a fence: ptxas turns an atomic whose
+ * result is unused into a reduction (RED) only when no fence follows it, and
+ * ATOMs instead cost float-atomic kernels 40% on the H100
+ * (docs/persistent-threads.md). The first wave needs none either: the
+ * application's stream waits for done_generation after the first wave's
+ * kernel has ended. On AMD, relaunched CTAs fence and count in done_word. */
 typedef struct preempt_control_block {
-  unsigned long long task_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | next task id */
-  unsigned long long done_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | tasks finished */
+  unsigned long long task_word[PREEMPT_CONTROL_LANES];     /* generation << 32 | next task id */
+  unsigned long long done_word[PREEMPT_CONTROL_LANES];     /* generation << 32 | tasks finished */
+  unsigned long long relaunch_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | tasks a relaunch finished */
   unsigned int done_generation;  /* = generation once every task is finished */
-  unsigned int reserved[7];
+  unsigned int reserved[3];
   unsigned int yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* bit s: CTAs on SM s leave at their next check */
 } preempt_control_block;
 
@@ -68,6 +81,7 @@ typedef struct preempt_task_context {
    * it may take (the check interval), the tasks it finished, and the last
    * task it decomposed (the next one in a batch is one step further). */
   unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
+  unsigned int relaunched; /* this grid is a relaunch (the kernel's last parameter) */
   preempt_task_slot slots[2];
 } preempt_task_context;
 

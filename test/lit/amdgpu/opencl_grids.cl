@@ -12,7 +12,7 @@
 // REMARK-DAG: kernel 'uniform_exit' converted to persistent-thread form
 // REMARK-DAG: kernel 'divergent_exit' left unchanged (not preemptible): it reaches a barrier under thread-divergent control flow
 
-// CHECK-LABEL: define {{.*}} amdgpu_kernel void @grid1d(ptr addrspace(1) {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
+// CHECK-LABEL: define {{.*}} amdgpu_kernel void @grid1d(ptr addrspace(1) {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 // CHECK-NOT: llvm.amdgcn.workgroup.id
 // CHECK: preempt.task.end:
 // CHECK-LABEL: define {{.*}} amdgpu_kernel void @grid2d(

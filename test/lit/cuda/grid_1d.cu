@@ -9,7 +9,7 @@
 // REMARK: remark: kernel '_Z3addPKfS0_Pfi' converted to persistent-thread form
 
 // IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 5
-// IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval)
+// IR-LABEL: define {{.*}} ptx_kernel void @_Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 // The first batch of task ids is fetched before the loop, each next one as the task before
 // it starts; ids are tagged with the launch's generation (64-bit word) in the launch's lane
 // of the control block (by the generation's parity). A task start also
@@ -46,24 +46,38 @@
 // IR: preempt.task.end:
 // IR-NEXT: %preempt.local.next = add i32 %preempt.current.task, 1
 // IR-NEXT: br label %preempt.task
-// On the way out: results fenced, the CTA's finished tasks added to the launch's
-// count, and done_generation published when that completes the launch.
+// On the way out, no fence anywhere in the kernel (ptxas would keep the body's atomics
+// ATOMs instead of REDs): a barrier, then a relaunch's CTA counts its tasks in the
+// relaunch word (the runtime's publisher moves them once the relaunch has ended), a
+// first wave's CTA in the completion word, and the one that completes the launch
+// presets the other lane and publishes done_generation.
+// IR-NOT: membar
 // IR: preempt.exit:
-// IR: call void @llvm.nvvm.membar.gl()
+// IR-NOT: membar
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// IR-NOT: membar
 // IR: atomicrmw add ptr {{.*}}, i64 {{.*}} monotonic
-// The CTA that completes the launch presets the other lane for the next generation.
+// IR-NOT: membar
+// IR: atomicrmw add ptr {{.*}}, i64 {{.*}} monotonic
+// IR-NOT: membar
 // IR: store atomic i64 {{.*}} monotonic
 // IR: store atomic i64 {{.*}} monotonic
-// IR: call void @llvm.nvvm.membar.gl()
+// IR: store atomic i64 {{.*}} monotonic
+// IR-NOT: membar
 // IR: store atomic i32 {{.*}}, ptr {{.*}} monotonic
+// IR-NOT: membar
 // IR: ret void
 
 // PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 5;
 // PTX: .entry _Z3addPKfS0_Pfi(
+// PTX-NOT: membar
+// PTX-NOT: fence
 // PTX-NOT: %ctaid.x
 // PTX: atom.global.add.u64
 // PTX-NOT: %ctaid.x
+// PTX-NOT: membar
+// PTX-NOT: fence
+// PTX: ret;
 
 __global__ void add(const float *a, const float *b, float *c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
