@@ -92,6 +92,30 @@ md=$(ls -t "$results"/*.md | head -1)
   timeout -s KILL 60 "$bin/original/persistent_shapes" 2>&1
   echo '```'
   echo
+  echo "## What an eviction's latency is made of (bench/preemption/latency_floor.cu)"
+  echo
+  echo "Host-timed round trips, 80 each, on an idle GPU and with every SM busy; medians (p99) in us."
+  echo
+  timeout -s KILL 60 "$bin/original/latency_floor" > "$work/floor.json" 2> "$work/floor.err" ||
+    { echo "latency_floor failed:"; sed 's/^/    /' "$work/floor.err"; }
+  python3 -c '
+import json, sys
+try:
+    rows = json.load(open(sys.argv[1]))
+except Exception as error:
+    print("(no result: %s)" % error); sys.exit(0)
+print("| round trip | idle GPU | every SM busy |")
+print("|---|---|---|")
+for name, label in (("write_then_event", "stream write + event, host polls the event"),
+                    ("empty_kernel_then_event", "empty kernel + event, host polls the event"),
+                    ("write_seen_by_device_answer_seen_by_host", "stream write seen by a spinning kernel, its answer seen by the host")):
+    cells = []
+    for state in ("idle", "busy"):
+        row = rows.get(state + "_" + name)
+        cells.append("%.1f (%.1f)" % (row["median_us"], row["p99_us"]) if row else "n/a")
+    print("| %s | %s | %s |" % (label, cells[0], cells[1]))
+' "$work/floor.json"
+  echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
   echo
   echo "96 launches per round in the legacy default stream, median of 11 rounds per variant; 'bare' launches the"
