@@ -1,4 +1,4 @@
-/* gpu_table.c: one scheduler state, policy and set of kernel models per GPU UUID.
+/* gpu_table.c: one scheduler state, policy and table of kernel models (kernel_models.c) per GPU UUID.
  * FLEP §4.2 (per-kernel duration models, measured eviction cost), §5 (a policy per GPU, switchable). */
 #include "preemptd.h"
 
@@ -56,11 +56,11 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_
   preemptd_gpu *gpu = &ctx->gpus[ctx->gpu_count];
   memset(gpu, 0, sizeof *gpu);
   gpu->sched = malloc(sizeof *gpu->sched);
-  gpu->models = calloc(PREEMPTD_MODELS_PER_GPU, sizeof *gpu->models);
-  if (!gpu->sched || !gpu->models ||
+  bool models = preemptd_models_init(&gpu->models) == PREEMPT_DAEMON_OK;
+  if (!gpu->sched || !models ||
       preempt_sched_state_init(gpu->sched, reported->sm_count, &ctx->params) != PREEMPT_SCHED_OK) {
     free(gpu->sched);
-    free(gpu->models);
+    preemptd_models_free(&gpu->models);
     memset(gpu, 0, sizeof *gpu);
     return PREEMPT_DAEMON_SYSTEM;
   }
@@ -80,73 +80,9 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_
 void preemptd_gpus_free(preemptd_context *ctx) {
   for (uint32_t i = 0; i < ctx->gpu_count; i++) {
     free(ctx->gpus[i].sched);
-    free(ctx->gpus[i].models);
+    preemptd_models_free(&ctx->gpus[i].models);
   }
   ctx->gpu_count = 0;
-}
-
-/* The model of a kernel; a new one replaces the least recently used when the table is full (a
- * node that ran 256 other kernels since has forgotten the oldest, which only makes it cautious). */
-static preemptd_kernel_model *model_for(preemptd_gpu *gpu, uint64_t key, bool create) {
-  preemptd_kernel_model *oldest = NULL;
-  for (uint32_t i = 0; i < gpu->model_count; i++) {
-    if (gpu->models[i].key == key) {
-      gpu->models[i].last_used = ++gpu->model_clock;
-      return &gpu->models[i];
-    }
-    if (!oldest || gpu->models[i].last_used < oldest->last_used)
-      oldest = &gpu->models[i];
-  }
-  if (!create)
-    return NULL;
-  preemptd_kernel_model *model =
-      gpu->model_count < PREEMPTD_MODELS_PER_GPU ? &gpu->models[gpu->model_count++] : oldest;
-  memset(model, 0, sizeof *model);
-  model->key = key;
-  model->last_used = ++gpu->model_clock;
-  if (preempt_duration_model_init(&model->duration, PREEMPTD_DURATION_L2) != PREEMPT_SCHED_OK)
-    return NULL;
-  preempt_eviction_cost_init(&model->eviction);
-  return model;
-}
-
-preempt_daemon_status preemptd_predict(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
-                                       double *duration_us, double *eviction_cost_us) {
-  *duration_us = PREEMPTD_UNKNOWN_DURATION_US;
-  *eviction_cost_us = PREEMPTD_DEFAULT_EVICTION_COST_US;
-  preemptd_kernel_model *model = model_for(gpu, key, false);
-  if (!model)
-    return PREEMPT_DAEMON_OK;
-  preempt_usec predicted = 0;
-  preempt_sched_status status = preempt_duration_model_predict(&model->duration, features, &predicted);
-  if (status == PREEMPT_SCHED_OK)
-    *duration_us = predicted;
-  else if (status != PREEMPT_SCHED_NO_DATA)
-    return PREEMPT_DAEMON_MALFORMED; /* features the model refuses (negative, not finite) */
-  /* The whole kernel's cost: what HPF and FFS compare against (they scale it for partial evictions). */
-  preempt_usec cost = 0;
-  if (preempt_eviction_cost_estimate(&model->eviction, 1, 1, &cost) == PREEMPT_SCHED_OK)
-    *eviction_cost_us = cost;
-  return PREEMPT_DAEMON_OK;
-}
-
-preempt_daemon_status preemptd_learn_duration(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
-                                              double ran_us) {
-  preemptd_kernel_model *model = model_for(gpu, key, true);
-  if (!model)
-    return PREEMPT_DAEMON_SYSTEM;
-  return preempt_duration_model_add(&model->duration, features, ran_us) == PREEMPT_SCHED_OK ? PREEMPT_DAEMON_OK
-                                                                                            : PREEMPT_DAEMON_MALFORMED;
-}
-
-preempt_daemon_status preemptd_learn_eviction(preemptd_gpu *gpu, uint64_t key, double cost_us, uint32_t sms_evicted,
-                                              uint32_t sms_held) {
-  preemptd_kernel_model *model = model_for(gpu, key, true);
-  if (!model)
-    return PREEMPT_DAEMON_SYSTEM;
-  return preempt_eviction_cost_add(&model->eviction, cost_us, sms_evicted, sms_held) == PREEMPT_SCHED_OK
-             ? PREEMPT_DAEMON_OK
-             : PREEMPT_DAEMON_MALFORMED;
 }
 
 preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t index, const preempt_sched_policy *policy) {

@@ -17,7 +17,8 @@
 #define PREEMPTD_MAX_CONNECTIONS 128
 /* Distinct GPUs: the LISTING carries at most this many. */
 #define PREEMPTD_MAX_GPUS PREEMPT_DAEMON_MAX_GPUS
-/* Kernel models (duration, eviction cost) kept per GPU; the least recently used is replaced. */
+/* Kernel models (duration, eviction cost) kept per GPU, one per (user, kernel); a full table replaces the least
+ * recently used model of the user holding the most, so no user pushes another below an equal share. */
 #define PREEMPTD_MODELS_PER_GPU 256
 /* Before a kernel's first measured run: long, so an unknown kernel never looks short (docs/daemon.md). */
 #define PREEMPTD_UNKNOWN_DURATION_US 1e6
@@ -72,12 +73,23 @@ typedef struct preemptd_client {
   preemptd_stub_record stubs[PREEMPT_STUBS_PER_CLIENT];
 } preemptd_client;
 
+/* One user's model of one kernel on one GPU: trained only by that user's clients (uid from SO_PEERCRED), so
+ * the run and eviction times one user's clients report never reach another user's predictions. */
 typedef struct preemptd_kernel_model {
+  uid_t uid;                     /* the user whose clients train it */
   uint64_t key;                  /* kernel_key (FNV-1a of the name) */
   uint64_t last_used;
   preempt_duration_model duration;
   preempt_eviction_cost_model eviction;
 } preemptd_kernel_model;
+
+/* A GPU's models, at most PREEMPTD_MODELS_PER_GPU; a new one in a full table replaces the least recently used
+ * model of the user holding the most (kernel_models.c). */
+typedef struct preemptd_model_table {
+  uint32_t count;
+  uint64_t clock;                /* last_used stamps */
+  preemptd_kernel_model *models; /* PREEMPTD_MODELS_PER_GPU, malloc'd */
+} preemptd_model_table;
 
 typedef struct preemptd_gpu {
   uint8_t uuid[16];
@@ -86,9 +98,7 @@ typedef struct preemptd_gpu {
   preempt_sched_state *sched;    /* malloc'd: 40 KB, one per GPU */
   preempt_usec timer_at;         /* the policy's next TIMER, daemon microseconds; 0: none */
   uint64_t decisions, evictions;
-  uint32_t model_count;
-  uint64_t model_clock;
-  preemptd_kernel_model *models; /* PREEMPTD_MODELS_PER_GPU, malloc'd */
+  preemptd_model_table models;
 } preemptd_gpu;
 
 /* Everything the daemon has. Fields above `lock` are set before the threads start and only read after;
@@ -153,15 +163,23 @@ preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const pre
                                           const char **why);
 preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *gpu, uint32_t *index);
 void preemptd_gpus_free(preemptd_context *ctx);
-/* T_e and the whole-kernel eviction cost for a launch (FLEP §4.2), from the (GPU, kernel) models. */
-preempt_daemon_status preemptd_predict(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
-                                       double *duration_us, double *eviction_cost_us);
-preempt_daemon_status preemptd_learn_duration(preemptd_gpu *gpu, uint64_t key, const preempt_kernel_features *features,
-                                              double ran_us);
-preempt_daemon_status preemptd_learn_eviction(preemptd_gpu *gpu, uint64_t key, double cost_us, uint32_t sms_evicted,
-                                              uint32_t sms_held);
 /* Switches a GPU's policy: kernels stay, the policy's bookkeeping restarts, the new policy decides at once. */
 preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t gpu, const preempt_sched_policy *policy);
+
+/* ---- kernel models (kernel_models.c) */
+preempt_daemon_status preemptd_models_init(preemptd_model_table *table);
+void preemptd_models_free(preemptd_model_table *table);
+/* T_e and the whole-kernel eviction cost for a launch of the user `uid` (FLEP §4.2), from that user's model of
+ * the kernel on this GPU; the defaults (PREEMPTD_UNKNOWN_DURATION_US, PREEMPTD_DEFAULT_EVICTION_COST_US) without
+ * one. MALFORMED: features the model refuses. */
+preempt_daemon_status preemptd_predict(preemptd_model_table *table, uid_t uid, uint64_t key,
+                                       const preempt_kernel_features *features, double *duration_us,
+                                       double *eviction_cost_us);
+/* A measured run or eviction of a launch by the user `uid`: trains that user's model only. */
+preempt_daemon_status preemptd_learn_duration(preemptd_model_table *table, uid_t uid, uint64_t key,
+                                              const preempt_kernel_features *features, double ran_us);
+preempt_daemon_status preemptd_learn_eviction(preemptd_model_table *table, uid_t uid, uint64_t key, double cost_us,
+                                              uint32_t sms_evicted, uint32_t sms_held);
 
 /* ---- decisions (decisions.c) */
 /* Moves the GPU's scheduler clock to now (FLEP §5.1's T_r, T_w). Call before changing its state. */

@@ -63,7 +63,9 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   preempt_kernel_features features;
   features_of(copy, &features);
   double predicted = 0, cost = 0;
-  if (preemptd_predict(gpu, copy->kernel_key, &features, &predicted, &cost) != PREEMPT_DAEMON_OK) {
+  /* The user's own model: another user's clients cannot make this launch look long or short (docs/daemon.md). */
+  if (preemptd_predict(&gpu->models, client->uid, copy->kernel_key, &features, &predicted, &cost) !=
+      PREEMPT_DAEMON_OK) {
     snprintf(why, why_bytes, "stub %u: launch features out of range", index);
     return PREEMPT_DAEMON_MALFORMED;
   }
@@ -168,8 +170,8 @@ static preempt_daemon_status eviction_done(preemptd_context *ctx, preemptd_clien
     if (copy->last_eviction_ns > 0 && copy->last_eviction_ns <= PREEMPTD_MAX_EVICTION_NS && record->evict_sms > 0 &&
         record->evict_sms <= record->evict_held) {
       evict_us = (double)copy->last_eviction_ns / 1e3;
-      if (preemptd_learn_eviction(gpu, record->kernel_key, evict_us, record->evict_sms, record->evict_held) !=
-          PREEMPT_DAEMON_OK)
+      if (preemptd_learn_eviction(&gpu->models, client->uid, record->kernel_key, evict_us, record->evict_sms,
+                                  record->evict_held) != PREEMPT_DAEMON_OK)
         preemptd_log(ctx, "eviction sample dropped kernel=%u", record->kernel_id);
     }
   }
@@ -182,7 +184,7 @@ static preempt_daemon_status eviction_done(preemptd_context *ctx, preemptd_clien
   return preemptd_gpu_decide(ctx, record->gpu, PREEMPT_EVENT_EVICTION_DONE, kernel_id);
 }
 
-/* -> DONE: the launch finished. Its running time trains the kernel's duration model. */
+/* -> DONE: the launch finished. Its running time trains the duration model of the kernel for the client's user. */
 static preempt_daemon_status completion(preemptd_context *ctx, preemptd_client *client, uint32_t index) {
   preemptd_stub_record *record = &client->stubs[index];
   uint32_t gpu_index = record->gpu, kernel_id = record->kernel_id;
@@ -192,7 +194,8 @@ static preempt_daemon_status completion(preemptd_context *ctx, preemptd_client *
     return status;
   stop_running_clock(ctx, record);
   if (record->ran_us > 0 &&
-      preemptd_learn_duration(gpu, record->kernel_key, &record->features, record->ran_us) != PREEMPT_DAEMON_OK)
+      preemptd_learn_duration(&gpu->models, client->uid, record->kernel_key, &record->features, record->ran_us) !=
+          PREEMPT_DAEMON_OK)
     preemptd_log(ctx, "duration sample dropped kernel=%u", kernel_id);
   if (preempt_sched_complete(gpu->sched, kernel_id) != PREEMPT_SCHED_OK)
     return PREEMPT_DAEMON_SYSTEM;

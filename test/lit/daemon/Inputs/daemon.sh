@@ -82,3 +82,14 @@ wait_for_file() {
   echo "timed out waiting for $1" >&2
   exit 1
 }
+
+# Waits up to 5 s for a line of the decision log (a fixed string): orders the test after what the daemon has seen,
+# also for clients run as nobody, which cannot touch files in the work directory.
+wait_for_log() {
+  for _ in $(seq 1000); do
+    grep -q -F -- "$1" "$LOG" && return 0
+    sleep 0.005
+  done
+  echo "timed out waiting for \"$1\" in the decision log" >&2
+  exit 1
+}
