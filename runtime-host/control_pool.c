@@ -2,34 +2,48 @@
  * FLEP §4.1: each launch's task counter must be its own until every CTA of it has left. */
 #include "control_pool.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int create_events(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
-  int status = gpu->event_create(&record->wave_done_event, 0);
-  if (status == 0)
-    status = gpu->event_create(&record->done_event, 0);
-  if (status == 0)
-    status = gpu->event_create(&record->resume_event, 1); /* timed: ends a held launch's sample */
-  if (status == 0)
-    status = gpu->event_create(&record->ready_event, 0);
-  if (status == 0)
-    status = gpu->event_create(&record->relaunch_start_event, 1); /* timed: samples a held launch */
-  if (status == 0)
-    status = gpu->event_create(&record->sample_start_event, 1); /* timed: samples a launch's first wave */
-  if (status == 0)
-    status = gpu->event_create(&record->sample_end_event, 1);
-  if (status != 0) {
-    /* All or none: a slot is known to have its events by its first one. */
-    void **events[] = {&record->wave_done_event,      &record->done_event,         &record->resume_event,
-                       &record->ready_event,          &record->relaunch_start_event, &record->sample_start_event,
-                       &record->sample_end_event};
-    for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
-      if (*events[index]) {
-        gpu->event_destroy(*events[index]);
-        *events[index] = NULL;
-      }
+/* Every event of a record, and whether it is timed: one list for creating
+ * and destroying them alike. Timed only where a launch is sampled (a timed
+ * record costs the stream ~1.4 us on the H100, control_pool.h). */
+static const struct {
+  size_t offset;
+  int timed;
+} record_events[] = {
+    {offsetof(preempt_launch_record, wave_done_event), 0},
+    {offsetof(preempt_launch_record, done_event), 0},
+    {offsetof(preempt_launch_record, resume_event), 1}, /* ends a held launch's sample */
+    {offsetof(preempt_launch_record, ready_event), 0},
+    {offsetof(preempt_launch_record, relaunch_start_event), 1}, /* starts a held launch's sample */
+    {offsetof(preempt_launch_record, sample_start_event), 1},   /* a first wave's sample */
+    {offsetof(preempt_launch_record, sample_end_event), 1},
+};
+#define RECORD_EVENTS (sizeof record_events / sizeof record_events[0])
+
+static void **record_event(preempt_launch_record *record, size_t index) {
+  return (void **)((char *)record + record_events[index].offset);
+}
+
+static void destroy_events(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
+  for (size_t index = 0; index < RECORD_EVENTS; index++) {
+    void **event = record_event(record, index);
+    if (*event) {
+      gpu->event_destroy(*event);
+      *event = NULL;
+    }
   }
+}
+
+/* All or none: a slot is known to have its events by its first one. */
+static int create_events(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
+  int status = 0;
+  for (size_t index = 0; status == 0 && index < RECORD_EVENTS; index++)
+    status = gpu->event_create(record_event(record, index), record_events[index].timed);
+  if (status != 0)
+    destroy_events(record, gpu);
   return status;
 }
 
@@ -59,12 +73,7 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
       if (record->resumed)
         gpu->event_synchronize(record->resume_event);
     }
-    void *events[] = {record->wave_done_event,      record->done_event,         record->resume_event,
-                      record->ready_event,          record->relaunch_start_event, record->sample_start_event,
-                      record->sample_end_event};
-    for (size_t index = 0; index < sizeof events / sizeof events[0]; index++)
-      if (events[index])
-        gpu->event_destroy(events[index]);
+    destroy_events(record, gpu);
     free(record->values);
     free(record->params);
   }

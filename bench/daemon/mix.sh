@@ -207,6 +207,21 @@ stop_daemon() {
   daemon_pid=""
 }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+# stop_run RUN DIR: stops the run's daemon and keeps its decision log (LOG_DIR).
+stop_run() {
+  stop_daemon
+  [ -n "$logs" ] && [ -f "$2/daemon.log" ] && cp "$2/daemon.log" "$logs/mix_$1.log"
+  return 0
+}
+# report_run RUN KIND DIR TAG_JSON FAILED BEGAN SPEC...: assembles the run's JSON line (assemble.py KIND), emits it.
+report_run() {
+  local run=$1 kind=$2 dir=$3 tag=$4 failed=$5 began=$6 line
+  shift 6
+  line=$(python3 "$work/assemble.py" "$kind" "$dir" "${tag%\}}, \"wall_ms\": $(ms_since "$began")}" "$failed" "$@") ||
+    line="{\"run\": \"$run\", \"failed\": \"mix.sh could not assemble the results\"}"
+  emit "$line"
+  echo "mix.sh: $run: $(ms_since "$began") ms${failed:+, failed: $failed}" >&2
+}
 
 # run_group RUN TAG_JSON BUILD POLICY(none|hpf|piv|dprr) SPEC...: SPEC = NAME:RUN_US:DELAY_US:PRIORITY. Starts one
 # mix_bench per SPEC, waits until every one has warmed up, writes the start file (T0 = now + 200 ms), waits for all,
@@ -253,17 +268,12 @@ run_group() {
     done
     running=()
   fi
-  stop_daemon
-  [ -n "$logs" ] && [ -f "$dir/daemon.log" ] && cp "$dir/daemon.log" "$logs/mix_$run.log"
+  stop_run "$run" "$dir"
   grep -v "^preemptd: listening on" "$dir/daemon.err" 2>/dev/null | head -5 | sed "s/^/mix.sh: $run: /" >&2
   for k in $(seq 0 $((index - 1))); do
     [ -s "$dir/$k.err" ] && { echo "mix.sh: $run, ${specs_run[$k]%%:*} said:" >&2; head -3 "$dir/$k.err" >&2; }
   done
-  local line
-  line=$(python3 "$work/assemble.py" mix "$dir" "${tag%\}}, \"run\": \"$run\", \"build\": \"$build\", \"policy\": \"$policy\", \"wall_ms\": $(ms_since "$began")}" "$failed" "$@") ||
-    line="{\"run\": \"$run\", \"failed\": \"mix.sh could not assemble the results\"}"
-  emit "$line"
-  echo "mix.sh: $run: $(ms_since "$began") ms${failed:+, failed: $failed}" >&2
+  report_run "$run" mix "$dir" "${tag%\}}, \"run\": \"$run\", \"build\": \"$build\", \"policy\": \"$policy\"}" "$failed" "$began" "$@"
 }
 
 # run_alone RUN BUILD POLICY SPEC...: one process runs every SPEC's kernel alone, 5 times each, back to back.
@@ -291,14 +301,9 @@ run_alone() {
       cp "$dir/all.json" "$dir/$k.json" 2>/dev/null; echo $rc > "$dir/$k.rc"; cp "$dir/all.err" "$dir/$k.err"; k=$((k + 1))
     done
   fi
-  stop_daemon
-  [ -n "$logs" ] && [ -f "$dir/daemon.log" ] && cp "$dir/daemon.log" "$logs/mix_$run.log"
+  stop_run "$run" "$dir"
   [ -s "$dir/all.err" ] && { echo "mix.sh: $run said:" >&2; head -3 "$dir/all.err" >&2; }
-  local line
-  line=$(python3 "$work/assemble.py" alone "$dir" "{\"scenario\": \"standalone\", \"run\": \"$run\", \"build\": \"$build\", \"policy\": \"$policy\", \"wall_ms\": $(ms_since "$began")}" "$failed" "$@") ||
-    line="{\"run\": \"$run\", \"failed\": \"mix.sh could not assemble the results\"}"
-  emit "$line"
-  echo "mix.sh: $run: $(ms_since "$began") ms${failed:+, failed: $failed}" >&2
+  report_run "$run" alone "$dir" "{\"scenario\": \"standalone\", \"run\": \"$run\", \"build\": \"$build\", \"policy\": \"$policy\"}" "$failed" "$began" "$@"
 }
 
 # specs SCHEME: the 11 programs' SPECs with that priority column.

@@ -121,14 +121,8 @@ static int run_mix(double run_us, const char *start_file, const char *out_path, 
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   warm_up(out, blocks, stream);
-  if (ready_file) {
-    FILE *ready = std::fopen(ready_file, "w");
-    if (!ready) {
-      std::perror(ready_file);
-      return 2;
-    }
-    std::fclose(ready);
-  }
+  if (ready_file && !touch_file(ready_file))
+    return 2;
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   struct stat info;
   double waiting = now_us();

@@ -21,6 +21,30 @@
     }                                                                                              \
   } while (0)
 
+// A driver function the runtime API does not wrap (CUDA 12.4's ABI), e.g.
+// cuStreamWaitValue32; exits when the driver lacks it.
+template <class Function> static Function driver_function(const char *name) {
+  void *function = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  CHECK_CUDA(cudaGetDriverEntryPointByVersion(name, &function, 12040, cudaEnableDefault, &found));
+  if (!function || found != cudaDriverEntryPointSuccess) {
+    std::fprintf(stderr, "%s: no %s in the driver\n", program_invocation_short_name, name);
+    std::exit(1);
+  }
+  return reinterpret_cast<Function>(function);
+}
+
+// Creates an empty file, the processes' "I am ready" signal to the scripts; says why when it cannot.
+static bool touch_file(const char *path) {
+  FILE *file = std::fopen(path, "w");
+  if (!file) {
+    std::perror(path);
+    return false;
+  }
+  std::fclose(file);
+  return true;
+}
+
 using Clock = std::chrono::steady_clock;
 static double since_us(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();

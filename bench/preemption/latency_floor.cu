@@ -44,14 +44,7 @@ __global__ void busy_kernel(unsigned *sink, unsigned iterations) {
 }
 
 int main() {
-  write_value_fn write_value = nullptr;
-  cudaDriverEntryPointQueryResult found;
-  CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", (void **)&write_value, 12040,
-                                              cudaEnableDefault, &found));
-  if (!write_value || found != cudaDriverEntryPointSuccess) {
-    std::fprintf(stderr, "latency_floor: no cuStreamWriteValue32\n");
-    return 1;
-  }
+  auto write_value = driver_function<write_value_fn>("cuStreamWriteValue32");
   int lowest = 0, highest = 0;
   CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
   cudaStream_t urgent, spinner, busy;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_kernels.cuh"
 #include "preempt/control_block.h"
 
 extern "C" void *parts_original_stream_add(void);
@@ -39,16 +40,6 @@ extern "C" cudaError_t parts_runtime_stream_add(unsigned grid, unsigned block, c
                                                 float *c, size_t n);
 extern "C" cudaError_t parts_runtime_shared_histogram(unsigned grid, unsigned block, const float *v,
                                                       float *block_bins, int per_thread);
-
-#define CHECK(call)                                                                                        \
-  do {                                                                                                     \
-    cudaError_t status_ = (call);                                                                          \
-    if (status_ != cudaSuccess) {                                                                          \
-      std::fprintf(stderr, "overhead_parts: %s failed at line %d: %s\n", #call, __LINE__,                 \
-                   cudaGetErrorString(status_));                                                           \
-      std::exit(2);                                                                                        \
-    }                                                                                                      \
-  } while (0)
 
 typedef CUresult (*wait_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
@@ -86,9 +77,9 @@ struct Kernel {
 
 unsigned resident_ctas(void *handle, unsigned block, unsigned ctas_per_sm) {
   int per_sm = 0, device = 0, sms = 0;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, handle, block, 0));
-  CHECK(cudaGetDevice(&device));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, handle, block, 0));
+  CHECK_CUDA(cudaGetDevice(&device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (ctas_per_sm && ctas_per_sm < (unsigned)per_sm)
     per_sm = ctas_per_sm;
   return (unsigned)(per_sm * sms);
@@ -97,7 +88,7 @@ unsigned resident_ctas(void *handle, unsigned block, unsigned ctas_per_sm) {
 void launch_converted(const Kernel &kernel, const Pieces &pieces, unsigned ctas) {
   unsigned task_count = kernel.grid, grid_y = 1, grid_z = 1;
   if (pieces.reset)
-    CHECK(cudaMemsetAsync(control, 0, offsetof(preempt_control_block, done_generation), 0));
+    CHECK_CUDA(cudaMemsetAsync(control, 0, offsetof(preempt_control_block, done_generation), 0));
   generation = pieces.same_generation ? 0 : generation + 1 ? generation + 1 : 1;
   unsigned interval = pieces.check_interval;
   std::vector<void *> args = kernel.args;
@@ -107,23 +98,23 @@ void launch_converted(const Kernel &kernel, const Pieces &pieces, unsigned ctas)
                                               &interval, &first_wave};
   args.insert(args.end(), extra, extra + PREEMPT_KERNEL_EXTRA_PARAMS);
   if (pieces.events)
-    CHECK(cudaEventRecord(marks[0], 0));
+    CHECK_CUDA(cudaEventRecord(marks[0], 0));
   if (pieces.untimed_events >= 3)
-    CHECK(cudaEventRecord(untimed_marks[0], 0));
-  CHECK(cudaLaunchKernel(kernel.converted, dim3(ctas), dim3(kernel.block), args.data(), 0, 0));
+    CHECK_CUDA(cudaEventRecord(untimed_marks[0], 0));
+  CHECK_CUDA(cudaLaunchKernel(kernel.converted, dim3(ctas), dim3(kernel.block), args.data(), 0, 0));
   if (pieces.events)
-    CHECK(cudaEventRecord(marks[1], 0));
+    CHECK_CUDA(cudaEventRecord(marks[1], 0));
   if (pieces.untimed_events >= 2)
-    CHECK(cudaEventRecord(untimed_marks[1], 0));
+    CHECK_CUDA(cudaEventRecord(untimed_marks[1], 0));
   if (pieces.wait && wait_value(0, (CUdeviceptr)&control->done_generation, generation, CU_STREAM_WAIT_VALUE_EQ) !=
                          CUDA_SUCCESS) {
     std::fprintf(stderr, "overhead_parts: cuStreamWaitValue32 failed\n");
     std::exit(2);
   }
   if (pieces.events)
-    CHECK(cudaEventRecord(marks[2], 0));
+    CHECK_CUDA(cudaEventRecord(marks[2], 0));
   if (pieces.untimed_events >= 1)
-    CHECK(cudaEventRecord(untimed_marks[2], 0));
+    CHECK_CUDA(cudaEventRecord(untimed_marks[2], 0));
 }
 
 // Median, min and max microseconds per launch over the rounds; checks the
@@ -133,40 +124,40 @@ void measure(const Kernel &kernel, const char *variant, const std::function<void
   if ((only_kernel && std::strcmp(only_kernel, kernel.name)) || (only_variant && std::strcmp(only_variant, variant)))
     return;
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
   launch_one(); /* warm-up: first-launch costs (module load, runtime sampling) */
-  CHECK(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<double> per_launch;
   for (int round = 0; round < rounds; round++) {
-    CHECK(cudaEventRecord(start, 0));
+    CHECK_CUDA(cudaEventRecord(start, 0));
     for (int index = 0; index < kLaunches; index++)
       launch_one();
-    CHECK(cudaEventRecord(stop, 0));
-    CHECK(cudaEventSynchronize(stop));
+    CHECK_CUDA(cudaEventRecord(stop, 0));
+    CHECK_CUDA(cudaEventSynchronize(stop));
     float milliseconds = 0;
-    CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
+    CHECK_CUDA(cudaEventElapsedTime(&milliseconds, start, stop));
     per_launch.push_back(milliseconds * 1000.0 / kLaunches);
   }
-  CHECK(cudaGetLastError());
+  CHECK_CUDA(cudaGetLastError());
   kernel.clear();
   launch_one();
-  CHECK(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaDeviceSynchronize());
   double difference = kernel.check();
-  std::sort(per_launch.begin(), per_launch.end());
+  Stats per_launch_stats = stats(per_launch);
   std::printf("{\"kernel\": \"%s\", \"variant\": \"%s\"%s, \"us_per_launch\": %.2f, \"min\": %.2f, \"max\": %.2f, "
               "\"rounds\": %d, \"launches\": %d, \"max_rel_diff\": %.3g, \"correct\": %s}\n",
-              kernel.name, variant, detail.c_str(), per_launch[per_launch.size() / 2], per_launch.front(),
-              per_launch.back(), rounds, kLaunches, difference, difference <= 1e-5 ? "true" : "false");
+              kernel.name, variant, detail.c_str(), per_launch_stats.median, per_launch_stats.min,
+              per_launch_stats.max, rounds, kLaunches, difference, difference <= 1e-5 ? "true" : "false");
   std::fflush(stdout);
-  CHECK(cudaEventDestroy(start));
-  CHECK(cudaEventDestroy(stop));
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
 }
 
 // Float sums (atomics: any order) against a double-precision reference.
 double largest_relative_difference(const float *device_values, const std::vector<double> &want) {
   std::vector<float> out(want.size());
-  CHECK(cudaMemcpy(out.data(), device_values, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(out.data(), device_values, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
   double worst = 0;
   for (size_t k = 0; k < out.size(); k++) {
     double difference = std::fabs(out[k] - want[k]) / std::max(1.0, std::fabs(want[k]));
@@ -178,10 +169,10 @@ double largest_relative_difference(const float *device_values, const std::vector
 
 void run_variants(const Kernel &kernel) {
   measure(kernel, "original", [&] {
-    CHECK(cudaLaunchKernel(kernel.original, dim3(kernel.grid), dim3(kernel.block),
+    CHECK_CUDA(cudaLaunchKernel(kernel.original, dim3(kernel.grid), dim3(kernel.block),
                            const_cast<void **>(kernel.args.data()), 0, 0));
   });
-  measure(kernel, "runtime", [&] { CHECK(kernel.through_runtime()); });
+  measure(kernel, "runtime", [&] { CHECK_CUDA(kernel.through_runtime()); });
   unsigned full = resident_ctas(kernel.converted, kernel.block, 0);
   auto bare = [&](const char *variant, Pieces pieces) {
     unsigned ctas = std::min(resident_ctas(kernel.converted, kernel.block, pieces.ctas_per_sm), kernel.grid);
@@ -234,20 +225,14 @@ int main(int argc, char **argv) {
     only_variant = argv[2];
   if (argc > 3)
     rounds = std::atoi(argv[3]) > 0 ? std::atoi(argv[3]) : kRounds;
-  cudaDriverEntryPointQueryResult found;
-  CHECK(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", (void **)&wait_value, 12040, cudaEnableDefault,
-                                         &found));
-  if (!wait_value || found != cudaDriverEntryPointSuccess) {
-    std::fprintf(stderr, "overhead_parts: no cuStreamWaitValue32\n");
-    return 1;
-  }
-  CHECK(cudaMalloc(&control, sizeof *control));
-  CHECK(cudaMemset(control, 0, sizeof *control));
-  CHECK(cudaEventCreate(&marks[0]));
-  CHECK(cudaEventCreate(&marks[1]));
-  CHECK(cudaEventCreateWithFlags(&marks[2], cudaEventDisableTiming));
+  wait_value = driver_function<wait_value_fn>("cuStreamWaitValue32");
+  CHECK_CUDA(cudaMalloc(&control, sizeof *control));
+  CHECK_CUDA(cudaMemset(control, 0, sizeof *control));
+  CHECK_CUDA(cudaEventCreate(&marks[0]));
+  CHECK_CUDA(cudaEventCreate(&marks[1]));
+  CHECK_CUDA(cudaEventCreateWithFlags(&marks[2], cudaEventDisableTiming));
   for (cudaEvent_t &mark : untimed_marks)
-    CHECK(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming));
+    CHECK_CUDA(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming));
 
   for (int log2 : {23, 25}) {
     size_t n = (size_t(1) << log2) + 333;
@@ -257,19 +242,19 @@ int main(int argc, char **argv) {
       host_b[i] = (float)(i % 77) * 0.25f;
     }
     float *a, *b, *c;
-    CHECK(cudaMalloc(&a, n * sizeof(float)));
-    CHECK(cudaMalloc(&b, n * sizeof(float)));
-    CHECK(cudaMalloc(&c, n * sizeof(float)));
-    CHECK(cudaMemcpy(a, host_a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(b, host_b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMalloc(&a, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&b, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&c, n * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(a, host_a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b, host_b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     std::string name = "stream_add_2e" + std::to_string(log2);
     Kernel kernel{name.c_str(), parts_original_stream_add(), parts_converted_stream_add(),
                   (unsigned)((n + 255) / 256), 256, {&a, &b, &c, &n}, {}, {}, {}};
     kernel.through_runtime = [&] { return parts_runtime_stream_add(kernel.grid, 256, a, b, c, n); };
-    kernel.clear = [&] { CHECK(cudaMemset(c, 0, n * sizeof(float))); };
+    kernel.clear = [&] { CHECK_CUDA(cudaMemset(c, 0, n * sizeof(float))); };
     kernel.check = [&] {
       std::vector<float> out(n);
-      CHECK(cudaMemcpy(out.data(), c, n * sizeof(float), cudaMemcpyDeviceToHost));
+      CHECK_CUDA(cudaMemcpy(out.data(), c, n * sizeof(float), cudaMemcpyDeviceToHost));
       double worst = 0;
       for (size_t i = 0; i < n; i++)
         if (out[i] != host_a[i] + host_b[i])
@@ -277,9 +262,9 @@ int main(int argc, char **argv) {
       return worst;
     };
     run_variants(kernel);
-    CHECK(cudaFree(a));
-    CHECK(cudaFree(b));
-    CHECK(cudaFree(c));
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(b));
+    CHECK_CUDA(cudaFree(c));
   }
 
   {
@@ -291,9 +276,9 @@ int main(int argc, char **argv) {
       host_v[i] = 1.0f + (float)(i % 4096) / 4096.0f;
     float *v, *bins;
     size_t bin_count = (size_t)blocks * 256;
-    CHECK(cudaMalloc(&v, n * sizeof(float)));
-    CHECK(cudaMalloc(&bins, bin_count * sizeof(float)));
-    CHECK(cudaMemcpy(v, host_v.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMalloc(&v, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&bins, bin_count * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(v, host_v.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     std::vector<double> want(bin_count, 0.0);
     for (size_t i = 0; i < n; i++)
       want[i / (block * per_thread) * 256 + ((i * 0x9E37u + (i >> 12)) & 255)] += host_v[i];
@@ -301,7 +286,7 @@ int main(int argc, char **argv) {
     Kernel kernel{"shared_histogram", parts_original_shared_histogram(), parts_converted_shared_histogram(),
                   blocks, (unsigned)block, {&v, &bins, &per}, {}, {}, {}};
     kernel.through_runtime = [&] { return parts_runtime_shared_histogram(blocks, block, v, bins, per_thread); };
-    kernel.clear = [&] { CHECK(cudaMemset(bins, 0xff, bin_count * sizeof(float))); };
+    kernel.clear = [&] { CHECK_CUDA(cudaMemset(bins, 0xff, bin_count * sizeof(float))); };
     kernel.check = [&] { return largest_relative_difference(bins, want); };
     run_variants(kernel);
   }
@@ -311,9 +296,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++)
       host_v[i] = 1.0f + (float)(i % 64) / 64.0f;
     float *v, *bins;
-    CHECK(cudaMalloc(&v, n * sizeof(float)));
-    CHECK(cudaMalloc(&bins, bin_count * sizeof(float)));
-    CHECK(cudaMemcpy(v, host_v.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMalloc(&v, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&bins, bin_count * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(v, host_v.data(), n * sizeof(float), cudaMemcpyHostToDevice));
     unsigned bin_mask = (unsigned)bin_count - 1;
     std::vector<double> want(bin_count, 0.0);
     for (size_t i = 0; i < n; i++) {
@@ -324,7 +309,7 @@ int main(int argc, char **argv) {
     Kernel kernel{"scatter_add", parts_original_scatter_add(), parts_converted_scatter_add(), blocks, 256,
                   {&v, &n, &bins, &bin_mask}, {}, {}, {}};
     kernel.through_runtime = [&] { return parts_runtime_scatter_add(blocks, 256, v, n, bins, bin_mask); };
-    kernel.clear = [&] { CHECK(cudaMemset(bins, 0, bin_count * sizeof(float))); };
+    kernel.clear = [&] { CHECK_CUDA(cudaMemset(bins, 0, bin_count * sizeof(float))); };
     kernel.check = [&] { return largest_relative_difference(bins, want); };
     run_variants(kernel);
   }
