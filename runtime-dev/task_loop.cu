@@ -258,11 +258,11 @@ PREEMPT_DEVICE bool __preempt_task_begin(preempt_control_block *control, unsigne
   return published->has_task != 0;
 }
 
-// The batched loop, for kernels whose threads never meet inside a task (no
-// shared memory, barrier, warp-level operation or cloned callee): only a new
-// batch goes through thread 0 and a barrier; the slot alternates per batch.
-// Every thread then runs the batch's tasks on its own, stepping the block
-// index itself, while thread 0 keeps its bookkeeping as in the per-task loop
+// The batched loops: only a new batch goes through thread 0 and a barrier;
+// the slot alternates per batch. Every thread then steps the block index
+// itself, on its own when threads never meet inside a task (no shared memory,
+// barrier, warp-level operation), or behind a barrier between tasks when they
+// do (PersistentThreads.cpp). Thread 0 keeps its bookkeeping as in the per-task loop
 // (its prefetch still walks the batch, so the next batch's fetch is issued as
 // the last task starts). A batch, once taken, is always run: thread 0 counts
 // it whole.

@@ -1,5 +1,5 @@
 // Shared memory with barriers (a tree reduction) and a uniform early exit: both converted.
-// The body's own barriers stay; the task loop adds one after the fetch and one between tasks.
+// The body's own barriers stay; the task loop adds one between tasks, which also publishes each new batch.
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
 // RUN: %FileCheck %s < %t.ll
 // RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
@@ -12,13 +12,21 @@
 // REMARK-DAG: kernel '_Z12uniform_exitPfj' converted to persistent-thread form
 // REMARK-NOT: left unchanged
 
+// Thread 0 publishes a batch (its barrier also ends the last task); inside a
+// batch every thread steps the block index itself behind one barrier, with no
+// work of thread 0's before it; no barrier at the task's end (the GPU suite's
+// reduction, transpose and stencil run this shape).
 // CHECK-LABEL: define {{.*}} @_Z9reduce256PKfPf(
 // CHECK: preempt.task:
+// CHECK: br i1 %preempt.batch.done, label %preempt.batch, label %preempt.batch.step
+// CHECK: preempt.batch:
 // CHECK: barrier.cta.sync
+// CHECK: preempt.batch.step:
+// CHECK-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// CHECK-NOT: load
+// CHECK: preempt.task.start:
 // CHECK: preempt.body:
 // CHECK: barrier.cta.sync
-// The barrier publishing the next task also ends this one: no second barrier
-// (the GPU suite's reduction, transpose and stencil run this shape).
 // CHECK: preempt.task.end:
 // CHECK-NOT: barrier.cta.sync
 // CHECK: br label %preempt.task
