@@ -22,6 +22,8 @@ inline constexpr llvm::StringLiteral TaskEnd = "__preempt_task_end";
 inline constexpr llvm::StringLiteral BatchBegin = "__preempt_batch_begin";
 inline constexpr llvm::StringLiteral BatchFirst = "__preempt_batch_first";
 inline constexpr llvm::StringLiteral BatchEnd = "__preempt_batch_end";
+inline constexpr llvm::StringLiteral BatchYieldCheck = "__preempt_batch_yield_check";
+inline constexpr llvm::StringLiteral BatchPrefetch = "__preempt_batch_prefetch";
 inline constexpr llvm::StringLiteral TaskBlockIndex[3] = {"__preempt_task_block_x", "__preempt_task_block_y",
                                                           "__preempt_task_block_z"};
 inline constexpr llvm::StringLiteral BlockIndex[3] = {"__preempt_block_index_x", "__preempt_block_index_y",

@@ -8,8 +8,8 @@
 //                       batched: goto (a task of the batch left ? preempt.batch.step : preempt.batch)
 //   preempt.batch:      if (!__preempt_batch_begin(control, task, slot)) goto preempt.exit; read the batch
 //   preempt.batch.step: [__preempt_task_end() when threads meet]; block index one step further
-//   preempt.task.start: block index known; yield_now = __preempt_yield_check(control);
-//                       next = __preempt_task_prefetch(control, yield_seen)
+//   preempt.task.start: block index known; yield_now = __preempt_[batch_]yield_check(control[, batch]);
+//                       next = __preempt_{task,batch}_prefetch(control, yield_seen[, batch])
 //   <original body>     every `ret` jumps to preempt.task.end
 //   preempt.task.end:   [__preempt_task_end() per task]; task = next; yield_seen = yield_now;
 //                       goto preempt.task
@@ -366,9 +366,18 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
   }
   // Thread 0 reads the yield mask (for the fetch after next) and issues the
   // fetch of the next task, both left in flight while the task runs.
-  Value *YieldNow = Builder.CreateCall(helperFunction(M, helper::YieldCheck), {Control}, "preempt.yield.now");
-  Value *NextTask =
-      Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control, YieldSeen}, "preempt.next.task");
+  // Where threads never meet, thread 0 tests the batch it holds in registers
+  // (task_loop.cu says why only there).
+  Value *YieldNow, *NextTask;
+  if (Loop == TaskLoop::Batched) {
+    YieldNow = Builder.CreateCall(helperFunction(M, helper::BatchYieldCheck), {Control, CurrentTask, CurrentEnd},
+                                  "preempt.yield.now");
+    NextTask = Builder.CreateCall(helperFunction(M, helper::BatchPrefetch),
+                                  {Control, YieldSeen, CurrentTask, CurrentEnd}, "preempt.next.task");
+  } else {
+    YieldNow = Builder.CreateCall(helperFunction(M, helper::YieldCheck), {Control}, "preempt.yield.now");
+    NextTask = Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control, YieldSeen}, "preempt.next.task");
+  }
   Builder.CreateBr(Body);
 
   SmallVector<ReturnInst *, 4> Returns;

@@ -134,19 +134,25 @@ PREEMPT_LOCAL unsigned int batch_size(void) {
   return guided < __preempt_task_ctx.check_interval ? guided : __preempt_task_ctx.check_interval;
 }
 
-// Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
-// new batch, issued without waiting for it: the raw word comes back to
-// __preempt_task_begin, which resolves it (a stale generation included), so
-// the atomic's round trip overlaps the current task. A yield is honoured only
-// between batches: a batch, once taken, is always run.
-PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
-  if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
-    return LOCAL_TAG | __preempt_task_ctx.batch_next++;
+// Thread 0 only: the fetch of a new batch, issued without waiting for it:
+// the raw word comes back to __preempt_task_begin or __preempt_batch_begin,
+// which resolves it (a stale generation included), so the atomic's round
+// trip overlaps the current task. A yield is honoured only between batches:
+// a batch, once taken, is always run.
+PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, unsigned int yield_seen) {
   if (sm_yields(yield_seen))
     return YIELD_FETCH;
   __preempt_task_ctx.batch_taken = batch_size();
   return __scoped_atomic_fetch_add(&control->task_word[lane()], (unsigned long long)__preempt_task_ctx.batch_taken,
                                    __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}
+
+// Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
+// new batch.
+PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
+  if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
+    return LOCAL_TAG | __preempt_task_ctx.batch_next++;
+  return fetch_batch(control, yield_seen);
 }
 
 // Once per CTA, before the first task: publishes the launch's values, which
@@ -185,6 +191,33 @@ PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control
 // Issues the fetch of the CTA's next task as the current one starts.
 PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block *control, unsigned int yield_seen) {
   return is_first_thread() ? issue_fetch(control, yield_seen) : 0;
+}
+
+// The versions of the two above for the loop whose threads never meet: every
+// thread holds its batch in registers, [current, end), so thread 0 tests
+// those instead of walking its bookkeeping in shared memory as each task
+// starts. With no barrier between tasks, that chain of shared-memory reads
+// let thread 0's warp fall behind its siblings by a little every task, and
+// the whole CTA waited for it at the next batch's barrier. Same schedule: the
+// yield word is read when at most one task of the batch is left after this
+// one, and the next batch is fetched as its last task starts. (Loops with a
+// barrier between tasks keep the shared-memory versions: there the lag is
+// not carried over, and these made matmul_tiled's converted kernel need 40
+// registers instead of 32, a CTA per SM fewer.)
+PREEMPT_DEVICE unsigned int __preempt_batch_yield_check(preempt_control_block *control, unsigned int current,
+                                                        unsigned int end) {
+  if (!is_first_thread() || end - current > 2)
+    return 0;
+  return yield_word(control);
+}
+
+// Returns the fetch of the next batch in thread 0 as the batch's last task
+// starts; 0 elsewhere, which the loop never reads (it steps inside a batch).
+PREEMPT_DEVICE unsigned long long __preempt_batch_prefetch(preempt_control_block *control, unsigned int yield_seen,
+                                                           unsigned int current, unsigned int end) {
+  if (!is_first_thread() || current + 1 < end)
+    return 0;
+  return fetch_batch(control, yield_seen);
 }
 
 // Thread 0 only: resolves its fetch to a task id and decomposes it over the
