@@ -108,7 +108,9 @@ print("| round trip | idle GPU | every SM busy |")
 print("|---|---|---|")
 for name, label in (("write_then_event", "stream write + event, host polls the event"),
                     ("empty_kernel_then_event", "empty kernel + event, host polls the event"),
-                    ("write_seen_by_device_answer_seen_by_host", "stream write seen by a spinning kernel, its answer seen by the host")):
+                    ("write_seen_by_device_answer_seen_by_host", "stream write seen by a spinning kernel, its answer seen by the host"),
+                    ("host_store_seen_by_device_answer_seen_by_host", "host store to mapped host memory seen by a spinning kernel, its answer seen by the host"),
+                    ("copy_seen_by_device_answer_seen_by_host", "4-byte cudaMemcpyAsync seen by a spinning kernel, its answer seen by the host")):
     cells = []
     for state in ("idle", "busy"):
         row = rows.get(state + "_" + name)
