@@ -124,6 +124,18 @@ def main():
                                  "match" if stress_evictions >= MIN_STRESS_EVICTIONS else
                                  f"match, but under {MIN_STRESS_EVICTIONS} evictions: kernels too short to be caught")
             ok = ok and stress_result.startswith("match")
+        # Run again with PREEMPT_ONE_WAVE=persistent (launch_storm, whose one-wave launches run the kernel as
+        # written by default): the persistent form's output must match too.
+        persistent = entry["builds"].get("persistent")
+        persistent_result, persistent_ms = None, float("nan")
+        if persistent:
+            if persistent["statuses"][0] != "ok":
+                persistent_result = "FAILED: " + persistent["errors"][0][-200:]
+            else:
+                same, why = compare(original["outputs"][-1], persistent["outputs"][0], original["tolerance"])
+                persistent_result = "match" if same else f"MISMATCH ({why})"
+                persistent_ms = persistent["times"][0]
+            ok = ok and persistent_result == "match"
         failures += not ok
         base = statistics.median(original["times"]) if ok else float("nan")
         conv = statistics.median(converted["times"]) if ok else float("nan")
@@ -135,6 +147,10 @@ def main():
             "ratio": conv / base if ok and base > 0 else float("nan"),
             "stress_result": stress_result, "stress_evictions": stress_evictions,
         })
+        if persistent_result is not None:
+            rows[-1]["one_wave_persistent_result"] = persistent_result
+            rows[-1]["one_wave_persistent_ms"] = persistent_ms
+            rows[-1]["one_wave_persistent_ratio"] = persistent_ms / statistics.median(original["times"])
     ratios = [r["ratio"] for r in rows if r["result"] == "match" and r["ratio"] == r["ratio"]]
     geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
     stamp = datetime.date.today().isoformat()
@@ -180,6 +196,12 @@ def main():
                      f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
                      f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
                      f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions |")
+    for r in rows:
+        if "one_wave_persistent_result" in r:
+            lines += ["", f"{r['program']} with PREEMPT_ONE_WAVE=persistent (its one-wave launches in the persistent "
+                          f"form instead of as written): {r['one_wave_persistent_result']}, "
+                          f"{r['one_wave_persistent_ms']:.3f} ms, {r['one_wave_persistent_ratio']:.3f}x the original "
+                          f"build's median (one run, not in the geomean)."]
     lines += ["", f"Geomean ratio (preempt / original): {geomean:.3f}; failures: {failures}"]
     lines += preemption_table(bench)
     costs = bench.get("launch_costs")

@@ -2,6 +2,8 @@
 // FLEP §4.1: the task loop's fetch and barrier, written once in CUDA/HIP C instead of in IRBuilder calls.
 #include "DeviceHelpers.h"
 
+#include "preempt/control_block.h"
+
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/Linker/Linker.h"
@@ -17,7 +19,12 @@ namespace {
 
 namespace preempt {
 
-static bool isHelperName(StringRef Name) { return Name.starts_with("__preempt_") && Name != "__preempt_task_ctx"; }
+// The unconverted copies of converted kernels share the "__preempt_" prefix
+// but are kernels, not helpers: never internalized, inlined or deleted.
+static bool isHelperName(StringRef Name) {
+  return Name.starts_with("__preempt_") && Name != "__preempt_task_ctx" &&
+         !Name.starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX);
+}
 
 Error linkDeviceHelpers(Module &M, GpuTarget Target) {
   StringRef Bitcode =

@@ -423,6 +423,30 @@ static void addKernelMarker(Module &M, StringRef KernelName) {
   appendToUsed(M, {Marker});
 }
 
+// Keeps `Kernel` as written, before conversion, under the name the runtime
+// looks up (control_block.h, PREEMPT_ORIGINAL_KERNEL_PREFIX): a launch whose
+// grid fits in one wave of persistent CTAs runs this copy, since no CTA would
+// ever reach a task boundary at which to yield. What makes it a kernel comes
+// along with the clone: the calling convention (ptx_kernel, amdgpu_kernel;
+// LLVM 22 keeps no NVVM kernel annotations) and the function attributes
+// (launch bounds are "nvvm.maxntid"/"nvvm.minctasm", AMDGPU's
+// "amdgpu-flat-work-group-size"...). Its calls keep going to the original
+// callees: only the converted kernel is redirected to the clones that read
+// the task context. It gets no marker, so the runtime never takes it for a
+// converted kernel, and the pass skips it if it runs again.
+static void addOriginalCopy(Function &Kernel) {
+  Module &M = *Kernel.getParent();
+  std::string Name = (PREEMPT_ORIGINAL_KERNEL_PREFIX + Kernel.getName()).str();
+  if (M.getNamedValue(Name))
+    return; // taken (names of this prefix are the implementation's): no copy, the launch stays persistent
+  ValueToValueMapTy Map;
+  Function *Copy = CloneFunction(&Kernel, Map);
+  Copy->setName(Name);
+  // Whatever keeps a local kernel alive until code generation must keep its copy too.
+  if (Copy->hasLocalLinkage())
+    appendToCompilerUsed(M, {Copy});
+}
+
 PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &MAM) {
   GpuTarget Target = gpuTargetOf(M);
   if (Target == GpuTarget::None)
@@ -431,7 +455,9 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
 
   SmallVector<Function *, 8> Convertible;
   for (Function &F : M) {
-    if (!isKernel(F, Target))
+    // The unconverted copy of a kernel a previous run converted is not a
+    // kernel of the program's own: leave it as it is, without a remark.
+    if (!isKernel(F, Target) || F.getName().starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX))
       continue;
     OptimizationRemarkEmitter Remarks(&F);
     std::string Reason;
@@ -462,6 +488,10 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     M.getContext().emitError("preempt: " + toString(std::move(Err)));
     return PreservedAnalyses::all();
   }
+
+  // Copied before anything below changes the kernels or their callees.
+  for (Function *Kernel : Convertible)
+    addOriginalCopy(*Kernel);
 
   DenseMap<Function *, Function *> Clones;
   for (Function *F : functionsNeedingClones(Convertible, Target)) {

@@ -60,6 +60,21 @@ static void configure(preempt_runtime *runtime) {
   runtime->check_period_ns = 20000.0;
   if (parse_environment_number("PREEMPT_CHECK_PERIOD_US", 1, 1000000, &value) == 0)
     runtime->check_period_ns = value * 1000.0;
+  /* What a launch whose grid fits in one wave of persistent CTAs runs: the
+   * kernel's unconverted copy ("original", the default: no CTA would reach a
+   * task boundary, so nothing could be evicted anyway) or the persistent form
+   * ("persistent": tracked and evictable like any other launch, at the
+   * persistent form's cost). Anything else is a mistake: said, and the safe
+   * choice, persistent, is kept. */
+  runtime->one_wave_persistent = 0;
+  const char *one_wave = getenv("PREEMPT_ONE_WAVE");
+  if (one_wave && *one_wave && strcmp(one_wave, "original") != 0) {
+    runtime->one_wave_persistent = 1;
+    if (strcmp(one_wave, "persistent") != 0)
+      preempt_report("PREEMPT_ONE_WAVE='%s' is neither 'original' nor 'persistent': one-wave launches stay "
+                     "persistent",
+                     one_wave);
+  }
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   const char *stress = getenv("PREEMPT_STRESS");

@@ -49,6 +49,16 @@ typedef struct preempt_gpu_ops {
   int (*event_elapsed_ms)(void *start, void *end, float *milliseconds);
   int (*launch)(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
                 size_t dynamic_shared_bytes, void *stream);
+  /* The unconverted copy of a converted kernel (control_block.h,
+   * PREEMPT_ORIGINAL_KERNEL_PREFIX), `name` in the module of the kernel whose
+   * stub is given: *function = NULL when the module has none (a plugin older
+   * than the copies). not_supported where the API cannot look it up. */
+  int (*original_kernel)(const void *host_stub, const char *name, void **function);
+  /* Launches such a copy with the application's own arguments. On any
+   * failure the caller launches the persistent form instead, through
+   * `launch`, so that the API reports its own error the usual way. */
+  int (*launch_function)(void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
+                         size_t dynamic_shared_bytes, void *stream);
   /* NVIDIA: a relaunch's CTAs leave their count for the runtime's publisher
    * kernel, enqueued after each relaunch (control_block.h). Loaded once per
    * device; NULL where relaunched CTAs publish themselves (AMD). */

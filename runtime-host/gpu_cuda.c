@@ -38,6 +38,9 @@ static struct {
   CUresult (*func_get_module)(CUmodule *, CUfunction);
   CUresult (*module_get_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
   CUresult (*func_get_param_info)(CUfunction, size_t, size_t *, size_t *);
+  CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+  CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                            unsigned int, unsigned int, CUstream, void **, void **);
   CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 } driver;
@@ -50,6 +53,7 @@ int preempt_cuda_driver_entry(const char *name, void **function) {
   return found == cudaDriverEntryPointSuccess ? cudaSuccess : cudaErrorSymbolNotFound;
 }
 
+/* stream_wait_value32, looked up last, says the whole table is there. */
 static int load_driver(void) {
   if (driver.stream_wait_value32)
     return cudaSuccess;
@@ -58,6 +62,10 @@ static int load_driver(void) {
     status = preempt_cuda_driver_entry("cuModuleGetGlobal", (void **)&driver.module_get_global);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuFuncGetParamInfo", (void **)&driver.func_get_param_info);
+  if (status == cudaSuccess)
+    status = preempt_cuda_driver_entry("cuModuleGetFunction", (void **)&driver.module_get_function);
+  if (status == cudaSuccess)
+    status = preempt_cuda_driver_entry("cuLaunchKernel", (void **)&driver.launch_kernel);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuStreamWriteValue32", (void **)&driver.stream_write_value32);
   if (status == cudaSuccess)
@@ -189,6 +197,43 @@ static int cuda_launch(const void *host_stub, preempt_dim3 grid, preempt_dim3 bl
   return cudaLaunchKernel(host_stub, cuda_grid, cuda_block, args, dynamic_shared_bytes, (cudaStream_t)stream);
 }
 
+/* The copy lives in the converted kernel's module: the module the runtime
+ * loaded for the stub (as for the marker), searched by name. Once per kernel
+ * and device. */
+static int cuda_original_kernel(const void *host_stub, const char *name, void **function) {
+  *function = NULL;
+  CUfunction kernel;
+  int status = cuda_function(host_stub, &kernel);
+  if (status != cudaSuccess)
+    return status;
+  CUmodule module;
+  if (driver.func_get_module(&module, kernel) != CUDA_SUCCESS)
+    return cudaErrorInvalidDeviceFunction;
+  CUfunction copy;
+  CUresult lookup = driver.module_get_function(&copy, module, name);
+  if (lookup == CUDA_ERROR_NOT_FOUND)
+    return cudaSuccess; /* built by a plugin without copies: launches stay persistent */
+  if (lookup != CUDA_SUCCESS)
+    return cudaErrorInvalidDeviceFunction;
+  *function = copy;
+  return cudaSuccess;
+}
+
+/* The runtime API launches only what the program registered, and the copy is
+ * not registered: the driver launches it. The runtime API binds its context
+ * to a thread lazily, so on a thread whose first CUDA call this is there is
+ * no current context yet (CUDA_ERROR_INVALID_CONTEXT): the caller then
+ * launches the persistent form, whose runtime calls bind it. Any failure
+ * only says to do that, so a CUresult need not be translated. */
+static int cuda_launch_function(void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
+                                size_t dynamic_shared_bytes, void *stream) {
+  if (dynamic_shared_bytes > UINT32_MAX)
+    return cudaErrorInvalidValue;
+  CUresult result = driver.launch_kernel((CUfunction)function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                         (unsigned int)dynamic_shared_bytes, (CUstream)stream, args, NULL);
+  return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
 static const preempt_gpu_ops cuda_ops = {
     .api_name = "CUDA",
     .invalid_value = cudaErrorInvalidValue,
@@ -220,6 +265,8 @@ static const preempt_gpu_ops cuda_ops = {
     .event_synchronize = cuda_event_synchronize,
     .event_elapsed_ms = cuda_event_elapsed_ms,
     .launch = cuda_launch,
+    .original_kernel = cuda_original_kernel,
+    .launch_function = cuda_launch_function,
     .publisher_load = preempt_cuda_publisher_load,
     .publish_relaunch = preempt_cuda_publish_relaunch,
 };

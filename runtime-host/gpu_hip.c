@@ -102,6 +102,24 @@ static int hip_launch(const void *host_stub, preempt_dim3 grid, preempt_dim3 blo
   return hipLaunchKernel(host_stub, hip_grid, hip_block, args, dynamic_shared_bytes, (hipStream_t)stream);
 }
 
+/* The same HIP 5.2 gap: no way from a stub to the module holding the
+ * kernel's unconverted copy, so one-wave launches keep the persistent form. */
+static int hip_original_kernel(const void *host_stub, const char *name, void **function) {
+  (void)host_stub;
+  (void)name;
+  *function = NULL;
+  return hipErrorNotSupported;
+}
+
+/* Ready for when the copy can be found (hipModuleGetFunction on the stub's module). */
+static int hip_launch_function(void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
+                               size_t dynamic_shared_bytes, void *stream) {
+  if (dynamic_shared_bytes > UINT32_MAX)
+    return hipErrorInvalidValue;
+  return hipModuleLaunchKernel((hipFunction_t)function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                               (unsigned int)dynamic_shared_bytes, (hipStream_t)stream, args, NULL);
+}
+
 static const preempt_gpu_ops hip_ops = {
     .api_name = "HIP",
     .invalid_value = hipErrorInvalidValue,
@@ -133,6 +151,8 @@ static const preempt_gpu_ops hip_ops = {
     .event_synchronize = hip_event_synchronize,
     .event_elapsed_ms = hip_event_elapsed_ms,
     .launch = hip_launch,
+    .original_kernel = hip_original_kernel,
+    .launch_function = hip_launch_function,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &hip_ops; }

@@ -27,17 +27,21 @@ static preempt_kernel_state *kernel_state(preempt_runtime *runtime, preempt_kern
   return state;
 }
 
-/* Finds out once per device whether the plugin converted this kernel, and
- * the sizes of its parameters, which a relaunch needs. */
+/* Finds out once per device whether the plugin converted this kernel, the
+ * sizes of its parameters, which a relaunch needs, and its unconverted copy,
+ * which one-wave launches run. */
 static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel, int device) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device];
   if (on_device->resolved)
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[4096];
+  char marker_name[4096], original_name[4096];
   int length = snprintf(marker_name, sizeof marker_name, "%s%s", PREEMPT_KERNEL_MARKER_PREFIX, desc->name);
-  if (length < 0 || (size_t)length >= sizeof marker_name) {
+  int original_length =
+      snprintf(original_name, sizeof original_name, "%s%s", PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name);
+  if (length < 0 || (size_t)length >= sizeof marker_name || original_length < 0 ||
+      (size_t)original_length >= sizeof original_name) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }
@@ -69,8 +73,37 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
       return preempt_report_gpu(gpu, status, "reading the parameter sizes", desc->name);
     }
   }
+  /* No copy (an older plugin made the kernel, or the API cannot look it up)
+   * only means that one-wave launches stay persistent: not an error. A
+   * failed lookup is said, once, and means the same. */
+  on_device->original_function = NULL;
+  if (abi_version != 0 && gpu->original_kernel) {
+    void *function = NULL;
+    status = gpu->original_kernel(desc->host_stub, original_name, &function);
+    if (status == 0)
+      on_device->original_function = function;
+    else if (status != gpu->not_supported)
+      preempt_report_gpu(gpu, status, "looking up the unconverted copy (one-wave launches stay persistent)",
+                         desc->name);
+  }
   on_device->converted = abi_version != 0;
   on_device->resolved = 1;
+  return 0;
+}
+
+/* The converted kernel's occupancy for this block size and dynamic shared
+ * memory; the last configuration's is kept, so a kernel launched the same
+ * way again costs no query. */
+static int kernel_occupancy(const preempt_gpu_ops *gpu, const preempt_kernel_desc *desc,
+                            preempt_kernel_on_device *on_device, preempt_dim3 block, size_t shared_bytes) {
+  uint32_t block_threads = block.x * block.y * block.z;
+  if (on_device->cached_block_threads == block_threads && on_device->cached_shared_bytes == shared_bytes)
+    return 0;
+  int status = gpu->occupancy(desc->host_stub, block_threads, shared_bytes, &on_device->ctas_per_sm);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "querying occupancy", desc->name);
+  on_device->cached_block_threads = block_threads;
+  on_device->cached_shared_bytes = shared_bytes;
   return 0;
 }
 
@@ -135,14 +168,9 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
     return status;
   preempt_stress_start_if_requested(runtime);
 
-  uint32_t block_threads = block.x * block.y * block.z;
-  if (on_device->cached_block_threads != block_threads || on_device->cached_shared_bytes != shared_bytes) {
-    status = gpu->occupancy(desc->host_stub, block_threads, shared_bytes, &on_device->ctas_per_sm);
-    if (status != 0)
-      return preempt_report_gpu(gpu, status, "querying occupancy", desc->name);
-    on_device->cached_block_threads = block_threads;
-    on_device->cached_shared_bytes = shared_bytes;
-  }
+  status = kernel_occupancy(gpu, desc, on_device, block, shared_bytes);
+  if (status != 0)
+    return status;
   /* Occupancy 0 means the block cannot run at all: launch one CTA anyway so
    * the GPU API reports its own error for this configuration. */
   uint32_t ctas = preempt_persistent_cta_count(on_device->ctas_per_sm, device->sm_count, task_count);
@@ -265,6 +293,51 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   return 0;
 }
 
+/* A launch whose whole grid fits in one wave of persistent CTAs gains
+ * nothing from conversion: every CTA would run exactly one task, and once it
+ * has started there is no task boundary at which it could yield. Such a
+ * launch runs the kernel's unconverted copy, as written: the application's
+ * grid, arguments and stream, and no control block, events or stream wait
+ * (launch_storm's 6,000 such launches took well over twice as long
+ * converted on the H100: docs/persistent-threads.md). It is not tracked:
+ * preempt_last_launch() says 0, and eviction cannot reach it. Not under
+ * preemptd, which must hold and schedule every converted launch, nor with
+ * PREEMPT_ONE_WAVE=persistent, nor without a copy. *launched says whether it
+ * ran; an error is one the persistent launch would have met too. */
+static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device_index,
+                           preempt_grid_dims grid, preempt_dim3 block, void **args, size_t shared_bytes,
+                           void *stream, int *launched) {
+  *launched = 0;
+  preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
+  if (runtime->one_wave_persistent || !on_device->original_function)
+    return 0;
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_device_state *device = NULL;
+  int status = preempt_device_state_get(runtime, device_index, &device);
+  if (status != 0)
+    return status;
+  status = kernel_occupancy(gpu, kernel->desc, on_device, block, shared_bytes);
+  if (status != 0)
+    return status;
+  /* The persistent grid would be the whole grid: task count <= CTAs per SM x
+   * SMs (never at occupancy 0, a block that cannot run: the persistent path
+   * lets the API say why). */
+  uint64_t task_count = preempt_grid_task_count(grid);
+  if (preempt_persistent_cta_count(on_device->ctas_per_sm, device->sm_count, task_count) != task_count)
+    return 0;
+  if (preempt_daemon_active(runtime))
+    return 0;
+  preempt_dim3 dims = {grid.x, grid.y, grid.z};
+  /* A failed launch of the copy falls back to the persistent form: it runs,
+   * or the API reports its error as it reports any launch's (gpu.h). */
+  if (gpu->launch_function(on_device->original_function, dims, block, args, shared_bytes, stream) != 0)
+    return 0;
+  on_device->one_wave_launches++;
+  on_device->launches++;
+  *launched = 1;
+  return 0;
+}
+
 int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_dim3 block, void **args,
                           size_t dynamic_shared_bytes, void *stream) {
   preempt_runtime *runtime = preempt_runtime_lock();
@@ -305,7 +378,10 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       kernel->on_device[device].launches++;
     goto done;
   }
-  status = persistent_launch(runtime, kernel, device, original, block, args, dynamic_shared_bytes, stream);
+  int launched = 0;
+  status = one_wave_launch(runtime, kernel, device, original, block, args, dynamic_shared_bytes, stream, &launched);
+  if (status == 0 && !launched)
+    status = persistent_launch(runtime, kernel, device, original, block, args, dynamic_shared_bytes, stream);
 done:
   preempt_runtime_unlock(runtime);
   return status;
@@ -330,6 +406,7 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->sm_count = runtime->devices[device].sm_count;
     info->last_persistent_ctas = on_device->last_persistent_ctas;
     info->launches = on_device->launches;
+    info->one_wave_launches = on_device->one_wave_launches;
     info->check_interval = on_device->last_check_interval;
     info->task_microseconds = on_device->task_nanoseconds / 1000.0;
   }

@@ -20,6 +20,10 @@ typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
   size_t *param_sizes; /* of the kernel's own parameters, once converted */
+  /* The converted kernel's unconverted copy (gpu.h's original_kernel), NULL
+   * if none: launches whose grid fits in one wave run it (launch.c). */
+  void *original_function;
+  uint64_t one_wave_launches; /* launches that ran it */
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
@@ -114,6 +118,7 @@ typedef struct preempt_runtime {
   int configured;                /* environment read */
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
+  int one_wave_persistent;       /* PREEMPT_ONE_WAVE=persistent: one-wave launches stay converted */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];

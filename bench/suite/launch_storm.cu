@@ -1,12 +1,15 @@
 // launch_storm.cu: thousands of small launches on four streams at once, part of preempt's correctness suite.
-// Exercises the runtime (bench/suite, issue: Foundation): control blocks reused past the pool size, concurrent launches.
+// Exercises the runtime's launch path under concurrency (bench/suite, issue: Foundation). Every grid fits in one
+// wave of persistent CTAs, so by default each launch runs the kernel's unconverted copy (docs/persistent-threads.md,
+// "One-wave launches"); with PREEMPT_ONE_WAVE=persistent, which bench/gpu_check.sh also runs, every launch takes a
+// control block and the pool (1024) wraps around several times per repetition.
 #include "common.h"
 
 namespace {
 
 constexpr int kStreams = 4;
-constexpr int kLaunchesPerStream = 1500; // 6000 launches per repetition: the control-block pool (1024) wraps
-constexpr dim3 kGrid(37, 3, 2);          // 222 tasks: fewer than the persistent CTAs of a full GPU
+constexpr int kLaunchesPerStream = 1500; // 6000 launches per repetition: persistent, the pool (1024) wraps
+constexpr dim3 kGrid(37, 3, 2);          // 222 tasks: fewer than the persistent CTAs of a full GPU (one wave)
 constexpr int kBlock = 64;
 constexpr size_t kCells = size_t(37) * 3 * 2 * kBlock;
 

@@ -43,9 +43,15 @@ typedef struct preempt_kernel_info {
   uint32_t ctas_per_sm;       /* occupancy for the last launch configuration */
   uint32_t sm_count;
   uint32_t last_persistent_ctas; /* CTAs of the last persistent launch */
-  uint64_t launches;
+  uint64_t launches;          /* every launch, one-wave ones included */
   uint32_t check_interval;    /* tasks between yield checks in the last launch */
   double task_microseconds;   /* measured task length, 0 until measured */
+  /* Launches of the converted kernel whose whole grid fitted in one wave of
+   * persistent CTAs and so ran its unconverted copy, as written: fast, but
+   * not evictable (no task boundary to yield at) and not tracked. Stays 0
+   * under preemptd, with PREEMPT_ONE_WAVE=persistent, or for a kernel built
+   * by a plugin that kept no copy. */
+  uint64_t one_wave_launches;
 } preempt_kernel_info;
 
 /* A converted launch: valid from its launch until the runtime reuses its
@@ -70,13 +76,21 @@ typedef enum preempt_launch_state {
 
 /* The host pass calls this in place of cudaLaunchKernel / hipLaunchKernel,
  * with the same arguments but the descriptor first. `stream` is a
- * cudaStream_t / hipStream_t. Returns the GPU API's error code. */
+ * cudaStream_t / hipStream_t. Returns the GPU API's error code.
+ * A converted kernel's launch whose whole grid fits in one wave of
+ * persistent CTAs (blocks <= CTAs per SM x SMs) runs the kernel's
+ * unconverted copy, as written: no CTA would ever reach a task boundary at
+ * which to yield. Such a launch is not tracked and cannot be evicted.
+ * PREEMPT_ONE_WAVE=persistent (default "original") runs it in the persistent
+ * form instead, as does preemptd when it schedules the process. */
 int preempt_launch_kernel(preempt_kernel_desc *kernel, preempt_dim3 grid, preempt_dim3 block, void **args,
                           size_t dynamic_shared_bytes, void *stream);
 
 preempt_status preempt_get_kernel_info(preempt_kernel_desc *kernel, preempt_kernel_info *info);
 
-/* The id of this thread's last launch if it was converted, else 0. */
+/* The id of this thread's last launch if it was converted and ran in the
+ * persistent form, else 0 (a one-wave launch ran the kernel as written:
+ * preempt_kernel_info.one_wave_launches). */
 preempt_launch_id preempt_last_launch(void);
 
 /* Asks the launch's CTAs on the SMs in `sms` (NULL: every SM) to leave after
@@ -92,7 +106,8 @@ preempt_status preempt_resume(preempt_launch_id launch);
 preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state);
 
 /* The same for every unfinished converted launch the calling process made on
- * `stream` (a cudaStream_t; 0 is the legacy default stream) on the current device. */
+ * `stream` (a cudaStream_t; 0 is the legacy default stream) on the current
+ * device, one-wave launches (which ran as written) excepted. */
 preempt_status preempt_evict_stream(void *stream, const preempt_sm_mask *sms);
 preempt_status preempt_resume_stream(void *stream);
 

@@ -118,6 +118,7 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
   last->block = block;
   last->shared = shared;
   last->stream = stream;
+  last->args = args;
   if (args && fake_gpu.expected_params >= 0) {
     int first = fake_gpu.expected_params;
     last->persistent = 1;
@@ -134,6 +135,40 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
   __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE); /* last: the test polls it */
   if (block.x * block.y * block.z > 1024)
     return FAKE_ERROR_LAUNCH; /* what a real API says about an impossible block */
+  return 0;
+}
+
+int fake_original_function;
+
+static int fake_original_kernel(const void *stub, const char *name, void **function) {
+  (void)stub;
+  fake_gpu.original_lookups++;
+  strncpy(fake_gpu.last_original_name, name, sizeof fake_gpu.last_original_name - 1);
+  *function = NULL;
+  if (fake_gpu.original_lookup_error)
+    return fake_gpu.original_lookup_error;
+  if (fake_gpu.has_original)
+    *function = &fake_original_function;
+  return 0;
+}
+/* A copy takes the kernel's own parameters: the first is read as 8 bytes when there is one. */
+static int fake_launch_function(void *function, preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared,
+                                void *stream) {
+  if (fake_gpu.fail_function_launch)
+    return FAKE_ERROR_LAUNCH;
+  fake_launch *last = &fake_gpu.last;
+  memset(last, 0, sizeof *last);
+  last->original = 1;
+  last->function = function;
+  last->args = args;
+  last->grid = grid;
+  last->block = block;
+  last->shared = shared;
+  last->stream = stream;
+  if (args)
+    last->first_param = *(long long *)args[0];
+  fake_gpu.function_launches++;
+  __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -187,6 +222,8 @@ static const preempt_gpu_ops fake_ops = {
     .event_synchronize = fake_event_synchronize,
     .event_elapsed_ms = fake_event_elapsed,
     .launch = fake_launch_kernel,
+    .original_kernel = fake_original_kernel,
+    .launch_function = fake_launch_function,
     .publisher_load = fake_publisher_load,
     .publish_relaunch = fake_publish_relaunch,
 };

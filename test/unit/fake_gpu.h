@@ -20,6 +20,9 @@ typedef struct fake_launch {
   size_t shared;
   void *stream;
   int persistent;                 /* had the extra parameters */
+  int original;                   /* launch_function: a converted kernel's unconverted copy */
+  void *function;                 /* which one (original_kernel's handle) */
+  void **args;                    /* the argument array as passed */
   long long first_param;          /* the kernel's first parameter, read as 8 bytes when it has one */
   preempt_control_block *control; /* the parameters after the kernel's own */
   unsigned int task_count, grid_param[3], generation, check_interval, relaunched;
@@ -47,12 +50,22 @@ typedef struct fake_gpu_state {
   fake_launch last;
   size_t zeroed_bytes;
   char last_marker_name[256];
+  /* Unconverted copies (one-wave launches): whether kernels have one, what a
+   * lookup answers instead (an error code, 0: the lookup works), launches of
+   * copies that fail. */
+  int has_original, original_lookup_error, fail_function_launch;
+  int original_lookups, function_launches; /* function_launches count in `launches` too */
+  char last_original_name[256];
 } fake_gpu_state;
+
+/* The handle original_kernel gives for a kernel's copy. */
+extern int fake_original_function;
 
 extern fake_gpu_state fake_gpu;
 
 /* Shuts the runtime down (so the next launch starts afresh) and resets the fake to a 132-SM GPU that holds
- * 8 CTAs per SM, whose kernels carry a marker of `marker_abi` (0: not converted). */
+ * 8 CTAs per SM, whose kernels carry a marker of `marker_abi` (0: not converted) and have no unconverted
+ * copy (has_original = 0: as built by an older plugin, so every converted launch is persistent). */
 void fake_gpu_reset(uint32_t marker_abi);
 /* A kernel descriptor as the host pass emits it, for a stub address and a name. */
 preempt_kernel_desc fake_kernel_desc(const void *stub, const char *name, uint32_t params);

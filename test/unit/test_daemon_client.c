@@ -622,6 +622,43 @@ static void test_held_stream_limit(void) {
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1); /* what the runtime sets at load */
 }
 
+/* A launch whose grid fits in one wave runs the kernel's unconverted copy only while no daemon schedules the
+ * process: under preemptd it is held like any converted launch; once the daemon is gone, the copy runs. */
+static void test_one_wave_launches(void) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu.has_original = 1;
+  daemon_state.limit = 0;
+  daemon_start(ANSWER);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
+  fake_gpu.expected_params = 0;
+  long long stream;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, &stream), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  CHECK(launch != 0);
+  if (launch)
+    keep_running(launch);
+  CHECK_EQ_U64(load(&daemon_state.registers), 1);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  CHECK_EQ_U64(fake_launches(), 0); /* held: neither the grid nor the copy */
+  CHECK_EQ_U64(fake_gpu.stream_waits, 1);
+  CHECK_EQ_U64(stub_at(0)->persistent_ctas, 8);
+  /* The daemon dies: the held launch runs unscheduled, in the persistent form; the next one runs the copy. */
+  daemon_stop();
+  CHECK_EQ_U64(wait_launches(1), 1);
+  CHECK(last_fake_launch().persistent);
+  if (launch)
+    finish(launch);
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, &stream), 0);
+  CHECK_EQ_U64(fake_launches(), 2);
+  fake_launch last = last_fake_launch();
+  CHECK(last.original && last.grid.x == small_grid.x && last.stream == &stream);
+  CHECK_EQ_U64(preempt_last_launch(), 0);
+  preempt_kernel_info info;
+  CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+  CHECK(info.launches == 2 && info.one_wave_launches == 1);
+  preempt_shutdown();
+}
+
 /* A kernel that ends after a partial eviction (its other SMs did every task) is answered DONE by
  * polling, with no command to wake the agent: within milliseconds, not after the 100 ms idle wait
  * (on the H100 a missed poll here kept a finished kernel's SMs from the next one for 100 ms). */
@@ -767,6 +804,7 @@ int main(void) {
   unsetenv("PREEMPT_STRESS");
   unsetenv("PREEMPT_DAEMON");
   unsetenv("PREEMPT_PRIORITY");
+  unsetenv("PREEMPT_ONE_WAVE");
   strcpy(daemon_state.directory, "/tmp/preempt-daemon-client-XXXXXX");
   if (!mkdtemp(daemon_state.directory)) {
     perror("mkdtemp");
@@ -778,6 +816,7 @@ int main(void) {
   test_scheduled_launches();
   test_held_stream_limit();
   test_completion_after_partial_eviction();
+  test_one_wave_launches();
   test_bad_priority_variable();
   test_unscheduled();
 

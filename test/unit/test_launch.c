@@ -25,6 +25,185 @@ static void wait_for_relauncher(void) {
   preempt_query(0, &state);
 }
 
+/* A converted kernel whose whole grid fits in one wave of persistent CTAs (the fake: 132 SMs x 8 CTAs) runs its
+ * unconverted copy, unless the copy is missing, PREEMPT_ONE_WAVE says persistent, or the copy fails to launch. */
+static void test_one_wave_launches(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  long long first = 4321, second = 6;
+  void *args[] = {&first, &second};
+  void *app_stream = &second; /* any handle */
+
+  /* As written: the application's grid, block, shared bytes, stream and very argument array; no control block,
+   * no event, no stream wait, nothing to evict. Up to exactly one wave (1056 blocks). */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5smallPxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){37, 3, 2}, block64, args, 128, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.original_lookups, 1);
+    CHECK(strcmp(fake_gpu.last_original_name, "__preempt_original__Z5smallPxx") == 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 1);
+    CHECK_EQ_U64(fake_gpu.launches, 1);
+    CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
+    CHECK(fake_gpu.last.grid.x == 37 && fake_gpu.last.grid.y == 3 && fake_gpu.last.grid.z == 2);
+    CHECK(fake_gpu.last.block.x == 64 && fake_gpu.last.block.y == 1 && fake_gpu.last.block.z == 1);
+    CHECK_EQ_U64(fake_gpu.last.shared, 128);
+    CHECK(fake_gpu.last.stream == app_stream);
+    CHECK(fake_gpu.last.args == args);
+    CHECK_EQ_U64(fake_gpu.last.first_param, 4321);
+    CHECK_EQ_U64(fake_gpu.event_records, 0);
+    CHECK_EQ_U64(fake_gpu.stream_waits, 0);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
+    CHECK_EQ_U64(preempt_evict_stream(app_stream, NULL), PREEMPT_OK); /* nothing of it to evict */
+    CHECK_EQ_U64(fake_gpu.mask_writes, 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8 * 132, 1, 1}, block64, args, 128, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 2);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
+
+    /* One block more than a wave: persistent, with its control block and stream wait. */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8 * 132 + 1, 1, 1}, block64, args, 128, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 2);
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.original);
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132);
+    CHECK_EQ_U64(fake_gpu.last.task_count, 8 * 132 + 1);
+    CHECK(preempt_last_launch() != 0);
+    CHECK_EQ_U64(fake_gpu.stream_waits, 1);
+    /* One occupancy query for the three: the cache is shared by both paths. */
+    CHECK_EQ_U64(fake_gpu.occupancy_queries, 1);
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.converted == 1 && info.launches == 3 && info.one_wave_launches == 2);
+
+    /* The wave is the converted kernel's occupancy for this configuration: at 4 CTAs per SM, 1056 blocks are
+     * two waves. The copy is looked up once per kernel and device. */
+    fake_gpu.ctas_per_sm = 4;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8 * 132, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0,
+                                       app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.occupancy_queries, 2);
+    CHECK(fake_gpu.last.persistent && fake_gpu.last.grid.x == 4 * 132);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4 * 132, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0,
+                                       app_stream), 0);
+    CHECK(fake_gpu.last.original);
+    CHECK_EQ_U64(fake_gpu.original_lookups, 1);
+    /* A block that cannot run (occupancy 0): persistent, so that the API reports its own error. */
+    fake_gpu.ctas_per_sm = 0;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1, 1, 1}, (preempt_dim3){2048, 1, 1}, args, 0,
+                                       app_stream), FAKE_ERROR_LAUNCH);
+    CHECK(!fake_gpu.last.original);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.launches == 5 && info.one_wave_launches == 3);
+    fake_gpu.events_pending = 0;
+  }
+
+  /* A kernel built by a plugin that kept no copy: persistent, and no error. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6nocopyPxx", 2);
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.original_lookups, 1);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.last.grid.x == 8);
+    CHECK(preempt_last_launch() != 0);
+    CHECK(strstr(preempt_last_error(), "unconverted copy") == NULL);
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK_EQ_U64(info.one_wave_launches, 0);
+  }
+
+  /* An API that cannot look copies up (HIP 5.2): persistent, silently. A lookup that fails otherwise: persistent,
+   * said once. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5nohipPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.has_original = 1;
+    fake_gpu.original_lookup_error = FAKE_ERROR_NOT_SUPPORTED;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.function_launches == 0);
+    CHECK(strstr(preempt_last_error(), "unconverted copy") == NULL);
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    fake_gpu.expected_params = 2;
+    fake_gpu.has_original = 1;
+    fake_gpu.original_lookup_error = FAKE_ERROR_INVALID_VALUE;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.function_launches == 0);
+    CHECK(strstr(preempt_last_error(), "looking up the unconverted copy") != NULL);
+    CHECK(strstr(preempt_last_error(), "_Z5nohipPxx") != NULL);
+  }
+
+  /* The copy fails to launch (e.g. a thread with no current context for the driver): the persistent form runs. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4failPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.has_original = 1;
+    fake_gpu.fail_function_launch = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.last.first_param == 4321);
+    CHECK_EQ_U64(fake_gpu.launches, 1);
+    CHECK(preempt_last_launch() != 0);
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.launches == 1 && info.one_wave_launches == 0);
+  }
+
+  /* A kernel the plugin refused has neither marker nor copy: no lookup, launched as written by its stub. */
+  fake_gpu_reset(0);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_b, "_Z7refusedv", 0);
+    fake_gpu.has_original = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, NULL, 0, NULL), 0);
+    CHECK_EQ_U64(fake_gpu.original_lookups, 0);
+    CHECK(!fake_gpu.last.original && !fake_gpu.last.persistent);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+  }
+
+  /* PREEMPT_ONE_WAVE=persistent: tracked and evictable like any launch. "original" is the default, spelled out. */
+  setenv("PREEMPT_ONE_WAVE", "persistent", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5smallPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.has_original = 1;
+    fake_gpu.events_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.function_launches == 0);
+    CHECK_EQ_U64(fake_gpu.stream_waits, 1);
+    preempt_launch_id launch = preempt_last_launch();
+    CHECK(launch != 0);
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    fake_gpu.events_pending = 0;
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK_EQ_U64(info.one_wave_launches, 0);
+  }
+  setenv("PREEMPT_ONE_WAVE", "original", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5smallPxx", 2);
+    fake_gpu.has_original = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original && fake_gpu.function_launches == 1);
+  }
+
+  /* Any other value is a mistake: said when the runtime starts, and the safe choice, persistent, is kept. */
+  setenv("PREEMPT_ONE_WAVE", "sometimes", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5smallPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.has_original = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_ONE_WAVE='sometimes'") != NULL);
+    CHECK(fake_gpu.last.persistent && fake_gpu.function_launches == 0);
+  }
+  unsetenv("PREEMPT_ONE_WAVE");
+  preempt_shutdown();
+}
 
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
@@ -35,6 +214,7 @@ int main(int argc, char **argv) {
   }
   unsetenv("PREEMPT_CHECK_INTERVAL");
   unsetenv("PREEMPT_STRESS");
+  unsetenv("PREEMPT_ONE_WAVE");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
@@ -402,5 +582,6 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(fake_gpu.event_records, 4 * 3 + 2);
   }
 
+  test_one_wave_launches();
   CHECK_DONE("test_launch");
 }

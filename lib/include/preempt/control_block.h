@@ -58,6 +58,16 @@ typedef struct preempt_control_block {
  * symbol name; its presence is how the runtime tells converted kernels apart. */
 #define PREEMPT_KERNEL_MARKER_PREFIX "__preempt_kernel_"
 
+/* Beside each converted kernel the pass keeps the kernel as written, as a
+ * kernel of this prefix and the kernel's symbol name, with the original
+ * parameters and no marker. The runtime launches it instead of the
+ * persistent form when the whole grid fits in one wave of persistent CTAs:
+ * each CTA would run exactly one task, with no task boundary at which to
+ * yield, so conversion would buy nothing and cost a control block, events
+ * and a stream wait (docs/persistent-threads.md, "One-wave launches"). A
+ * kernel without one (built by an older plugin) stays persistent. */
+#define PREEMPT_ORIGINAL_KERNEL_PREFIX "__preempt_original_"
+
 /* Task id a CTA gets instead of a task when it must yield. */
 #define PREEMPT_NO_TASK 0xffffffffu
 
