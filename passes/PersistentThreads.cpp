@@ -489,9 +489,12 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     return PreservedAnalyses::all();
   }
 
-  // Copied before anything below changes the kernels or their callees.
-  for (Function *Kernel : Convertible)
-    addOriginalCopy(*Kernel);
+  // Copied before anything below changes the kernels or their callees. NVPTX
+  // only: the HIP runtime path cannot launch a copy yet (gpu_hip.c), and on
+  // AMDGPU a copy would only lengthen the code and CTXBack's reports.
+  if (Target == GpuTarget::NVPTX)
+    for (Function *Kernel : Convertible)
+      addOriginalCopy(*Kernel);
 
   DenseMap<Function *, Function *> Clones;
   for (Function *F : functionsNeedingClones(Convertible, Target)) {
