@@ -16,6 +16,7 @@ static const struct {
     {offsetof(preempt_launch_record, wave_done_event), 0},
     {offsetof(preempt_launch_record, done_event), 0},
     {offsetof(preempt_launch_record, resume_event), 1}, /* ends a held launch's sample */
+    {offsetof(preempt_launch_record, relaunch_done_event), 0},
     {offsetof(preempt_launch_record, ready_event), 0},
     {offsetof(preempt_launch_record, relaunch_start_event), 1}, /* starts a held launch's sample */
     {offsetof(preempt_launch_record, sample_start_event), 1},   /* a first wave's sample */

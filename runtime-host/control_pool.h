@@ -42,7 +42,12 @@ typedef struct preempt_launch_record {
    * (an untimed one nothing measurable; bench/preemption/overhead_parts.cu). */
   void *sample_start_event, *sample_end_event;
   void *done_event;      /* after the wait for done_generation: every task finished */
-  void *resume_event;    /* after the last relaunch */
+  void *resume_event;    /* after the last relaunch and its publisher */
+  /* Right after the last relaunch's grid, before its publisher: when the
+   * relaunch's CTAs are all gone. EVICTED waits for this one, not for the
+   * publisher kernel behind it, whose launch would add to every eviction's
+   * latency as the host sees it. */
+  void *relaunch_done_event;
   /* Before the first wave, on the application's stream: the work queued
    * ahead of the launch is done. Relaunches wait for it (they run on another
    * stream). */

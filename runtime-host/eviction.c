@@ -119,6 +119,8 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
                          device->resume_stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
+  if ((status = gpu->event_record(record->relaunch_done_event, device->resume_stream)) != 0)
+    return preempt_report_gpu(gpu, status, "recording the relaunch's end", record->desc->name);
   /* Behind the relaunch on its stream: counts its tasks once its writes are
    * all visible, and publishes completion (control_block.h). */
   if (gpu->publish_relaunch &&
@@ -289,7 +291,7 @@ preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const pree
   /* Evicted from every SM, and every CTA gone: the first wave's (none for a
    * launch preemptd held before its first run) and the relaunches'. */
   if (mask_is_full(record->yield_mask) && gpu->event_query(record->wave_done_event) == 0 &&
-      (!record->resumed || gpu->event_query(record->resume_event) == 0))
+      (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0))
     return PREEMPT_LAUNCH_EVICTED;
   return PREEMPT_LAUNCH_EVICTING;
 }

@@ -277,16 +277,19 @@ static preempt_launch_record *record_of(preempt_launch_id launch) {
   return record;
 }
 
-/* The test plays the GPU: a launch whose tasks are not all done, whose relaunched CTAs still run. */
+/* The test plays the GPU: a launch whose tasks are not all done, whose relaunched CTAs still run
+ * (EVICTED waits for relaunch_done_event, the event right behind the relaunch's grid). */
 static void keep_running(preempt_launch_id launch) {
   preempt_launch_record *record = record_of(launch);
   fake_event_set_pending(record->done_event, 1);
+  fake_event_set_pending(record->relaunch_done_event, 1);
   fake_event_set_pending(record->resume_event, 1);
 }
 
 static void finish(preempt_launch_id launch) {
   preempt_launch_record *record = record_of(launch);
   fake_event_set_pending(record->done_event, 0);
+  fake_event_set_pending(record->relaunch_done_event, 0);
   fake_event_set_pending(record->resume_event, 0);
 }
 
@@ -403,7 +406,8 @@ static void test_scheduled_launches(void) {
   CHECK(written);
   usleep(5000);
   CHECK_EQ_U64(stub_state(0), PREEMPT_STUB_TOEVICT); /* the relaunched CTAs are still there */
-  fake_event_set_pending(record_of(launch)->resume_event, 0);
+  /* Their grid has ended; its publisher behind it has not run yet (resume_event): evicted all the same. */
+  fake_event_set_pending(record_of(launch)->relaunch_done_event, 0);
   CHECK(wait_state(0, PREEMPT_STUB_READY));
   CHECK_EQ_U64(stub->evictions_done, 1);
   CHECK(stub->last_eviction_ns >= 5000000 && stub->last_eviction_ns < 2000000000);

@@ -227,9 +227,9 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
                                        app_stream), 0);
     CHECK_EQ_U64(fake_gpu.launches, 1);
-    /* Events exist only for slots handed out: the device's resume_ready and one slot's seven (not 7 x 1024:
+    /* Events exist only for slots handed out: the device's resume_ready and one slot's eight (not 8 x 1024:
      * under MPS every process's events come from one server). */
-    CHECK_EQ_U64(fake_gpu.events_created, 1 + 7);
+    CHECK_EQ_U64(fake_gpu.events_created, 1 + 8);
     /* This first launch samples the task length: only it records timed events, the two around its first
      * wave (a timed record costs the stream ~1.4 us on the H100). */
     CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
