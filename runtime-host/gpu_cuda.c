@@ -80,6 +80,16 @@ static int cuda_function(const void *host_stub, CUfunction *function) {
   return cudaGetFuncBySymbol((cudaFunction_t *)function, host_stub);
 }
 
+/* The module the runtime loaded for a kernel's stub: where its marker and
+ * its unconverted copy live. */
+static int cuda_module(const void *host_stub, CUmodule *module) {
+  CUfunction function;
+  int status = cuda_function(host_stub, &function);
+  if (status != cudaSuccess)
+    return status;
+  return driver.func_get_module(module, function) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidDeviceFunction;
+}
+
 /* A private non-blocking stream, so that reading a marker never waits for,
  * nor orders, the application's work. Markers are read once per kernel and
  * device. */
@@ -97,13 +107,10 @@ static int read_marker(CUdeviceptr address, uint32_t *value) {
 
 static int cuda_kernel_marker(const void *host_stub, const char *marker_name, uint32_t *abi_version) {
   *abi_version = 0;
-  CUfunction function;
-  int status = cuda_function(host_stub, &function);
+  CUmodule module;
+  int status = cuda_module(host_stub, &module);
   if (status != cudaSuccess)
     return status;
-  CUmodule module;
-  if (driver.func_get_module(&module, function) != CUDA_SUCCESS)
-    return cudaErrorInvalidDeviceFunction;
   CUdeviceptr address;
   size_t bytes;
   CUresult lookup = driver.module_get_global(&address, &bytes, module, marker_name);
@@ -202,13 +209,10 @@ static int cuda_launch(const void *host_stub, preempt_dim3 grid, preempt_dim3 bl
  * and device. */
 static int cuda_original_kernel(const void *host_stub, const char *name, void **function) {
   *function = NULL;
-  CUfunction kernel;
-  int status = cuda_function(host_stub, &kernel);
+  CUmodule module;
+  int status = cuda_module(host_stub, &module);
   if (status != cudaSuccess)
     return status;
-  CUmodule module;
-  if (driver.func_get_module(&module, kernel) != CUDA_SUCCESS)
-    return cudaErrorInvalidDeviceFunction;
   CUfunction copy;
   CUresult lookup = driver.module_get_function(&copy, module, name);
   if (lookup == CUDA_ERROR_NOT_FOUND)
