@@ -291,7 +291,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
   Value *NextSlot = nullptr;
   // Batched: every thread's own place in the batch and its last block index.
   PHINode *LocalTask = nullptr, *LocalEnd = nullptr, *LastIndex[3] = {};
-  Value *CurrentTask = nullptr, *CurrentEnd = nullptr;
+  Value *CurrentTask = nullptr, *CurrentEnd = nullptr, *BatchStart = nullptr;
   if (Loop == TaskLoop::PerTaskEndBarrier) {
     Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control, Task, Slot});
     Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), TaskStart,
@@ -351,6 +351,10 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
       Index->addIncoming(Stepped[Axis], Step);
       BlockIndex.push_back(Index);
     }
+    PHINode *StartsBatch = Builder.CreatePHI(Int32, 2, "preempt.batch.starts");
+    StartsBatch->addIncoming(Builder.getInt32(1), Refilled);
+    StartsBatch->addIncoming(Builder.getInt32(0), Step);
+    BatchStart = StartsBatch;
     PHINode *Current = Builder.CreatePHI(Int32, 2, "preempt.current.task");
     Current->addIncoming(First, Refilled);
     Current->addIncoming(LocalTask, Step);
@@ -370,8 +374,8 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
   // (task_loop.cu says why only there).
   Value *YieldNow, *NextTask;
   if (Loop == TaskLoop::Batched) {
-    YieldNow = Builder.CreateCall(helperFunction(M, helper::BatchYieldCheck), {Control, CurrentTask, CurrentEnd},
-                                  "preempt.yield.now");
+    YieldNow = Builder.CreateCall(helperFunction(M, helper::BatchYieldCheck),
+                                  {Control, CurrentTask, CurrentEnd, BatchStart, YieldSeen}, "preempt.yield.now");
     NextTask = Builder.CreateCall(helperFunction(M, helper::BatchPrefetch),
                                   {Control, YieldSeen, CurrentTask, CurrentEnd}, "preempt.next.task");
   } else {

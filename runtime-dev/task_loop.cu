@@ -204,11 +204,21 @@ PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block 
 // barrier between tasks keep the shared-memory versions: there the lag is
 // not carried over, and these made matmul_tiled's converted kernel need 40
 // registers instead of 32, a CTA per SM fewer.)
+//
+// One read per batch: at its second-to-last task, or at its only one. Every
+// CTA reads the same yield-mask word, so each read waits in line at one L2
+// slice; the word read at a batch's last task was never tested (the fetch
+// after it tests the read made one task earlier). Elsewhere the last value
+// read is carried on, so that the fetch always tests a read.
 PREEMPT_DEVICE unsigned int __preempt_batch_yield_check(preempt_control_block *control, unsigned int current,
-                                                        unsigned int end) {
-  if (!is_first_thread() || end - current > 2)
+                                                        unsigned int end, unsigned int batch_start,
+                                                        unsigned int yield_seen) {
+  if (!is_first_thread())
     return 0;
-  return yield_word(control);
+  unsigned int left = end - current;
+  if (left == 2 || (left == 1 && batch_start))
+    return yield_word(control);
+  return yield_seen;
 }
 
 // Returns the fetch of the next batch in thread 0 as the batch's last task
