@@ -4,6 +4,7 @@
 import datetime
 import json
 import os
+import re
 import statistics
 import struct
 import sys
@@ -120,8 +121,14 @@ def main():
                 same, why = compare(original["outputs"][-1], stress["outputs"][0], original["tolerance"])
                 # Fewer evictions than the threshold is not a failure of the
                 # converted code, but the run proved less: said as such.
+                # The runtime's stress line counts the launches that ran the
+                # unconverted copy: one wave, no task boundary to evict at.
+                one_wave = re.search(r"(\d+) one-wave launches run as written", stress["errors"][0])
+                one_wave = int(one_wave.group(1)) if one_wave else 0
                 stress_result = (f"MISMATCH ({why})" if not same else
                                  "match" if stress_evictions >= MIN_STRESS_EVICTIONS else
+                                 f"match, but under {MIN_STRESS_EVICTIONS} evictions: its {one_wave} one-wave launches "
+                                 "ran unconverted (no task boundary to evict at)" if one_wave else
                                  f"match, but under {MIN_STRESS_EVICTIONS} evictions: kernels too short to be caught")
             ok = ok and stress_result.startswith("match")
         # Run again with PREEMPT_ONE_WAVE=persistent (launch_storm, whose one-wave launches run the kernel as

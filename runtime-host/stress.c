@@ -85,9 +85,18 @@ static void stop_at_exit(void) {
   if (!was_running)
     return;
   preempt_stress_stop(runtime);
-  fprintf(stderr, "preempt: stress: %llu evictions (%llu spatial), %llu resumptions\n",
+  /* Launches that ran the unconverted copy had nothing to evict: said, so
+   * that a run with few evictions tells why (bench/report_suite.py). */
+  unsigned long long one_wave = 0;
+  runtime = preempt_runtime_lock();
+  for (const preempt_kernel_state *kernel = runtime->kernels; kernel; kernel = kernel->next)
+    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++)
+      one_wave += kernel->on_device[device].one_wave_launches;
+  preempt_runtime_unlock(runtime);
+  fprintf(stderr,
+          "preempt: stress: %llu evictions (%llu spatial), %llu resumptions, %llu one-wave launches run as written\n",
           (unsigned long long)runtime->stress.evictions, (unsigned long long)runtime->stress.spatial_evictions,
-          (unsigned long long)runtime->stress.resumptions);
+          (unsigned long long)runtime->stress.resumptions, one_wave);
 }
 
 void preempt_stress_start_if_requested(preempt_runtime *runtime) {
