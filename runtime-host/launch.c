@@ -316,6 +316,9 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
   int status = preempt_device_state_get(runtime, device_index, &device);
   if (status != 0)
     return status;
+  /* Under PREEMPT_STRESS a program of one-wave launches only still gets its
+   * report at exit, which says they ran unconverted (stress.c). */
+  preempt_stress_start_if_requested(runtime);
   status = kernel_occupancy(gpu, kernel->desc, on_device, block, shared_bytes);
   if (status != 0)
     return status;
