@@ -34,6 +34,10 @@ clang++-22 "${flags[@]}" "$root/bench/preemption/preempt_bench.cu" -o "$out/orig
 clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/preempt_bench.cu" -o "$out/preempt/preempt_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/launch_costs.cu" -o "$out/original/launch_costs" "${libs[@]}"
+# A one-wave launch with 64 KiB of dynamic shared memory: runs the kernel's copy (issue 3).
+clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
+  "$root/bench/preemption/one_wave_big_shared.cu" -o "$out/preempt/one_wave_big_shared" -L"$runtime" \
+  -lpreempt_runtime "${libs[@]}"
 # Overhead pieces (issue 3): the same kernels built both ways, launched piece by piece (overhead_parts.cu).
 clang++-22 "${flags[@]}" -c "$root/bench/preemption/overhead_kernels.cu" -o "$out/remarks/overhead_original.o"
 clang++-22 "${flags[@]}" -DPARTS_CONVERTED -fpass-plugin="$plugin" -c "$root/bench/preemption/overhead_kernels.cu" \

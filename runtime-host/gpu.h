@@ -54,10 +54,12 @@ typedef struct preempt_gpu_ops {
    * stub is given: *function = NULL when the module has none (a plugin older
    * than the copies). not_supported where the API cannot look it up. */
   int (*original_kernel)(const void *host_stub, const char *name, void **function);
-  /* Launches such a copy with the application's own arguments. On any
-   * failure the caller launches the persistent form instead, through
+  /* Launches such a copy with the application's own arguments. Attributes
+   * the application set through the API reached the converted kernel
+   * (`host_stub`), not the copy: the copy takes on those the launch needs.
+   * On any failure the caller launches the persistent form instead, through
    * `launch`, so that the API reports its own error the usual way. */
-  int (*launch_function)(void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
+  int (*launch_function)(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
                          size_t dynamic_shared_bytes, void *stream);
   /* NVIDIA: a relaunch's CTAs leave their count for the runtime's publisher
    * kernel, enqueued after each relaunch (control_block.h). Loaded once per

@@ -41,6 +41,8 @@ static struct {
   CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
   CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                             unsigned int, unsigned int, CUstream, void **, void **);
+  CUresult (*func_get_attribute)(int *, CUfunction_attribute, CUfunction);
+  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
   CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 } driver;
@@ -66,6 +68,10 @@ static int load_driver(void) {
     status = preempt_cuda_driver_entry("cuModuleGetFunction", (void **)&driver.module_get_function);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuLaunchKernel", (void **)&driver.launch_kernel);
+  if (status == cudaSuccess)
+    status = preempt_cuda_driver_entry("cuFuncGetAttribute", (void **)&driver.func_get_attribute);
+  if (status == cudaSuccess)
+    status = preempt_cuda_driver_entry("cuFuncSetAttribute", (void **)&driver.func_set_attribute);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuStreamWriteValue32", (void **)&driver.stream_write_value32);
   if (status == cudaSuccess)
@@ -229,10 +235,27 @@ static int cuda_original_kernel(const void *host_stub, const char *name, void **
  * no current context yet (CUDA_ERROR_INVALID_CONTEXT): the caller then
  * launches the persistent form, whose runtime calls bind it. Any failure
  * only says to do that, so a CUresult need not be translated. */
-static int cuda_launch_function(void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
-                                size_t dynamic_shared_bytes, void *stream) {
+/* Dynamic shared memory beyond the default 48 KiB must be allowed per
+ * function (cudaFuncSetAttribute), and the application allowed it for the
+ * function of its stub, the converted kernel: the copy takes that limit over
+ * before such a launch. */
+#define DEFAULT_DYNAMIC_SHARED_LIMIT (48u * 1024u)
+
+static int cuda_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
+                                void **args, size_t dynamic_shared_bytes, void *stream) {
   if (dynamic_shared_bytes > UINT32_MAX)
     return cudaErrorInvalidValue;
+  if (dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT) {
+    CUfunction converted;
+    int status = cuda_function(host_stub, &converted);
+    if (status != cudaSuccess)
+      return status;
+    int limit = 0;
+    if (driver.func_get_attribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, converted) != CUDA_SUCCESS ||
+        driver.func_set_attribute((CUfunction)function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit) !=
+            CUDA_SUCCESS)
+      return cudaErrorInvalidValue;
+  }
   CUresult result = driver.launch_kernel((CUfunction)function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                          (unsigned int)dynamic_shared_bytes, (CUstream)stream, args, NULL);
   return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;

@@ -112,8 +112,9 @@ static int hip_original_kernel(const void *host_stub, const char *name, void **f
 }
 
 /* Ready for when the copy can be found (hipModuleGetFunction on the stub's module). */
-static int hip_launch_function(void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
-                               size_t dynamic_shared_bytes, void *stream) {
+static int hip_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
+                               void **args, size_t dynamic_shared_bytes, void *stream) {
+  (void)host_stub;
   if (dynamic_shared_bytes > UINT32_MAX)
     return hipErrorInvalidValue;
   return hipModuleLaunchKernel((hipFunction_t)function, grid.x, grid.y, grid.z, block.x, block.y, block.z,

@@ -333,7 +333,8 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
   preempt_dim3 dims = {grid.x, grid.y, grid.z};
   /* A failed launch of the copy falls back to the persistent form: it runs,
    * or the API reports its error as it reports any launch's (gpu.h). */
-  if (gpu->launch_function(on_device->original_function, dims, block, args, shared_bytes, stream) != 0)
+  if (gpu->launch_function(kernel->desc->host_stub, on_device->original_function, dims, block, args, shared_bytes,
+                           stream) != 0)
     return 0;
   on_device->one_wave_launches++;
   on_device->launches++;

@@ -152,13 +152,14 @@ static int fake_original_kernel(const void *stub, const char *name, void **funct
   return 0;
 }
 /* A copy takes the kernel's own parameters: the first is read as 8 bytes when there is one. */
-static int fake_launch_function(void *function, preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared,
-                                void *stream) {
+static int fake_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
+                                void **args, size_t shared, void *stream) {
   if (fake_gpu.fail_function_launch)
     return FAKE_ERROR_LAUNCH;
   fake_launch *last = &fake_gpu.last;
   memset(last, 0, sizeof *last);
   last->original = 1;
+  last->host_stub = host_stub;
   last->function = function;
   last->args = args;
   last->grid = grid;

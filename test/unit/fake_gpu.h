@@ -22,6 +22,7 @@ typedef struct fake_launch {
   int persistent;                 /* had the extra parameters */
   int original;                   /* launch_function: a converted kernel's unconverted copy */
   void *function;                 /* which one (original_kernel's handle) */
+  const void *host_stub;          /* launch_function: the converted kernel it takes attributes from */
   void **args;                    /* the argument array as passed */
   long long first_param;          /* the kernel's first parameter, read as 8 bytes when it has one */
   preempt_control_block *control; /* the parameters after the kernel's own */

@@ -46,6 +46,7 @@ static void test_one_wave_launches(void) {
     CHECK_EQ_U64(fake_gpu.function_launches, 1);
     CHECK_EQ_U64(fake_gpu.launches, 1);
     CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
+    CHECK(fake_gpu.last.host_stub == &stub_a); /* whose API-set attributes the copy takes on */
     CHECK(fake_gpu.last.grid.x == 37 && fake_gpu.last.grid.y == 3 && fake_gpu.last.grid.z == 2);
     CHECK(fake_gpu.last.block.x == 64 && fake_gpu.last.block.y == 1 && fake_gpu.last.block.z == 1);
     CHECK_EQ_U64(fake_gpu.last.shared, 128);
