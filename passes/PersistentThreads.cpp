@@ -351,10 +351,12 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
       Index->addIncoming(Stepped[Axis], Step);
       BlockIndex.push_back(Index);
     }
-    PHINode *StartsBatch = Builder.CreatePHI(Int32, 2, "preempt.batch.starts");
-    StartsBatch->addIncoming(Builder.getInt32(1), Refilled);
-    StartsBatch->addIncoming(Builder.getInt32(0), Step);
-    BatchStart = StartsBatch;
+    if (Loop == TaskLoop::Batched) { // for __preempt_batch_yield_check
+      PHINode *StartsBatch = Builder.CreatePHI(Int32, 2, "preempt.batch.starts");
+      StartsBatch->addIncoming(Builder.getInt32(1), Refilled);
+      StartsBatch->addIncoming(Builder.getInt32(0), Step);
+      BatchStart = StartsBatch;
+    }
     PHINode *Current = Builder.CreatePHI(Int32, 2, "preempt.current.task");
     Current->addIncoming(First, Refilled);
     Current->addIncoming(LocalTask, Step);

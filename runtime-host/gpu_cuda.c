@@ -229,17 +229,18 @@ static int cuda_original_kernel(const void *host_stub, const char *name, void **
   return cudaSuccess;
 }
 
+#define DEFAULT_DYNAMIC_SHARED_LIMIT (48u * 1024u)
+
 /* The runtime API launches only what the program registered, and the copy is
  * not registered: the driver launches it. The runtime API binds its context
  * to a thread lazily, so on a thread whose first CUDA call this is there is
  * no current context yet (CUDA_ERROR_INVALID_CONTEXT): the caller then
  * launches the persistent form, whose runtime calls bind it. Any failure
- * only says to do that, so a CUresult need not be translated. */
-/* Dynamic shared memory beyond the default 48 KiB must be allowed per
+ * only says to do that, so a CUresult need not be translated.
+ * Dynamic shared memory beyond the default 48 KiB must be allowed per
  * function (cudaFuncSetAttribute), and the application allowed it for the
  * function of its stub, the converted kernel: the copy takes that limit over
  * before such a launch. */
-#define DEFAULT_DYNAMIC_SHARED_LIMIT (48u * 1024u)
 
 static int cuda_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
                                 void **args, size_t dynamic_shared_bytes, void *stream) {

@@ -150,9 +150,10 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
   return tasks > PREEMPT_MAX_CHECK_INTERVAL ? PREEMPT_MAX_CHECK_INTERVAL : (uint32_t)tasks;
 }
 
+/* The kernel's occupancy for this launch is known (kernel_occupancy). */
 static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device_index,
-                             preempt_grid_dims grid, preempt_dim3 block, void **args, size_t shared_bytes,
-                             void *stream) {
+                             preempt_device_state *device, preempt_grid_dims grid, preempt_dim3 block, void **args,
+                             size_t shared_bytes, void *stream) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   const preempt_kernel_desc *desc = kernel->desc;
   preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
@@ -162,15 +163,6 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
                    (unsigned long long)task_count, PREEMPT_MAX_TASKS);
     return gpu->invalid_configuration;
   }
-  preempt_device_state *device = NULL;
-  int status = preempt_device_state_get(runtime, device_index, &device);
-  if (status != 0)
-    return status;
-  preempt_stress_start_if_requested(runtime);
-
-  status = kernel_occupancy(gpu, desc, on_device, block, shared_bytes);
-  if (status != 0)
-    return status;
   /* Occupancy 0 means the block cannot run at all: launch one CTA anyway so
    * the GPU API reports its own error for this configuration. */
   uint32_t ctas = preempt_persistent_cta_count(on_device->ctas_per_sm, device->sm_count, task_count);
@@ -178,7 +170,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
     ctas = 1;
 
   uint32_t slot;
-  status = preempt_control_pool_acquire(&device->control_pool, gpu, &slot);
+  int status = preempt_control_pool_acquire(&device->control_pool, gpu, &slot);
   if (status == gpu->not_ready) {
     preempt_report("every control block belongs to an evicted launch that was never resumed: resume some "
                    "before launching kernel '%s'", desc->name);
@@ -302,44 +294,29 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
  * converted on the H100: docs/persistent-threads.md). It is not tracked:
  * preempt_last_launch() says 0, and eviction cannot reach it. Not under
  * preemptd, which must hold and schedule every converted launch, nor with
- * PREEMPT_ONE_WAVE=persistent, nor without a copy. *launched says whether it
- * ran; an error is one the persistent launch would have met too. */
+ * PREEMPT_ONE_WAVE=persistent, nor without a copy. The kernel's occupancy
+ * for this launch is known (kernel_occupancy). Returns whether it ran: a
+ * failed launch of the copy falls back to the persistent form, which runs,
+ * or reports the API's error as it reports any launch's (gpu.h). */
 static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device_index,
-                           preempt_grid_dims grid, preempt_dim3 block, void **args, size_t shared_bytes,
-                           void *stream, int *launched) {
-  *launched = 0;
+                           const preempt_device_state *device, preempt_grid_dims grid, preempt_dim3 block, void **args,
+                           size_t shared_bytes, void *stream) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
-  if (runtime->one_wave_persistent || !on_device->original_function)
+  if (runtime->one_wave_persistent || !on_device->original_function || preempt_daemon_active(runtime))
     return 0;
-  const preempt_gpu_ops *gpu = runtime->gpu;
-  preempt_device_state *device = NULL;
-  int status = preempt_device_state_get(runtime, device_index, &device);
-  if (status != 0)
-    return status;
-  /* Under PREEMPT_STRESS a program of one-wave launches only still gets its
-   * report at exit, which says they ran unconverted (stress.c). */
-  preempt_stress_start_if_requested(runtime);
-  status = kernel_occupancy(gpu, kernel->desc, on_device, block, shared_bytes);
-  if (status != 0)
-    return status;
   /* The persistent grid would be the whole grid: task count <= CTAs per SM x
    * SMs (never at occupancy 0, a block that cannot run: the persistent path
    * lets the API say why). */
   uint64_t task_count = preempt_grid_task_count(grid);
   if (preempt_persistent_cta_count(on_device->ctas_per_sm, device->sm_count, task_count) != task_count)
     return 0;
-  if (preempt_daemon_active(runtime))
-    return 0;
   preempt_dim3 dims = {grid.x, grid.y, grid.z};
-  /* A failed launch of the copy falls back to the persistent form: it runs,
-   * or the API reports its error as it reports any launch's (gpu.h). */
-  if (gpu->launch_function(kernel->desc->host_stub, on_device->original_function, dims, block, args, shared_bytes,
-                           stream) != 0)
+  if (runtime->gpu->launch_function(kernel->desc->host_stub, on_device->original_function, dims, block, args,
+                                    shared_bytes, stream) != 0)
     return 0;
   on_device->one_wave_launches++;
   on_device->launches++;
-  *launched = 1;
-  return 0;
+  return 1;
 }
 
 int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_dim3 block, void **args,
@@ -382,10 +359,19 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       kernel->on_device[device].launches++;
     goto done;
   }
-  int launched = 0;
-  status = one_wave_launch(runtime, kernel, device, original, block, args, dynamic_shared_bytes, stream, &launched);
-  if (status == 0 && !launched)
-    status = persistent_launch(runtime, kernel, device, original, block, args, dynamic_shared_bytes, stream);
+  preempt_device_state *device_state = NULL;
+  status = preempt_device_state_get(runtime, device, &device_state);
+  if (status != 0)
+    goto done;
+  /* Under PREEMPT_STRESS a program of one-wave launches only still gets its
+   * report at exit, which says they ran unconverted (stress.c). */
+  preempt_stress_start_if_requested(runtime);
+  status = kernel_occupancy(gpu, desc, &kernel->on_device[device], block, dynamic_shared_bytes);
+  if (status != 0)
+    goto done;
+  if (!one_wave_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes, stream))
+    status = persistent_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes,
+                               stream);
 done:
   preempt_runtime_unlock(runtime);
   return status;
