@@ -156,13 +156,27 @@ grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
 json_out=${md%.md}.json
 python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$md" || status=1
-# Many processes at once (issue 4): EffiSha §8's 11 programs 3 ms apart, FLEP §6.3.1's equal-priority pairs, under
-# MPS, without and with preemptd (hpf, piv, dprr). About 1.5 minutes; TERM after 6 (mix.sh then stops MPS itself).
-# One round each and short per-process limits keep the whole script within one 10-minute device call (it took
-# 294 s so on the H100, against 569 s with mix.sh's own defaults when its converted runs could not start).
-MIX_REPS=${MIX_REPS:-1} MIX_PAIR_REPS=${MIX_PAIR_REPS:-5} MIX_PROC_TIMEOUT=${MIX_PROC_TIMEOUT:-30} \
-  timeout -k 20 360 bash "$root/bench/daemon/mix.sh" "$bin" "$work/mix.jsonl" ||
-  echo "gpu_check.sh: mix.sh failed or ran out of time; the report shows what it measured" >&2
+# Many processes at once (issue 4), two sharings, one round each and short per-process limits so that the whole
+# script stays within one 10-minute device call:
+# - without MPS (time-slicing, EffiSha's setting): EffiSha §8's 11 programs 3 ms apart, original builds and
+#   converted ones without and with preemptd (hpf, piv, dprr). About 4 minutes on the H100: 11 converted processes
+#   starting at once take ~19 s to start (the runtime's 32 hardware queues each; 3.5 s with 8), 2.6 s original.
+# - under MPS: FLEP §6.3.1's equal-priority pairs, and one EffiSha run as a canary: 11 converted processes cannot
+#   start under MPS (docs/daemon.md). About 1 minute.
+# TERM after the limit (mix.sh then stops MPS itself); each limit also keeps to what is left of the script's
+# GPU_CHECK_BUDGET_S (default 560 s), since everything before varies too.
+budget_left() { local left=$(( ${GPU_CHECK_BUDGET_S:-560} - SECONDS - $2 )); [ $left -lt $1 ] && echo $left || echo $1; }
+timeslice_limit=$(budget_left 330 60) # 60 s kept for the MPS runs
+[ "$timeslice_limit" -gt 0 ] || timeslice_limit=1
+MIX_SHARING=timeslice MIX_ONLY='alone|effisha' MIX_REPS=${MIX_REPS:-1} MIX_PROC_TIMEOUT=${MIX_PROC_TIMEOUT:-45} \
+  timeout -k 20 "$timeslice_limit" bash "$root/bench/daemon/mix.sh" "$bin" "$work/mix_timeslice.jsonl" ||
+  echo "gpu_check.sh: mix.sh (time-slicing) failed or ran out of time; the report shows what it measured" >&2
+mps_limit=$(budget_left 150 10)
+[ "$mps_limit" -gt 0 ] || mps_limit=1
+MIX_SHARING=mps MIX_ONLY='alone|pair|effisha_random_hpf' MIX_REPS=1 MIX_PAIR_REPS=${MIX_PAIR_REPS:-5} \
+  MIX_PROC_TIMEOUT=${MIX_PROC_TIMEOUT:-30} timeout -k 20 "$mps_limit" bash "$root/bench/daemon/mix.sh" "$bin" "$work/mix_mps.jsonl" ||
+  echo "gpu_check.sh: mix.sh (MPS) failed or ran out of time; the report shows what it measured" >&2
+cat "$work/mix_timeslice.jsonl" "$work/mix_mps.jsonl" > "$work/mix.jsonl" 2>/dev/null
 python3 "$root/bench/daemon/report_mix.py" "$work/mix.jsonl" "$json_out" "$md" || status=1
 tail -n 30 "$md"
 rm -rf "$work"

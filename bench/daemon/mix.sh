@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mix.sh: on the GPU machine, under MPS, many processes sharing the GPU (issue 4), each one program of mix_bench:
+# mix.sh: on the GPU machine, under MPS or time-slicing (MIX_SHARING), many processes sharing the GPU (issue 4), each one program of mix_bench:
 #  a. EffiSha §8: 11 programs (Table 3's standalone times and order) start 3 ms apart; priorities "random" (the
 #     paper's, x2/3 rounded down to fit 0..20, order and ties kept), "group" and "sjf" (the paper's columns); each
 #     with original builds (no daemon), converted builds without a daemon, and converted builds under preemptd
@@ -13,12 +13,15 @@
 #          preemptd is started and stopped for each run when given, else a fake that only listens)
 # Environment: MIX_REPS (EffiSha rounds, default 2), MIX_PAIR_REPS (default 10), MIX_ONLY=REGEX (runs whose name
 # matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs), MIX_PROC_TIMEOUT (seconds
-# one process may take, default 90).
+# one process may take, default 90), MIX_SHARING (mps, the default: the runs under an MPS server this script starts;
+# timeslice: without MPS, the driver's time-slicing between processes, EffiSha §8's setting on its K40m).
 set -uo pipefail
 dry_run=0
 if [ "${1:-}" = --dry-run ]; then dry_run=1; shift; [ $# -eq 1 ] && set -- none "$1"; fi
 [ $# -eq 2 ] || { echo "usage: mix.sh BIN_DIR OUT_JSONL | mix.sh --dry-run [BIN_DIR] OUT_JSONL" >&2; exit 2; }
 bin=$1 out=$2
+sharing=${MIX_SHARING:-mps}
+case $sharing in mps|timeslice) ;; *) echo "mix.sh: MIX_SHARING must be mps or timeslice, not '$sharing'" >&2; exit 2 ;; esac
 reps=${MIX_REPS:-2} pair_reps=${MIX_PAIR_REPS:-10} logs=${MIX_LOG_DIR:-} proc_timeout=${MIX_PROC_TIMEOUT:-90}
 work=$(mktemp -d)
 daemon_pid=""
@@ -35,8 +38,10 @@ trap 'echo "mix.sh: stopped by a signal" >&2; exit 143' TERM INT
 export PREEMPT_DAEMON_SOCKET=$work/preemptd.sock
 : > "$out" || { echo "mix.sh: cannot write $out" >&2; exit 2; }
 # emit JSON: appends one line to OUT_JSONL; a dry run's lines say so, each one, even if the run is cut short.
+# Every line says which sharing it ran under.
 emit() {
-  if [ $dry_run = 1 ]; then echo "{\"dry_run\": true, ${1#\{}" >> "$out"; else echo "$1" >> "$out"; fi
+  local line="{\"sharing\": \"$sharing\", ${1#\{}"
+  if [ $dry_run = 1 ]; then echo "{\"dry_run\": true, ${line#\{}" >> "$out"; else echo "$line" >> "$out"; fi
 }
 
 # EffiSha Table 3, in its order; run times in us (the original build's standalone time, mix_bench's scale).
@@ -315,23 +320,26 @@ specs() {
 
 if [ $dry_run = 1 ]; then
   echo "mix.sh: DRY RUN: fake programs, no GPU, no MPS; the numbers mean nothing" >&2
-  mps_ok=1
+  sharing_ok=1
+elif [ "$sharing" = timeslice ]; then
+  echo "mix.sh: no MPS: the processes share the GPU by the driver's time-slicing" >&2
+  sharing_ok=1
 elif ! command -v nvidia-cuda-mps-control >/dev/null; then
   emit '{"run": "mps", "failed": "nvidia-cuda-mps-control not found"}'
-  mps_ok=0
+  sharing_ok=0
 else
   mps_dir=$work/mps
   mkdir -p "$mps_dir/pipe" "$mps_dir/log"
   export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
   if timeout -s KILL 30 nvidia-cuda-mps-control -d; then
-    mps_ok=1
+    sharing_ok=1
   else
     emit '{"run": "mps", "failed": "nvidia-cuda-mps-control -d failed"}'
-    mps_ok=0
+    sharing_ok=0
   fi
 fi
 
-if [ $mps_ok = 1 ]; then
+if [ $sharing_ok = 1 ]; then
   began=$SECONDS
   pair=("long:$pair_long_us:0:$pair_priority" "short:$pair_short_us:$pair_delay_us:$pair_priority")
   mapfile -t all < <(specs group)
@@ -363,4 +371,4 @@ if [ $mps_ok = 1 ]; then
   done
   echo "mix.sh: all runs took $((SECONDS - began)) s" >&2
 fi
-[ $mps_ok = 1 ]
+[ $sharing_ok = 1 ]

@@ -3,6 +3,8 @@
 EffiSha §8: 11 programs starting 3 ms apart, three priority assignments: NTT per program, ANTT, STP, makespan and
 scheduling overhead. FLEP §6.3.1: equal-priority pairs (a 2 ms kernel arriving 3 ms into a 20 ms one): ANTT, STP.
 Usage: report_mix.py MIX_JSONL RESULTS_JSON RESULTS_MD  (adds "daemon_mix" to the JSON, a section to the md)
+MIX_JSONL may hold runs of both sharings (mix.sh's MIX_SHARING: mps or timeslice, each line's "sharing"; lines
+without one ran under MPS): each gets its own section and its own entry under "daemon_mix".
 
 NTT = turnaround / standalone time of the original build (EffiSha §8.5, FLEP §6.3.1), turnaround = the process's
 own launch-to-synchronize time; ANTT = mean NTT; STP = sum of 1/NTT; makespan = first start to last end over the
@@ -21,6 +23,13 @@ SETTINGS = {
 }
 SHORT = {"original": "original", "preempt": "converted", "hpf": "hpf", "piv": "piv", "dprr": "dprr"}
 SCHEMES = {"random": "random", "group": "group", "sjf": "shortest first"}
+SHARINGS = {
+    "timeslice": ("without MPS",
+                  "Without MPS the driver time-slices the GPU between the processes' contexts (EffiSha §8's setting, "
+                  "on its K40m): kernels of different processes never overlap, with or without a daemon."),
+    "mps": ("under MPS",
+            "Under MPS the processes' kernels can run side by side; without a daemon they do."),
+}
 
 
 def load_rows(path, name_key="run", script="mix.sh"):
@@ -83,7 +92,7 @@ def run_metrics(row, alone_original, alone_preempt):
     converted = [p["ntt_vs_converted"] for p in programs if p["ntt_vs_converted"] is not None]
     return {
         "programs": programs,
-        "antt": statistics.fmean(ntts),
+        "antt": statistics.fmean(ntts),  # per run: the mean over its programs (ANTT's definition)
         "stp": sum(1 / n for n in ntts),
         "antt_vs_converted": statistics.fmean(converted) if len(converted) == len(programs) else None,
         "class_ntt": {str(k): statistics.fmean(v) for k, v in sorted(classes.items())},
@@ -164,14 +173,14 @@ def summarize(rows):
             names = [p["name"] for p in runs[0]["programs"]]
             out[setting] = {
                 "runs": len(runs),
-                "antt": mean(r["antt"] for r in runs),
+                "antt": median(r["antt"] for r in runs),
                 "antt_range": [min(r["antt"] for r in runs), max(r["antt"] for r in runs)],
-                "antt_vs_converted": mean(r["antt_vs_converted"] for r in runs),
-                "stp": mean(r["stp"] for r in runs),
-                "makespan_us": mean(r["makespan_us"] for r in runs),
+                "antt_vs_converted": median(r["antt_vs_converted"] for r in runs),
+                "stp": median(r["stp"] for r in runs),
+                "makespan_us": median(r["makespan_us"] for r in runs),
                 "makespan_range_us": [min(r["makespan_us"] for r in runs), max(r["makespan_us"] for r in runs)],
-                "class_ntt": {k: mean(r["class_ntt"].get(k) for r in runs) for k in runs[0]["class_ntt"]},
-                "program_ntt": {n: mean(p["ntt"] for r in runs for p in r["programs"] if p["name"] == n)
+                "class_ntt": {k: median(r["class_ntt"].get(k) for r in runs) for k in runs[0]["class_ntt"]},
+                "program_ntt": {n: median(p["ntt"] for r in runs for p in r["programs"] if p["name"] == n)
                                 for n in names},
                 "program_priority": {p["name"]: p["priority"] for p in runs[0]["programs"]},
                 "program_run_us": {p["name"]: p["run_us"] for p in runs[0]["programs"]},
@@ -197,21 +206,22 @@ def summarize(rows):
     return summary
 
 
-def markdown(summary, rows, gpu):
+def markdown(summary, rows, gpu, sharing):
     dry = any(row.get("dry_run") for row in rows)
-    out = ["", "## Across processes: EffiSha §8's 11 programs, FLEP §6.3.1's equal-priority pairs (bench/daemon/mix.sh)",
-           ""]
+    where, how = SHARINGS[sharing]
+    out = ["", "## Across processes, " + where + ": EffiSha §8's 11 programs, FLEP §6.3.1's equal-priority pairs "
+           "(bench/daemon/mix.sh)", ""]
     if dry:
         out += ["**DRY RUN: fake programs, no GPU. These numbers are made up and measure nothing.**", ""]
     out.append(
-        f"On {gpu}, under MPS. Each program is one process running one compute-bound kernel (long_kernel, ~54 us "
+        f"On {gpu}, {where}. Each program is one process running one compute-bound kernel (long_kernel, ~54 us "
         "tasks) sized to EffiSha Table 3's standalone time for the original build. Every process warms up "
         "(registering with preemptd when one runs), then starts at an agreed CLOCK_MONOTONIC moment plus its "
         "delay. NTT = the process's launch-to-synchronize time / its standalone time (original build, alone, "
         "median of 5); ANTT = mean NTT; STP = sum of 1/NTT; makespan = first start to last end. Overhead = "
         "makespan / makespan of the original builds without a daemon (EffiSha §8.3's T'/T), and / makespan of "
-        "the converted builds without a daemon (the daemon's own cost). Without a daemon, MPS runs the kernels "
-        "side by side; PREEMPT_PRIORITY only matters to preemptd.")
+        "the converted builds without a daemon (the daemon's own cost). " + how + " PREEMPT_PRIORITY only matters "
+        "to preemptd.")
     alone = summary["standalone_us"]
     names = []
     for row in rows:
@@ -228,11 +238,11 @@ def markdown(summary, rows, gpu):
             out.append(f"| {name} | {run_us / 1000:.2f} | " + " | ".join(cells) + " |")
     if summary["effisha"]:
         runs = max(e["runs"] for s in summary["effisha"].values() for e in s.values())
-        out += ["", f"### EffiSha §8: 11 programs starting 3 ms apart (mean of {runs} run{'s' * (runs > 1)})", "",
+        out += ["", f"### EffiSha §8: 11 programs starting 3 ms apart (median of {runs} run{'s' * (runs > 1)})", "",
                 "Priorities (higher runs first): random = Table 3's, x2/3 rounded down to fit 0..20 (order and ties "
                 "kept); group and shortest first = Table 3's. Priority classes: each distinct priority, low to high.",
                 "", "| priorities | setting | ANTT (range) | ANTT vs converted alone | STP | mean NTT per priority "
-                "class, low → high | makespan ms | ÷ original | ÷ converted, no daemon |",
+                "class, low → high | makespan ms (range) | ÷ original | ÷ converted, no daemon |",
                 "|---|---|---|---|---|---|---|---|---|"]
         for scheme, label in SCHEMES.items():
             settings = summary["effisha"].get(scheme, {})
@@ -242,10 +252,12 @@ def markdown(summary, rows, gpu):
                     continue
                 low, high = entry["antt_range"]
                 spread = f" ({low:.2f}..{high:.2f})" if entry["runs"] > 1 else ""
+                shortest, longest = entry["makespan_range_us"]
+                makespan_spread = f" ({shortest / 1000:.1f}..{longest / 1000:.1f})" if entry["runs"] > 1 else ""
                 classes = ", ".join(f"{k}: {v:.2f}" for k, v in entry["class_ntt"].items())
                 out.append(f"| {label} | {setting_label} | {entry['antt']:.2f}{spread} | "
                            f"{fmt(entry['antt_vs_converted'])} | {entry['stp']:.2f} | {classes} | "
-                           f"{entry['makespan_us'] / 1000:.1f} | {fmt(entry['overhead_vs_original'], 3)} | "
+                           f"{entry['makespan_us'] / 1000:.1f}{makespan_spread} | {fmt(entry['overhead_vs_original'], 3)} | "
                            f"{fmt(entry['overhead_vs_converted'], 3)} |")
         late = max(e["max_late_us"] for s in summary["effisha"].values() for e in s.values())
         out += ["", f"Latest start of a process behind its agreed moment: {late:.0f} us"
@@ -294,19 +306,29 @@ def main():
     if len(sys.argv) != 4:
         sys.exit("usage: report_mix.py MIX_JSONL RESULTS_JSON RESULTS_MD")
     rows = load_rows(sys.argv[1])
-    summary = summarize(rows)
     with open(sys.argv[2]) as handle:
         results = json.load(handle)
     if any(row.get("dry_run") for row in rows):
         print("report_mix.py: DRY RUN input: made-up numbers", file=sys.stderr)
-        summary["dry_run"] = True
-    results["daemon_mix"] = {"summary": summary, "runs": [compact(row) for row in rows]}
+    by_sharing = {}
+    for row in rows:
+        sharing = row.get("sharing", "mps")
+        by_sharing.setdefault(sharing if sharing in SHARINGS else "mps", []).append(row)
+    results["daemon_mix"] = {}
+    lines = []
+    for sharing in (s for s in SHARINGS if s in by_sharing):
+        these = by_sharing[sharing]
+        summary = summarize(these)
+        if any(row.get("dry_run") for row in these):
+            summary["dry_run"] = True
+        results["daemon_mix"][sharing] = {"summary": summary, "runs": [compact(row) for row in these]}
+        lines += markdown(summary, these, results.get("gpu", "this file's GPU"), sharing)
+        for run, why in summary["failures"]:
+            print(f"report_mix.py: {sharing}: {run}: {why}", file=sys.stderr)
     with open(sys.argv[2], "w") as handle:
         json.dump(results, handle, indent=1)
     with open(sys.argv[3], "a") as handle:
-        handle.write("\n".join(markdown(summary, rows, results.get("gpu", "this file's GPU"))) + "\n")
-    for run, why in summary["failures"]:
-        print(f"report_mix.py: {run}: {why}", file=sys.stderr)
+        handle.write("\n".join(lines) + "\n")
     # Wrong results (a lost or repeated task) fail the check; a run that failed otherwise is reported, not fatal.
     wrong = [row.get("run") for row in rows for p in row.get("programs", [])
              if ((p.get("result") or {}).get("wrong_blocks_sampled") or 0) > 0]
