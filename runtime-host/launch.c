@@ -110,6 +110,16 @@ static int kernel_occupancy(const preempt_gpu_ops *gpu, const preempt_kernel_des
 /* EffiSha §6.3's adaptive checking: a yield check every `period / task
  * length` tasks, once a sampled launch has measured the task length; every
  * task until then. An override (API or PREEMPT_CHECK_INTERVAL) wins. */
+/* A sampled launch's task length: its first wave's time (or its one
+ * relaunch's) shared out over the tasks each persistent CTA ran. */
+static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_launch_record *sample,
+                             float milliseconds) {
+  if (sample->task_count == 0 || milliseconds <= 0)
+    return;
+  on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
+  on_device->task_samples++;
+}
+
 static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *kernel,
                                preempt_kernel_on_device *on_device, preempt_device_state *device) {
   if (kernel->check_interval_override)
@@ -127,18 +137,16 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
       if (sample->relaunches > 1) {
         on_device->sampling = 0;
       } else if (sample->relaunches == 1 && gpu->event_query(sample->resume_event) == 0) {
-        if (gpu->event_elapsed_ms(sample->relaunch_start_event, sample->resume_event, &milliseconds) == 0 &&
-            sample->task_count > 0)
-          on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
+        if (gpu->event_elapsed_ms(sample->relaunch_start_event, sample->resume_event, &milliseconds) == 0)
+          take_task_sample(on_device, sample, milliseconds);
         on_device->sampling = 0;
       }
     } else if (sample->resumed) {
       on_device->sampling = 0; /* evicted: the timing says nothing about tasks */
     } else if (gpu->event_query(sample->sample_end_event) == 0) {
       float milliseconds = 0;
-      if (gpu->event_elapsed_ms(sample->sample_start_event, sample->sample_end_event, &milliseconds) == 0 &&
-          sample->task_count > 0)
-        on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
+      if (gpu->event_elapsed_ms(sample->sample_start_event, sample->sample_end_event, &milliseconds) == 0)
+        take_task_sample(on_device, sample, milliseconds);
       on_device->sampling = 0;
     }
   }
@@ -213,7 +221,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (preempt_daemon_active(runtime))
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
   int held = stub >= 0;
-  int sample = !on_device->sampling && on_device->task_nanoseconds <= 0;
+  int sample = !on_device->sampling && on_device->task_samples < PREEMPT_TASK_SAMPLES;
   if (sample) {
     on_device->sampling = 1;
     on_device->sample_slot = slot;

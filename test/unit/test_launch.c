@@ -564,7 +564,9 @@ int main(int argc, char **argv) {
     fake_gpu.events_pending = 0;
   }
 
-  /* Launches while the sample is in flight, or after it, record no timed event: only the sampled one does. */
+  /* Launches while a sample is in flight, or after the last one, record no timed event: only the sampled
+   * ones do. The first sample runs with a check before every task; the launch after it, at the interval
+   * that sample chose, is sampled again, and its estimate replaces the first. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6timingPf", 1);
@@ -575,12 +577,22 @@ int main(int argc, char **argv) {
     fake_gpu.events_pending = 1;
     for (int launch = 0; launch < 3; launch++)
       CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){512, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0, NULL), 0);
+    CHECK_EQ_U64(fake_gpu.last.check_interval, 1);
     CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
     fake_gpu.events_pending = 0;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){512, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0, NULL), 0);
     CHECK(fake_gpu.last.check_interval == 19 || fake_gpu.last.check_interval == 20); /* from the timed pair (float rounding) */
-    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
-    CHECK_EQ_U64(fake_gpu.event_records, 4 * 3 + 2);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 4); /* the second sample */
+    /* At that interval the tasks took half as long: 0.5 us, a check every 40 tasks. */
+    fake_gpu.elapsed_ms = 0.0005f;
+    for (int launch = 0; launch < 2; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){512, 1, 1}, (preempt_dim3){128, 1, 1}, args, 0, NULL), 0);
+    CHECK(fake_gpu.last.check_interval == 39 || fake_gpu.last.check_interval == 40);
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.task_microseconds > 0.49 && info.task_microseconds < 0.51);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 4); /* no third sample */
+    CHECK_EQ_U64(fake_gpu.event_records, 6 * 3 + 4);
   }
 
   test_one_wave_launches();
