@@ -32,8 +32,8 @@ typedef struct preempt_kernel_on_device {
   uint64_t launches;
   /* Task length, sampled on a launch (EffiSha §6.3's online sampling). The
    * first sample runs with a check before every task, whose fetches made
-   * tasks of streaming kernels take up to 2.3x as long on the H100
-   * (overhead_parts at interval 1); so a second launch is sampled at the
+   * tasks of streaming kernels take 2.0-2.7x as long on the H100
+   * (overhead_parts at interval 1 against 16); so a second launch is sampled at the
    * interval the first sample chose, and its estimate replaces the first. */
   double task_nanoseconds;
   int task_samples;           /* samples taken, up to PREEMPT_TASK_SAMPLES */
