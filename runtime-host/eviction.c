@@ -41,6 +41,30 @@ uint32_t preempt_held_streams(const preempt_device_state *device, void *except) 
   return count;
 }
 
+/* Writes the words of the yield mask that change, as one span in one call
+ * on the urgent control stream, which runs beside the kernel: the words land
+ * while it runs. The host's copy follows. */
+static int write_yield_mask(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                            preempt_launch_record *record, const uint32_t wanted[PREEMPT_YIELD_MASK_WORDS]) {
+  int first = -1, last = -1;
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
+    if (wanted[word] == record->yield_mask[word])
+      continue;
+    if (first < 0)
+      first = word;
+    last = word;
+  }
+  if (first < 0)
+    return 0;
+  preempt_control_block *control = record->control;
+  int status = gpu->stream_write_words(device->control_stream, &control->yield_mask[first], &wanted[first],
+                                       (uint32_t)(last - first + 1));
+  if (status != 0)
+    return status;
+  memcpy(record->yield_mask, wanted, sizeof record->yield_mask);
+  return 0;
+}
+
 /* A held stream (an evicted launch's, waiting for its tasks) blocks its
  * hardware queue. With one queue the relaunch waits behind it forever; on
  * the H100 with 32 queues, 16 held streams were fine and 40 hung the host
@@ -81,20 +105,15 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
     requested = *sms;
   else
     full_mask(&requested);
-  preempt_control_block *control = record->control;
-  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
-    uint32_t wanted = record->yield_mask[word] | requested.words[word];
-    if (wanted == record->yield_mask[word])
-      continue;
-    /* The urgent stream runs beside the kernel: the word lands while it runs. */
-    int status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], wanted);
-    if (status != 0) {
-      preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
-      return PREEMPT_ERROR_GPU;
-    }
-    record->yield_mask[word] = wanted;
-    record->time_first_relaunch = 0; /* CTAs leave early: their timing says nothing about tasks */
+  uint32_t wanted[PREEMPT_YIELD_MASK_WORDS];
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    wanted[word] = record->yield_mask[word] | requested.words[word];
+  int status = write_yield_mask(gpu, device, record, wanted);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
+    return PREEMPT_ERROR_GPU;
   }
+  record->time_first_relaunch = 0; /* CTAs leave early: their timing says nothing about tasks */
   return PREEMPT_OK;
 }
 
@@ -229,21 +248,19 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
   if (ctas == 0)
     ctas = 1;
 
-  preempt_control_block *control = record->control;
-  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
-    if (!cleared[word])
-      continue;
-    uint32_t left = record->yield_mask[word] & ~cleared[word];
-    int status = 0;
-    if (!unstarted) {
-      status = gpu->stream_write_u32(device->control_stream, &control->yield_mask[word], left);
-      record->relaunch_after_clear = 1;
-    }
+  uint32_t left[PREEMPT_YIELD_MASK_WORDS];
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    left[word] = record->yield_mask[word] & ~cleared[word];
+  if (unstarted) {
+    /* Nothing on the device to clear: it never saw the mask. */
+    memcpy(record->yield_mask, left, sizeof left);
+  } else {
+    int status = write_yield_mask(gpu, device, record, left);
     if (status != 0) {
       preempt_report_gpu(gpu, status, "clearing the yield mask", record->desc->name);
       return PREEMPT_ERROR_GPU;
     }
-    record->yield_mask[word] = left;
+    record->relaunch_after_clear = 1;
   }
   record->held_unstarted = 0;
   if (!record->relaunch_pending || ctas > record->relaunch_ctas)

@@ -36,9 +36,10 @@ typedef struct preempt_gpu_ops {
   /* A non-blocking stream; `urgent` asks for the highest priority. */
   int (*stream_create)(void **stream, int urgent);
   int (*stream_destroy)(void *stream);
-  /* Stream memory operations: write a word, or hold the stream until a word
-   * equals a value. */
-  int (*stream_write_u32)(void *stream, void *device_word, uint32_t value);
+  /* Stream memory operations: write `count` consecutive words (in one call
+   * where the API has one: an eviction's latency includes every call), or
+   * hold the stream until a word equals a value. */
+  int (*stream_write_words)(void *stream, uint32_t *device_words, const uint32_t *values, uint32_t count);
   int (*stream_wait_u32)(void *stream, void *device_word, uint32_t value);
   int (*stream_wait_event)(void *stream, void *event);
   int (*event_create)(void **event, int timed);

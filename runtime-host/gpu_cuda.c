@@ -6,6 +6,7 @@
 
 #include "gpu.h"
 #include "gpu_cuda.h"
+#include "preempt/control_block.h"
 
 static const char *cuda_error_string(int code) { return cudaGetErrorString((cudaError_t)code); }
 
@@ -43,7 +44,7 @@ static struct {
                             unsigned int, unsigned int, CUstream, void **, void **);
   CUresult (*func_get_attribute)(int *, CUfunction_attribute, CUfunction);
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
-  CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  CUresult (*stream_batch_mem_op)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
   CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 } driver;
 
@@ -73,7 +74,7 @@ static int load_driver(void) {
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuFuncSetAttribute", (void **)&driver.func_set_attribute);
   if (status == cudaSuccess)
-    status = preempt_cuda_driver_entry("cuStreamWriteValue32", (void **)&driver.stream_write_value32);
+    status = preempt_cuda_driver_entry("cuStreamBatchMemOp", (void **)&driver.stream_batch_mem_op);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuStreamWaitValue32", (void **)&driver.stream_wait_value32);
   return status;
@@ -165,12 +166,23 @@ static int cuda_stream_create(void **stream, int urgent) {
 }
 static int cuda_stream_destroy(void *stream) { return cudaStreamDestroy((cudaStream_t)stream); }
 
-static int cuda_stream_write_u32(void *stream, void *device_word, uint32_t value) {
+/* One batch of writes: evicting from every SM writes the whole yield mask,
+ * and each API call on the way adds to the eviction's latency. */
+static int cuda_stream_write_words(void *stream, uint32_t *device_words, const uint32_t *values, uint32_t count) {
   int status = load_driver();
   if (status != cudaSuccess)
     return status;
-  CUresult result = driver.stream_write_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
-                                                CU_STREAM_WRITE_VALUE_DEFAULT);
+  CUstreamBatchMemOpParams writes[PREEMPT_YIELD_MASK_WORDS];
+  if (count == 0 || count > PREEMPT_YIELD_MASK_WORDS)
+    return cudaErrorInvalidValue;
+  memset(writes, 0, sizeof writes);
+  for (uint32_t index = 0; index < count; index++) {
+    writes[index].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    writes[index].writeValue.address = (CUdeviceptr)(uintptr_t)(device_words + index);
+    writes[index].writeValue.value = values[index];
+    writes[index].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+  }
+  CUresult result = driver.stream_batch_mem_op((CUstream)stream, count, writes, 0);
   return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
 }
 
@@ -283,7 +295,7 @@ static const preempt_gpu_ops cuda_ops = {
     .device_zero = cuda_device_zero,
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
-    .stream_write_u32 = cuda_stream_write_u32,
+    .stream_write_words = cuda_stream_write_words,
     .stream_wait_u32 = cuda_stream_wait_u32,
     .stream_wait_event = cuda_stream_wait_event,
     .event_create = cuda_event_create,

@@ -74,8 +74,13 @@ static int hip_stream_create(void **stream, int urgent) {
   return hipStreamCreateWithPriority((hipStream_t *)stream, hipStreamNonBlocking, urgent ? greatest : least);
 }
 static int hip_stream_destroy(void *stream) { return hipStreamDestroy((hipStream_t)stream); }
-static int hip_stream_write_u32(void *stream, void *device_word, uint32_t value) {
-  return hipStreamWriteValue32((hipStream_t)stream, device_word, value, 0);
+static int hip_stream_write_words(void *stream, uint32_t *device_words, const uint32_t *values, uint32_t count) {
+  for (uint32_t index = 0; index < count; index++) {
+    hipError_t status = hipStreamWriteValue32((hipStream_t)stream, device_words + index, values[index], 0);
+    if (status != hipSuccess)
+      return status;
+  }
+  return hipSuccess;
 }
 static int hip_stream_wait_u32(void *stream, void *device_word, uint32_t value) {
   return hipStreamWaitValue32((hipStream_t)stream, device_word, value, hipStreamWaitValueEq, 0xffffffffu);
@@ -142,7 +147,7 @@ static const preempt_gpu_ops hip_ops = {
     .device_zero = hip_device_zero,
     .stream_create = hip_stream_create,
     .stream_destroy = hip_stream_destroy,
-    .stream_write_u32 = hip_stream_write_u32,
+    .stream_write_words = hip_stream_write_words,
     .stream_wait_u32 = hip_stream_wait_u32,
     .stream_wait_event = hip_stream_wait_event,
     .event_create = hip_event_create,

@@ -60,12 +60,15 @@ static int fake_stream_create(void **stream, int urgent) {
   return 0;
 }
 /* "Device memory" is host memory here: a stream write lands at once. */
-static int fake_stream_write(void *stream, void *word, uint32_t value) {
+static int fake_stream_write(void *stream, uint32_t *words, const uint32_t *values, uint32_t count) {
   (void)stream;
-  uint32_t before = *(uint32_t *)word;
-  fake_gpu.nonzero_mask_words += (before == 0 && value != 0) - (before != 0 && value == 0);
-  *(uint32_t *)word = value;
-  fake_gpu.mask_writes++;
+  for (uint32_t index = 0; index < count; index++) {
+    uint32_t before = words[index];
+    fake_gpu.nonzero_mask_words += (before == 0 && values[index] != 0) - (before != 0 && values[index] == 0);
+    words[index] = values[index];
+    fake_gpu.mask_writes++;
+  }
+  fake_gpu.mask_write_calls++;
   return 0;
 }
 static int fake_stream_wait(void *stream, void *word, uint32_t value) {
@@ -213,7 +216,7 @@ static const preempt_gpu_ops fake_ops = {
     .device_zero = fake_device_zero,
     .stream_create = fake_stream_create,
     .stream_destroy = fake_free,
-    .stream_write_u32 = fake_stream_write,
+    .stream_write_words = fake_stream_write,
     .stream_wait_u32 = fake_stream_wait,
     .stream_wait_event = fake_stream_wait_event,
     .event_create = fake_event_create,

@@ -256,12 +256,15 @@ int main(int argc, char **argv) {
     CHECK(fake_gpu.last_wait_word == &fake_gpu.last.control->done_generation);
     CHECK_EQ_U64(fake_gpu.last_wait_value, fake_gpu.last.generation);
 
-    /* Temporal eviction: every yield-mask word set, on the runtime's stream. */
+    /* Temporal eviction: every yield-mask word set, on the runtime's stream, in one call (each call
+     * adds to the eviction's latency). */
     fake_gpu.events_pending = 1;
     preempt_control_block *control = fake_gpu.last.control;
+    int write_calls_before = fake_gpu.mask_write_calls;
     CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
     for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
       CHECK_EQ_U64(control->yield_mask[word], 0xffffffffu);
+    CHECK_EQ_U64(fake_gpu.mask_write_calls, write_calls_before + 1);
     preempt_launch_state state;
     CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
     CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTING); /* its CTAs have not left yet */
@@ -275,6 +278,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
     for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
       CHECK_EQ_U64(control->yield_mask[word], 0);
+    CHECK_EQ_U64(fake_gpu.mask_write_calls, write_calls_before + 2); /* cleared in one call too */
     CHECK_EQ_U64(fake_gpu.launches, launches_before);
     CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
     CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING);
