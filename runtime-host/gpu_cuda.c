@@ -253,7 +253,6 @@ static int cuda_original_kernel(const void *host_stub, const char *name, void **
  * function (cudaFuncSetAttribute), and the application allowed it for the
  * function of its stub, the converted kernel: the copy takes that limit over
  * before such a launch. */
-
 static int cuda_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
                                 void **args, size_t dynamic_shared_bytes, void *stream) {
   if (dynamic_shared_bytes > UINT32_MAX)

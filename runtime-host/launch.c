@@ -107,9 +107,6 @@ static int kernel_occupancy(const preempt_gpu_ops *gpu, const preempt_kernel_des
   return 0;
 }
 
-/* EffiSha §6.3's adaptive checking: a yield check every `period / task
- * length` tasks, once a sampled launch has measured the task length; every
- * task until then. An override (API or PREEMPT_CHECK_INTERVAL) wins. */
 /* A sampled launch's task length: its first wave's time (or its one
  * relaunch's) shared out over the tasks each persistent CTA ran. */
 static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_launch_record *sample,
@@ -120,6 +117,9 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
   on_device->task_samples++;
 }
 
+/* EffiSha §6.3's adaptive checking: a yield check every `period / task
+ * length` tasks, once a sampled launch has measured the task length; every
+ * task until then. An override (API or PREEMPT_CHECK_INTERVAL) wins. */
 static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *kernel,
                                preempt_kernel_on_device *on_device, preempt_device_state *device) {
   if (kernel->check_interval_override)
