@@ -40,7 +40,7 @@ static int owns_slot(const preempt_mem_ledger *ledger, uint32_t client) {
 }
 
 preempt_mem_result preempt_mem_ledger_attach(preempt_mem_ledger *ledger, uint32_t pid, int32_t priority,
-                                             uint32_t *client) {
+                                             uint64_t liveness_key, uint32_t *client) {
   for (uint32_t index = 0; index < PREEMPT_MEM_MAX_CLIENTS; index++) {
     preempt_mem_client *slot = &ledger->clients[index];
     if (slot->in_use)
@@ -48,6 +48,7 @@ preempt_mem_result preempt_mem_ledger_attach(preempt_mem_ledger *ledger, uint32_
     slot->pid = pid;
     slot->priority = priority;
     slot->reserved_bytes = 0;
+    slot->liveness_key = liveness_key;
     __atomic_store_n(&slot->in_use, 1u, __ATOMIC_RELEASE);
     *client = index;
     return PREEMPT_MEM_OK;

@@ -151,6 +151,37 @@ preempt_status preempt_get_priority(int *granted, int *limit);
  * leaves the daemon. */
 preempt_status preempt_shutdown(void);
 
+/* Memory admission (schedGPU, docs/memory.md). Every device allocation of a program built with the plugin
+ * (cudaMalloc and its kin, the cuMemAlloc family; routed by the host pass), or of any program run with
+ * LD_PRELOAD=libpreempt_mem.so and the shared CUDA runtime, is first admitted against a ledger of the GPU's
+ * memory shared by every such process of the user: one that does not fit waits, served by the policy
+ * (PREEMPT_MEM_POLICY=fifo|mmu|priority-fifo|priority-mmu; the process that creates the ledger sets it),
+ * until it fits or PREEMPT_MEM_TIMEOUT_MS (default 60000; -1: no limit; 0: never wait) passes, when the
+ * allocation fails with the API's out-of-memory error. PREEMPT_MEM=off turns it off.
+ *
+ * Declares a budget for the current device (schedGPU's explicit mode): reserves `bytes` in the ledger at
+ * once, waiting as an allocation would; allocations then draw from it without waiting, and frees return to
+ * it. A smaller budget (0) gives back the part no allocation uses. PREEMPT_MEM_BUDGET=bytes (K/M/G/T
+ * suffixes) declares one for every device before its first allocation. PREEMPT_ERROR_OUT_OF_MEMORY on
+ * timeout or when larger than the GPU, PREEMPT_ERROR_UNSUPPORTED when admission is off or unavailable. */
+preempt_status preempt_mem_budget(size_t bytes);
+
+typedef struct preempt_mem_info {
+  uint64_t capacity_bytes;    /* the GPU's memory */
+  uint64_t external_bytes;    /* used outside the ledger when last looked at (contexts, other programs) */
+  uint64_t reserved_bytes;    /* admitted to the ledger's clients */
+  uint64_t free_bytes;        /* capacity - external - reserved */
+  uint64_t held_bytes;        /* admitted to this process (its budget included) */
+  uint64_t budget_bytes, budget_used_bytes;
+  uint64_t dead_clients;      /* clients found dead and reclaimed, over the ledger's life */
+  uint32_t clients, waiting;  /* processes in the ledger; requests waiting now */
+  uint32_t reinitializations; /* times a damaged ledger was started again */
+  char policy[16];
+} preempt_mem_info;
+
+/* The current device's ledger as this process sees it. */
+preempt_status preempt_mem_get_info(preempt_mem_info *info);
+
 #ifdef __cplusplus
 }
 #endif

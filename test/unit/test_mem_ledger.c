@@ -25,7 +25,7 @@ static void run_scenario(preempt_mem_policy policy, char *order) {
   int holding[5] = {0}, granted_at[5];
   int grants = 0;
   for (int index = 0; index < 5; index++)
-    CHECK(preempt_mem_ledger_attach(&ledger, 100 + index, priorities[index], &clients[index]) == PREEMPT_MEM_OK);
+    CHECK(preempt_mem_ledger_attach(&ledger, 100 + index, priorities[index], 0, &clients[index]) == PREEMPT_MEM_OK);
   /* Takes every grant in the ledger, in the order the ledger granted them. */
 #define COLLECT()                                                                                                     \
   for (;;) {                                                                                                          \
@@ -90,9 +90,9 @@ static void test_cancel_unblocks(void) {
   static preempt_mem_ledger ledger;
   preempt_mem_ledger_init(&ledger, 100, PREEMPT_MEM_POLICY_FIFO);
   uint32_t holder, head, behind, waiter, head_waiter, behind_waiter;
-  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, &holder) == PREEMPT_MEM_OK);
-  CHECK(preempt_mem_ledger_attach(&ledger, 2, 0, &head) == PREEMPT_MEM_OK);
-  CHECK(preempt_mem_ledger_attach(&ledger, 3, 0, &behind) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, 0, &holder) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 2, 0, 0, &head) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 3, 0, 0, &behind) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_request(&ledger, holder, 70, &waiter) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_take(&ledger, holder, waiter) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_request(&ledger, head, 50, &head_waiter) == PREEMPT_MEM_OK);
@@ -112,8 +112,8 @@ static void test_detach_dead(void) {
   static preempt_mem_ledger ledger;
   preempt_mem_ledger_init(&ledger, 100, PREEMPT_MEM_POLICY_MMU);
   uint32_t dead, live, waiter, dead_grant, live_waiter;
-  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, &dead) == PREEMPT_MEM_OK);
-  CHECK(preempt_mem_ledger_attach(&ledger, 2, 0, &live) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, 0, &dead) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 2, 0, 0, &live) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_request(&ledger, dead, 40, &waiter) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_take(&ledger, dead, waiter) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_request(&ledger, dead, 30, &dead_grant) == PREEMPT_MEM_OK); /* granted, never taken */
@@ -134,7 +134,7 @@ static void test_limits(void) {
   static preempt_mem_ledger ledger;
   preempt_mem_ledger_init(&ledger, 100, PREEMPT_MEM_POLICY_FIFO);
   uint32_t client, waiter;
-  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, &client) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, 0, &client) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_request(&ledger, client, 101, &waiter) == PREEMPT_MEM_NEVER_FITS);
   CHECK(preempt_mem_ledger_waiting(&ledger, PREEMPT_MEM_NO_INDEX) == 0);
   CHECK(preempt_mem_ledger_release(&ledger, client, 1) == PREEMPT_MEM_INVALID);
@@ -150,8 +150,8 @@ static void test_limits(void) {
   CHECK(preempt_mem_ledger_release(&ledger, client, 30) == PREEMPT_MEM_OK);
   /* Every slot taken: the next client is told, not given someone else's. */
   for (int index = 1; index < PREEMPT_MEM_MAX_CLIENTS; index++)
-    CHECK(preempt_mem_ledger_attach(&ledger, 2, 0, &client) == PREEMPT_MEM_OK);
-  CHECK(preempt_mem_ledger_attach(&ledger, 3, 0, &client) == PREEMPT_MEM_FULL);
+    CHECK(preempt_mem_ledger_attach(&ledger, 2, 0, 0, &client) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 3, 0, 0, &client) == PREEMPT_MEM_FULL);
   preempt_mem_policy policy;
   CHECK(preempt_mem_policy_parse("priority-mmu", &policy) == 0 && policy == PREEMPT_MEM_POLICY_PRIORITY_MMU);
   CHECK(preempt_mem_policy_parse("lifo", &policy) == -1);
@@ -164,7 +164,7 @@ static void test_check(void) {
   char why[128];
   uint32_t client, waiter;
   preempt_mem_ledger_init(&ledger, 100, PREEMPT_MEM_POLICY_FIFO);
-  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, &client) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, 0, &client) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_request(&ledger, client, 200 / 4, &waiter) == PREEMPT_MEM_OK);
   CHECK(preempt_mem_ledger_check(&ledger, why, sizeof why) == 0);
   ledger.waiters[waiter].state = 7;

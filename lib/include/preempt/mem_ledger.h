@@ -57,10 +57,11 @@ enum { PREEMPT_MEM_WAITER_FREE = 0, PREEMPT_MEM_WAITER_WAITING = 1, PREEMPT_MEM_
 
 typedef struct preempt_mem_client {
   uint32_t in_use;          /* 0: free slot */
-  uint32_t pid;             /* for listings; liveness is the caller's business (mem_segment.c: a file lock) */
+  uint32_t pid;             /* for listings */
   int32_t priority;
   uint32_t reserved0;
   uint64_t reserved_bytes;  /* taken grants, minus releases */
+  uint64_t liveness_key;    /* the caller's: how it tells whether the client lives (mem_segment.c: a locked byte) */
 } preempt_mem_client;
 
 typedef struct preempt_mem_waiter {
@@ -89,7 +90,7 @@ void preempt_mem_ledger_init(preempt_mem_ledger *ledger, uint64_t capacity_bytes
 
 /* Takes a free client slot. PREEMPT_MEM_FULL when none is left. */
 preempt_mem_result preempt_mem_ledger_attach(preempt_mem_ledger *ledger, uint32_t pid, int32_t priority,
-                                             uint32_t *client);
+                                             uint64_t liveness_key, uint32_t *client);
 
 /* Frees the slot with everything it holds: reservations, waiting requests, grants not yet taken. Used for
  * a client that ends and for one found dead. Serves the waiters that now fit. Idempotent. */

@@ -1,0 +1,566 @@
+/* mem_admission.c: the process's side of memory admission: waits by policy, budgets, the allocation table.
+ * schedGPU §4 (initialisation, pre-allocation, post-free, shutdown; implicit and explicit modes) and §5. */
+#define _GNU_SOURCE
+#include "memory.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preempt/daemon_protocol.h" /* preempt_futex_wait, PREEMPT_PRIORITY_MIN/MAX */
+
+static preempt_memory memory_context = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+preempt_memory *preempt_memory_context(void) { return &memory_context; }
+
+static void say(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *format, ...) {
+  const char *quiet = getenv("PREEMPT_QUIET");
+  if (quiet && strcmp(quiet, "1") == 0)
+    return;
+  va_list arguments;
+  va_start(arguments, format);
+  fputs("preempt: ", stderr);
+  vfprintf(stderr, format, arguments);
+  fputc('\n', stderr);
+  va_end(arguments);
+}
+
+/* A byte count: digits with an optional K, M, G or T (powers of 1024). 0 on success. */
+static int parse_bytes(const char *text, uint64_t *bytes) {
+  char *end;
+  errno = 0;
+  unsigned long long value = strtoull(text, &end, 10);
+  if (errno || end == text)
+    return -1;
+  int shift = 0;
+  switch (*end) {
+  case 'K': case 'k': shift = 10; end++; break;
+  case 'M': case 'm': shift = 20; end++; break;
+  case 'G': case 'g': shift = 30; end++; break;
+  case 'T': case 't': shift = 40; end++; break;
+  default: break;
+  }
+  if (*end || (shift && value > (UINT64_MAX >> shift)))
+    return -1;
+  *bytes = (uint64_t)value << shift;
+  return 0;
+}
+
+static void configure(preempt_memory *memory) {
+  memory->configured = 1;
+  const char *setting = getenv("PREEMPT_MEM");
+  memory->enabled = !(setting && (strcmp(setting, "off") == 0 || strcmp(setting, "0") == 0));
+  if (setting && *setting && memory->enabled && strcmp(setting, "on") != 0 && strcmp(setting, "1") != 0)
+    say("PREEMPT_MEM='%s' is neither 'on' nor 'off': admission stays on", setting);
+  memory->timeout_ms = PREEMPT_MEM_DEFAULT_TIMEOUT_MS;
+  const char *timeout = getenv("PREEMPT_MEM_TIMEOUT_MS");
+  if (timeout && *timeout) {
+    char *end;
+    errno = 0;
+    long long value = strtoll(timeout, &end, 10);
+    if (errno || *end || value < -1)
+      say("ignoring PREEMPT_MEM_TIMEOUT_MS='%s': expected -1 (no limit) or a whole number of milliseconds", timeout);
+    else
+      memory->timeout_ms = value;
+  }
+  memory->policy = PREEMPT_MEM_POLICY_FIFO;
+  const char *policy = getenv("PREEMPT_MEM_POLICY");
+  if (policy && *policy && preempt_mem_policy_parse(policy, &memory->policy) != 0)
+    say("ignoring PREEMPT_MEM_POLICY='%s': expected fifo, mmu, priority-fifo or priority-mmu", policy);
+  /* As preemptd's rule (EffiSha §6.4): a user other than root asks for at most -nice. Without a daemon
+   * nothing enforces it beyond this process, but the ledger is per user (mem_segment.c), so a process
+   * that lies only gets ahead of its own user's others. */
+  errno = 0;
+  int nice_value = getpriority(PRIO_PROCESS, 0);
+  int32_t limit = geteuid() == 0 ? PREEMPT_PRIORITY_MAX : (errno ? 0 : -nice_value);
+  memory->priority = limit < 0 ? limit : 0;
+  const char *priority = getenv("PREEMPT_PRIORITY");
+  if (priority && *priority) {
+    char *end;
+    long value = strtol(priority, &end, 10);
+    if (*end || value < PREEMPT_PRIORITY_MIN || value > PREEMPT_PRIORITY_MAX)
+      say("ignoring PREEMPT_PRIORITY='%s': expected %d..%d", priority, PREEMPT_PRIORITY_MIN, PREEMPT_PRIORITY_MAX);
+    else
+      memory->priority = (int32_t)value > limit ? limit : (int32_t)value;
+  }
+  const char *budget = getenv("PREEMPT_MEM_BUDGET");
+  if (budget && *budget && parse_bytes(budget, &memory->environment_budget) != 0) {
+    say("ignoring PREEMPT_MEM_BUDGET='%s': expected bytes, optionally with K, M, G or T", budget);
+    memory->environment_budget = 0;
+  }
+  const char *prefix = getenv("PREEMPT_MEM_SEGMENT");
+  snprintf(memory->segment_prefix, sizeof memory->segment_prefix, "%s",
+           prefix && prefix[0] == '/' && !strchr(prefix + 1, '/') ? prefix : "/preempt-mem");
+  if (prefix && *prefix && strcmp(prefix, memory->segment_prefix) != 0)
+    say("ignoring PREEMPT_MEM_SEGMENT='%s': expected a name like /preempt-mem (one leading slash)", prefix);
+  const char *hold = getenv("PREEMPT_MEM_TEST_HOLD_NS");
+  memory->hold_lock_ns = hold ? strtoull(hold, NULL, 10) : 0;
+}
+
+static void release_at_exit(void);
+
+static preempt_memory *lock_memory(void) {
+  preempt_memory *memory = preempt_memory_context();
+  pthread_mutex_lock(&memory->lock);
+  if (!memory->configured)
+    configure(memory);
+  return memory;
+}
+
+static void unlock_memory(preempt_memory *memory) { pthread_mutex_unlock(&memory->lock); }
+
+/* Test-only (PREEMPT_MEM_TEST_HOLD_NS): widens the ledger's critical section so that kills land inside it. */
+static void hold_inside_lock(const preempt_memory *memory) {
+  if (!memory->hold_lock_ns)
+    return;
+  struct timespec pause = {.tv_sec = (time_t)(memory->hold_lock_ns / 1000000000ull),
+                           .tv_nsec = (long)(memory->hold_lock_ns % 1000000000ull)};
+  nanosleep(&pause, NULL);
+}
+
+/* Opens the current device's segment on first use. Returns the device's state, or NULL when admission does
+ * not apply (off, or the segment cannot be used: said once, and allocations go on unadmitted). */
+static preempt_mem_device *open_device(preempt_memory *memory, const preempt_mem_gpu *gpu, int *device_out) {
+  if (!memory->enabled)
+    return NULL;
+  int device = 0;
+  if (gpu->current_device(&device) != 0 || device < 0 || device >= PREEMPT_MEM_MAX_DEVICES)
+    return NULL; /* the allocation itself will report the API's error */
+  preempt_mem_device *state = &memory->devices[device];
+  *device_out = device;
+  if (state->opened)
+    return state->opened > 0 ? state : NULL;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  if (gpu->device_uuid(device, state->uuid) != 0 || gpu->memory_info(&free_bytes, &total_bytes) != 0 ||
+      total_bytes == 0) {
+    say("cannot read device %d's UUID or memory size through %s: its allocations are not admitted", device,
+        gpu->api_name);
+    state->opened = -1;
+    return NULL;
+  }
+  char name[96];
+  int length = snprintf(name, sizeof name, "%s-%u-", memory->segment_prefix, (unsigned)geteuid());
+  for (int byte = 0; byte < 16 && length + 2 < (int)sizeof name; byte++)
+    length += snprintf(name + length, sizeof name - (size_t)length, "%02x", state->uuid[byte]);
+  char why[256];
+  if (preempt_mem_segment_open(&state->segment, name, total_bytes, memory->policy, memory->priority, why,
+                               sizeof why) != 0) {
+    say("%s: device %d's allocations are not admitted", why, device);
+    state->opened = -1;
+    return NULL;
+  }
+  state->opened = 1;
+  if (!memory->exit_hook) {
+    memory->exit_hook = 1;
+    atexit(release_at_exit);
+  }
+  return state;
+}
+
+uint64_t preempt_mem_deadline_ns(void) {
+  preempt_memory *memory = lock_memory();
+  int64_t timeout_ms = memory->timeout_ms;
+  unlock_memory(memory);
+  return timeout_ms < 0 ? UINT64_MAX : preempt_mem_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* What the GPU says is used, less what the ledger accounts for, is used outside it (other users, programs
+ * without admission, and every client's own context). Takes the segment lock; the query is a GPU call made
+ * before it. */
+static void learn_external(preempt_mem_device *state, const preempt_mem_gpu *gpu) {
+  uint64_t free_bytes = 0, total_bytes = 0;
+  if (gpu->memory_info(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes)
+    return;
+  if (preempt_mem_segment_lock(&state->segment, NULL, 0) != 0)
+    return;
+  preempt_mem_ledger *ledger = &state->segment.shared->ledger;
+  uint64_t device_used = total_bytes - free_bytes;
+  uint64_t ledger_used = preempt_mem_ledger_used_bytes(ledger);
+  uint64_t external = device_used > ledger_used ? device_used - ledger_used : 0;
+  if (external > ledger->capacity_bytes)
+    external = ledger->capacity_bytes;
+  uint64_t grants_before = ledger->grants;
+  preempt_mem_ledger_set_external(ledger, external);
+  if (ledger->grants != grants_before)
+    preempt_mem_segment_ring(&state->segment);
+  preempt_mem_segment_unlock(&state->segment);
+}
+
+/* Waits for `bytes` in the ledger by its policy until the deadline. 0 when granted (and held), 1 on timeout,
+ * 2 when it can never fit, -1 when the segment failed (said). Without the memory lock: another thread of
+ * this process may be about to free what this one waits for. */
+static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *state, const preempt_mem_gpu *gpu,
+                           uint64_t bytes, uint64_t deadline_ns) {
+  preempt_mem_segment *segment = &state->segment;
+  char why[256];
+  int learned = 0;
+  for (;;) { /* one request per ledger generation */
+    if (preempt_mem_segment_lock(segment, why, sizeof why) != 0) {
+      say("%s", why);
+      return -1;
+    }
+    preempt_mem_ledger *ledger = &segment->shared->ledger;
+    hold_inside_lock(memory);
+    uint32_t waiter;
+    uint64_t grants_before = ledger->grants;
+    preempt_mem_result result = preempt_mem_ledger_request(ledger, segment->client, bytes, &waiter);
+    if (result == PREEMPT_MEM_FULL) {
+      preempt_mem_segment_reclaim_dead(segment);
+      result = preempt_mem_ledger_request(ledger, segment->client, bytes, &waiter);
+    }
+    if (result == PREEMPT_MEM_NEVER_FITS) {
+      preempt_mem_segment_unlock(segment);
+      return 2;
+    }
+    if (result != PREEMPT_MEM_OK) {
+      preempt_mem_segment_unlock(segment);
+      say("the memory ledger /dev/shm%s has no free waiter entry (%d)", segment->name, PREEMPT_MEM_MAX_WAITERS);
+      return -1;
+    }
+    uint32_t generation = segment->generation;
+    for (;;) {
+      preempt_mem_waiter *entry = &ledger->waiters[waiter];
+      if (entry->state == PREEMPT_MEM_WAITER_GRANTED) {
+        preempt_mem_ledger_take(ledger, segment->client, waiter);
+        segment->held_bytes += bytes;
+        if (ledger->grants - grants_before > 1)
+          preempt_mem_segment_ring(segment); /* ours let others go too */
+        preempt_mem_segment_unlock(segment);
+        return 0;
+      }
+      uint64_t now = preempt_mem_now_ns();
+      if (now >= deadline_ns) {
+        preempt_mem_ledger_cancel(ledger, segment->client, waiter);
+        preempt_mem_segment_ring(segment); /* a FIFO head leaving may let others go */
+        preempt_mem_segment_unlock(segment);
+        return 1;
+      }
+      /* Before sleeping: maybe dead clients hold memory, or memory counted outside the ledger was freed;
+       * looked at once per request, then at each quiet poll. */
+      if (!learned || now - segment->last_reclaim_ns >= (uint64_t)PREEMPT_MEM_POLL_NS) {
+        preempt_mem_segment_reclaim_dead(segment);
+        if (!learned) {
+          learned = 1;
+          preempt_mem_segment_unlock(segment);
+          learn_external(state, gpu);
+          if (preempt_mem_segment_lock(segment, why, sizeof why) != 0) {
+            say("%s", why);
+            return -1;
+          }
+          ledger = &segment->shared->ledger;
+          if (segment->generation != generation)
+            break; /* the ledger was reinitialized: our request went with it */
+          continue;
+        }
+      }
+      uint32_t seen = __atomic_load_n(&segment->shared->wake, __ATOMIC_SEQ_CST);
+      preempt_mem_segment_unlock(segment);
+      uint64_t left = deadline_ns - now;
+      int timed_out = preempt_futex_wait(&segment->shared->wake, seen,
+                                         (int64_t)(left < (uint64_t)PREEMPT_MEM_POLL_NS ? left : PREEMPT_MEM_POLL_NS));
+      if (timed_out == 1)
+        learned = 0; /* a quiet poll: look at the GPU again */
+      if (preempt_mem_segment_lock(segment, why, sizeof why) != 0) {
+        say("%s", why);
+        return -1;
+      }
+      ledger = &segment->shared->ledger;
+      if (segment->generation != generation)
+        break;
+    }
+    preempt_mem_segment_unlock(segment);
+  }
+}
+
+/* Gives bytes back to the ledger and wakes the waiters they may let go. Without the memory lock. */
+static void release_to_ledger(const preempt_memory *memory, preempt_mem_device *state, uint64_t bytes) {
+  preempt_mem_segment *segment = &state->segment;
+  char why[256];
+  if (bytes == 0)
+    return;
+  if (preempt_mem_segment_lock(segment, why, sizeof why) != 0) {
+    say("%s", why);
+    return;
+  }
+  hold_inside_lock(memory);
+  uint64_t released = bytes < segment->held_bytes ? bytes : segment->held_bytes;
+  segment->held_bytes -= released;
+  int waiting = preempt_mem_ledger_waiting(&segment->shared->ledger, PREEMPT_MEM_NO_INDEX) > 0;
+  preempt_mem_ledger_release(&segment->shared->ledger, segment->client, released);
+  if (waiting)
+    preempt_mem_segment_ring(segment);
+  preempt_mem_segment_unlock(segment);
+}
+
+static const char *wait_failure(int waited) {
+  return waited == 1 ? "waited the whole timeout (PREEMPT_MEM_TIMEOUT_MS)" : "is larger than the GPU's memory";
+}
+
+int preempt_mem_admit_until(const preempt_mem_gpu *gpu, uint64_t bytes, int *device, preempt_mem_charge *charge,
+                            uint64_t deadline_ns) {
+  *device = -1;
+  if (bytes == 0)
+    return 0;
+  preempt_memory *memory = lock_memory();
+  int device_number;
+  preempt_mem_device *state = open_device(memory, gpu, &device_number);
+  uint64_t environment_budget = 0;
+  if (state && !state->budget_from_environment_done) {
+    state->budget_from_environment_done = 1;
+    environment_budget = memory->environment_budget;
+  }
+  unlock_memory(memory);
+  if (!state)
+    return 0;
+  /* PREEMPT_MEM_BUDGET: the declared budget is reserved before the first allocation (schedGPU's implicit
+   * mode, with the user's number instead of a default). */
+  if (environment_budget) {
+    int waited = wait_for_ledger(memory, state, gpu, environment_budget, deadline_ns);
+    if (waited == 0) {
+      memory = lock_memory();
+      state->budget_bytes += environment_budget;
+      unlock_memory(memory);
+    } else if (waited > 0) {
+      say("PREEMPT_MEM_BUDGET: %llu bytes on device %d %s; allocations are admitted one by one",
+          (unsigned long long)environment_budget, device_number, wait_failure(waited));
+    }
+  }
+  memory = lock_memory();
+  if (state->budget_bytes - state->budget_used_bytes >= bytes) {
+    state->budget_used_bytes += bytes;
+    unlock_memory(memory);
+    *device = device_number;
+    *charge = PREEMPT_MEM_CHARGE_BUDGET;
+    return 0;
+  }
+  unlock_memory(memory);
+  int waited = wait_for_ledger(memory, state, gpu, bytes, deadline_ns);
+  if (waited == 0) {
+    *device = device_number;
+    *charge = PREEMPT_MEM_CHARGE_LEDGER;
+    return 0;
+  }
+  if (waited < 0)
+    return 0; /* the segment failed and said why: unadmitted, as without a ledger */
+  const preempt_mem_ledger *ledger = &state->segment.shared->ledger;
+  say("%s allocation of %llu bytes on device %d %s (ledger: %llu of %llu bytes reserved, %llu used outside, "
+      "policy %s): out of memory",
+      gpu->api_name, (unsigned long long)bytes, device_number, wait_failure(waited),
+      (unsigned long long)preempt_mem_ledger_used_bytes(ledger), (unsigned long long)ledger->capacity_bytes,
+      (unsigned long long)ledger->external_bytes, preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
+  return gpu->out_of_memory;
+}
+
+static preempt_mem_device *opened_device(int device) {
+  if (device < 0 || device >= PREEMPT_MEM_MAX_DEVICES)
+    return NULL;
+  preempt_mem_device *state = &preempt_memory_context()->devices[device];
+  return __atomic_load_n(&state->opened, __ATOMIC_ACQUIRE) == 1 ? state : NULL;
+}
+
+void preempt_mem_give_back(int device, uint64_t bytes, preempt_mem_charge charge) {
+  preempt_mem_device *state = opened_device(device);
+  if (!state || bytes == 0)
+    return;
+  preempt_memory *memory = lock_memory();
+  if (charge == PREEMPT_MEM_CHARGE_BUDGET) {
+    state->budget_used_bytes -= bytes < state->budget_used_bytes ? bytes : state->budget_used_bytes;
+    unlock_memory(memory);
+    return;
+  }
+  unlock_memory(memory);
+  release_to_ledger(memory, state, bytes);
+}
+
+int preempt_mem_readmit_after_oom(const preempt_mem_gpu *gpu, uint64_t bytes, int *device,
+                                  preempt_mem_charge *charge, uint64_t deadline_ns) {
+  preempt_mem_device *state = opened_device(*device);
+  preempt_mem_give_back(*device, bytes, *charge);
+  if (state)
+    learn_external(state, gpu);
+  return preempt_mem_admit_until(gpu, bytes, device, charge, deadline_ns);
+}
+
+void preempt_mem_adjust(int device, uint64_t admitted_bytes, uint64_t actual_bytes, preempt_mem_charge charge) {
+  preempt_mem_device *state = opened_device(device);
+  if (!state || actual_bytes == admitted_bytes)
+    return;
+  if (actual_bytes < admitted_bytes) {
+    preempt_mem_give_back(device, admitted_bytes - actual_bytes, charge);
+    return;
+  }
+  uint64_t more = actual_bytes - admitted_bytes;
+  if (charge == PREEMPT_MEM_CHARGE_BUDGET) {
+    preempt_memory *memory = lock_memory();
+    state->budget_used_bytes += more;
+    unlock_memory(memory);
+  } else if (preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
+    /* Already allocated: the ledger records it without asking. */
+    preempt_mem_ledger_restore(&state->segment.shared->ledger, state->segment.client, more);
+    state->segment.held_bytes += more;
+    preempt_mem_segment_unlock(&state->segment);
+  }
+}
+
+/* ---- the allocation table: address -> what its free gives back (open addressing, linear probing) */
+
+#define EMPTY 0ull
+#define DELETED UINT64_MAX
+
+static uint64_t slot_of(uint64_t address, uint64_t capacity) {
+  uint64_t hash = address * 0x9e3779b97f4a7c15ull;
+  return (hash ^ (hash >> 29)) & (capacity - 1);
+}
+
+static int grow_table(preempt_memory *memory) {
+  uint64_t capacity = memory->table_capacity ? memory->table_capacity * 2 : 1024;
+  preempt_mem_allocation *table = calloc(capacity, sizeof *table);
+  if (!table)
+    return -1;
+  for (uint64_t index = 0; index < memory->table_capacity; index++) {
+    preempt_mem_allocation *old = &memory->table[index];
+    if (old->address == EMPTY || old->address == DELETED)
+      continue;
+    uint64_t slot = slot_of(old->address, capacity);
+    while (table[slot].address != EMPTY)
+      slot = (slot + 1) & (capacity - 1);
+    table[slot] = *old;
+  }
+  free(memory->table);
+  memory->table = table;
+  memory->table_capacity = capacity;
+  memory->table_deleted = 0;
+  return 0;
+}
+
+void preempt_mem_record(uint64_t address, uint64_t bytes, int device, preempt_mem_charge charge) {
+  if (device < 0 || address == EMPTY || address == DELETED)
+    return;
+  preempt_memory *memory = lock_memory();
+  if ((memory->table_count + memory->table_deleted + 1) * 2 > memory->table_capacity && grow_table(memory) != 0) {
+    /* No host memory to remember it: give it back now rather than leak it in the ledger forever. */
+    unlock_memory(memory);
+    preempt_mem_give_back(device, bytes, charge);
+    say("out of host memory for the allocation table: an allocation of %llu bytes is no longer accounted",
+        (unsigned long long)bytes);
+    return;
+  }
+  uint64_t slot = slot_of(address, memory->table_capacity);
+  while (memory->table[slot].address != EMPTY && memory->table[slot].address != DELETED)
+    slot = (slot + 1) & (memory->table_capacity - 1);
+  if (memory->table[slot].address == DELETED)
+    memory->table_deleted--;
+  memory->table[slot] = (preempt_mem_allocation){.address = address, .bytes = bytes, .device = device, .charge = charge};
+  memory->table_count++;
+  unlock_memory(memory);
+}
+
+int preempt_mem_forget(uint64_t address, preempt_mem_allocation *allocation) {
+  preempt_memory *memory = lock_memory();
+  int found = 0;
+  if (memory->table_capacity && address != EMPTY && address != DELETED) {
+    uint64_t slot = slot_of(address, memory->table_capacity);
+    while (memory->table[slot].address != EMPTY) {
+      if (memory->table[slot].address == address) {
+        *allocation = memory->table[slot];
+        memory->table[slot].address = DELETED;
+        memory->table_count--;
+        memory->table_deleted++;
+        found = 1;
+        break;
+      }
+      slot = (slot + 1) & (memory->table_capacity - 1);
+    }
+  }
+  unlock_memory(memory);
+  return found;
+}
+
+/* Shutdown (schedGPU §4): at exit everything this process holds goes back, and waiters are woken. A process
+ * that dies without exiting is found by the others through its liveness byte instead. */
+static void release_at_exit(void) {
+  preempt_memory *memory = lock_memory();
+  for (int device = 0; device < PREEMPT_MEM_MAX_DEVICES; device++) {
+    preempt_mem_device *state = &memory->devices[device];
+    if (state->opened != 1)
+      continue;
+    if (preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
+      preempt_mem_segment_detach(&state->segment);
+      preempt_mem_segment_unlock(&state->segment);
+    }
+    preempt_mem_segment_close(&state->segment);
+    state->opened = 0;
+    state->budget_bytes = state->budget_used_bytes = 0;
+  }
+  unlock_memory(memory);
+}
+
+/* ---- the public API (preempt.h) */
+
+preempt_status preempt_mem_budget_with(const preempt_mem_gpu *gpu, size_t bytes) {
+  uint64_t deadline = preempt_mem_deadline_ns();
+  preempt_memory *memory = lock_memory();
+  int device_number;
+  preempt_mem_device *state = open_device(memory, gpu, &device_number);
+  if (!state) {
+    unlock_memory(memory);
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
+  state->budget_from_environment_done = 1; /* the program's own budget wins */
+  uint64_t current = state->budget_bytes;
+  if (bytes <= current) {
+    /* Lowering gives back only what no allocation uses. */
+    uint64_t keep = bytes > state->budget_used_bytes ? bytes : state->budget_used_bytes;
+    state->budget_bytes = keep;
+    unlock_memory(memory);
+    release_to_ledger(memory, state, current - keep);
+    return PREEMPT_OK;
+  }
+  unlock_memory(memory);
+  int waited = wait_for_ledger(memory, state, gpu, bytes - current, deadline);
+  if (waited != 0) {
+    if (waited > 0)
+      say("preempt_mem_budget of %zu bytes on device %d %s", bytes, device_number, wait_failure(waited));
+    return waited < 0 ? PREEMPT_ERROR_GPU : PREEMPT_ERROR_OUT_OF_MEMORY;
+  }
+  memory = lock_memory();
+  state->budget_bytes += bytes - current;
+  unlock_memory(memory);
+  return PREEMPT_OK;
+}
+
+preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem_info *info) {
+  if (!info)
+    return PREEMPT_ERROR_INVALID_ARGUMENT;
+  memset(info, 0, sizeof *info);
+  preempt_memory *memory = lock_memory();
+  int device_number;
+  preempt_mem_device *state = open_device(memory, gpu, &device_number);
+  if (!state || preempt_mem_segment_lock(&state->segment, NULL, 0) != 0) {
+    unlock_memory(memory);
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
+  const preempt_mem_ledger *ledger = &state->segment.shared->ledger;
+  info->capacity_bytes = ledger->capacity_bytes;
+  info->external_bytes = ledger->external_bytes;
+  info->reserved_bytes = preempt_mem_ledger_used_bytes(ledger);
+  info->free_bytes = preempt_mem_ledger_free_bytes(ledger);
+  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_CLIENTS; index++)
+    info->clients += ledger->clients[index].in_use;
+  info->waiting = preempt_mem_ledger_waiting(ledger, PREEMPT_MEM_NO_INDEX);
+  info->dead_clients = ledger->dead_clients;
+  info->held_bytes = state->segment.held_bytes;
+  info->budget_bytes = state->budget_bytes;
+  info->budget_used_bytes = state->budget_used_bytes;
+  info->reinitializations = state->segment.shared->reinitializations;
+  snprintf(info->policy, sizeof info->policy, "%s", preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
+  preempt_mem_segment_unlock(&state->segment);
+  unlock_memory(memory);
+  return PREEMPT_OK;
+}

@@ -1,0 +1,488 @@
+/* mem_intercept_cuda.c: CUDA's device-memory allocation and release calls, admitted against the GPU's ledger.
+ * schedGPU §4: pre-allocation before each allocation, post-free after each release, implicit mode.
+ *
+ * Built twice from this one file:
+ *  - into libpreempt_runtime.a, as preempt_<name> (preempt_cudaMalloc, ...): the host pass routes a program's
+ *    calls there (passes/AllocationRewrite.cpp); the real calls are the program's own CUDA runtime, and the
+ *    driver API where the program uses it.
+ *  - into libpreempt_mem.so with PREEMPT_MEM_PRELOAD, under CUDA's own names, for LD_PRELOAD into unmodified
+ *    binaries (schedGPU's implicit mode): the real calls are the next definitions, dlsym(RTLD_NEXT). A binary
+ *    linked with the static CUDA runtime calls cudaMalloc inside itself, where no preload reaches: only its
+ *    driver-API calls are admitted (docs/memory.md). */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "memory.h"
+
+#ifdef PREEMPT_MEM_PRELOAD
+#define WRAPPER(name) name
+#define RUNTIME_SYMBOL(name) dlsym(RTLD_NEXT, #name)
+#define DRIVER_SYMBOL(name) dlsym(RTLD_NEXT, #name)
+#define EXPORTED __attribute__((visibility("default")))
+#else
+#define WRAPPER(name) preempt_##name
+#define RUNTIME_SYMBOL(name) ((void *)&name)
+/* A program that calls the driver API links libcuda; the runtime library itself must not require it. */
+#define DRIVER_SYMBOL(name) dlsym(RTLD_DEFAULT, #name)
+#define EXPORTED
+#endif
+
+/* The real functions, looked up once. */
+static struct {
+  cudaError_t (*cudaMalloc)(void **, size_t);
+  cudaError_t (*cudaFree)(void *);
+  cudaError_t (*cudaMallocAsync)(void **, size_t, cudaStream_t);
+  cudaError_t (*cudaFreeAsync)(void *, cudaStream_t);
+  cudaError_t (*cudaMallocPitch)(void **, size_t *, size_t, size_t);
+  cudaError_t (*cudaMalloc3D)(struct cudaPitchedPtr *, struct cudaExtent);
+  cudaError_t (*cudaMallocManaged)(void **, size_t, unsigned int);
+  cudaError_t (*cudaGetDevice)(int *);
+  cudaError_t (*cudaGetDeviceProperties)(struct cudaDeviceProp *, int);
+  cudaError_t (*cudaMemGetInfo)(size_t *, size_t *);
+  cudaError_t (*cudaPeekAtLastError)(void);
+  cudaError_t (*cudaGetLastError)(void);
+  cudaError_t (*cudaLaunchHostFunc)(cudaStream_t, cudaHostFn_t, void *);
+  cudaError_t (*cudaStreamIsCapturing)(cudaStream_t, enum cudaStreamCaptureStatus *);
+  CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
+  CUresult (*cuMemAllocPitch_v2)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned int);
+  CUresult (*cuMemFree_v2)(CUdeviceptr);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuCtxGetDevice)(CUdevice *);
+  CUresult (*cuDeviceGetUuid)(CUuuid *, CUdevice);
+  CUresult (*cuMemGetInfo_v2)(size_t *, size_t *);
+  CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void *);
+  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
+} real;
+
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+static void load_real(void) {
+  real.cudaMalloc = RUNTIME_SYMBOL(cudaMalloc);
+  real.cudaFree = RUNTIME_SYMBOL(cudaFree);
+  real.cudaMallocAsync = RUNTIME_SYMBOL(cudaMallocAsync);
+  real.cudaFreeAsync = RUNTIME_SYMBOL(cudaFreeAsync);
+  real.cudaMallocPitch = RUNTIME_SYMBOL(cudaMallocPitch);
+  real.cudaMalloc3D = RUNTIME_SYMBOL(cudaMalloc3D);
+  real.cudaMallocManaged = RUNTIME_SYMBOL(cudaMallocManaged);
+  real.cudaGetDevice = RUNTIME_SYMBOL(cudaGetDevice);
+  real.cudaGetDeviceProperties = RUNTIME_SYMBOL(cudaGetDeviceProperties);
+  real.cudaMemGetInfo = RUNTIME_SYMBOL(cudaMemGetInfo);
+  real.cudaPeekAtLastError = RUNTIME_SYMBOL(cudaPeekAtLastError);
+  real.cudaGetLastError = RUNTIME_SYMBOL(cudaGetLastError);
+  real.cudaLaunchHostFunc = RUNTIME_SYMBOL(cudaLaunchHostFunc);
+  real.cudaStreamIsCapturing = RUNTIME_SYMBOL(cudaStreamIsCapturing);
+  real.cuMemAlloc_v2 = DRIVER_SYMBOL(cuMemAlloc_v2);
+  real.cuMemAllocPitch_v2 = DRIVER_SYMBOL(cuMemAllocPitch_v2);
+  real.cuMemAllocAsync = DRIVER_SYMBOL(cuMemAllocAsync);
+  real.cuMemAllocManaged = DRIVER_SYMBOL(cuMemAllocManaged);
+  real.cuMemFree_v2 = DRIVER_SYMBOL(cuMemFree_v2);
+  real.cuMemFreeAsync = DRIVER_SYMBOL(cuMemFreeAsync);
+  real.cuCtxGetDevice = DRIVER_SYMBOL(cuCtxGetDevice);
+  real.cuDeviceGetUuid = DRIVER_SYMBOL(cuDeviceGetUuid);
+  real.cuMemGetInfo_v2 = DRIVER_SYMBOL(cuMemGetInfo_v2);
+  real.cuLaunchHostFunc = DRIVER_SYMBOL(cuLaunchHostFunc);
+  real.cuStreamIsCapturing = DRIVER_SYMBOL(cuStreamIsCapturing);
+}
+
+static void ensure_real(void) { pthread_once(&real_once, load_real); }
+
+/* ---- what admission asks of each API */
+
+static int runtime_current_device(int *device) {
+  if (!real.cudaGetDevice)
+    return -1;
+  return real.cudaGetDevice(device);
+}
+
+static int runtime_device_uuid(int device, unsigned char uuid[16]) {
+  struct cudaDeviceProp properties;
+  if (!real.cudaGetDeviceProperties)
+    return -1;
+  cudaError_t status = real.cudaGetDeviceProperties(&properties, device);
+  if (status == cudaSuccess)
+    memcpy(uuid, properties.uuid.bytes, 16);
+  return status;
+}
+
+static int runtime_memory_info(uint64_t *free_bytes, uint64_t *total_bytes) {
+  size_t free_now = 0, total = 0;
+  if (!real.cudaMemGetInfo)
+    return -1;
+  cudaError_t status = real.cudaMemGetInfo(&free_now, &total);
+  *free_bytes = free_now;
+  *total_bytes = total;
+  return status;
+}
+
+static int driver_current_device(int *device) {
+  CUdevice handle;
+  if (!real.cuCtxGetDevice || real.cuCtxGetDevice(&handle) != CUDA_SUCCESS)
+    return -1;
+  *device = (int)handle;
+  return 0;
+}
+
+static int driver_device_uuid(int device, unsigned char uuid[16]) {
+  CUuuid value;
+  if (!real.cuDeviceGetUuid || real.cuDeviceGetUuid(&value, (CUdevice)device) != CUDA_SUCCESS)
+    return -1;
+  memcpy(uuid, value.bytes, 16);
+  return 0;
+}
+
+static int driver_memory_info(uint64_t *free_bytes, uint64_t *total_bytes) {
+  size_t free_now = 0, total = 0;
+  if (!real.cuMemGetInfo_v2 || real.cuMemGetInfo_v2(&free_now, &total) != CUDA_SUCCESS)
+    return -1;
+  *free_bytes = free_now;
+  *total_bytes = total;
+  return 0;
+}
+
+static const preempt_mem_gpu runtime_gpu = {.api_name = "CUDA runtime",
+                                            .out_of_memory = cudaErrorMemoryAllocation,
+                                            .current_device = runtime_current_device,
+                                            .device_uuid = runtime_device_uuid,
+                                            .memory_info = runtime_memory_info};
+
+static const preempt_mem_gpu driver_gpu = {.api_name = "CUDA driver",
+                                           .out_of_memory = CUDA_ERROR_OUT_OF_MEMORY,
+                                           .current_device = driver_current_device,
+                                           .device_uuid = driver_device_uuid,
+                                           .memory_info = driver_memory_info};
+
+/* ---- the one admission loop every allocation goes through */
+
+/* One real allocation call, with its arguments; returns the API's code and sets *address and *actual_bytes
+ * (what it really took, for pitched allocations). */
+typedef int (*real_allocation)(void *call, uint64_t *address, uint64_t *actual_bytes);
+
+/* Admits `bytes`, allocates, and records the result. The allocation that fails with out of memory although
+ * admitted (memory taken outside the ledger since it was last looked at) is admitted again and retried
+ * until the deadline. Returns the API's code. */
+static int admitted_allocation(const preempt_mem_gpu *gpu, uint64_t bytes, real_allocation allocate, void *call) {
+  int device;
+  preempt_mem_charge charge;
+  uint64_t deadline = preempt_mem_deadline_ns();
+  int status = preempt_mem_admit_until(gpu, bytes, &device, &charge, deadline);
+  if (status != 0)
+    return status;
+  /* The runtime API keeps the last error; a retried failure of ours must not be left there for the
+   * application to find, unless one of its own was there already. */
+  int clear_errors = gpu == &runtime_gpu && real.cudaPeekAtLastError && real.cudaPeekAtLastError() == cudaSuccess;
+  for (;;) {
+    uint64_t address = 0, actual_bytes = bytes;
+    status = allocate(call, &address, &actual_bytes);
+    if (status == 0) {
+      preempt_mem_adjust(device, bytes, actual_bytes, charge);
+      preempt_mem_record(address, actual_bytes, device, charge);
+      return 0;
+    }
+    if (status != gpu->out_of_memory || device < 0 || preempt_mem_now_ns() >= deadline) {
+      preempt_mem_give_back(device, bytes, charge);
+      return status;
+    }
+    if (clear_errors)
+      real.cudaGetLastError();
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 10000000}; /* not a busy loop if nothing changes */
+    nanosleep(&pause, NULL);
+    status = preempt_mem_readmit_after_oom(gpu, bytes, &device, &charge, deadline);
+    if (status != 0)
+      return status;
+  }
+}
+
+static void forget_and_give_back(uint64_t address) {
+  preempt_mem_allocation allocation;
+  if (preempt_mem_forget(address, &allocation))
+    preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
+}
+
+/* A stream-ordered free gives its memory back when the stream reaches it, not when it is enqueued. */
+static void CUDART_CB give_back_in_stream(void *allocation) {
+  preempt_mem_allocation *freed = allocation;
+  preempt_mem_give_back(freed->device, freed->bytes, freed->charge);
+  free(freed);
+}
+
+static preempt_mem_allocation *take_for_stream(uint64_t address) {
+  preempt_mem_allocation allocation;
+  if (!preempt_mem_forget(address, &allocation))
+    return NULL;
+  preempt_mem_allocation *copy = malloc(sizeof *copy);
+  if (!copy) {
+    preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
+    return NULL;
+  }
+  *copy = allocation;
+  return copy;
+}
+
+/* Bytes a pitched allocation may take before the API says its pitch: rows padded to 512 bytes, the
+ * H100's pitch alignment; the ledger is corrected to pitch x rows afterwards. */
+static uint64_t pitched_estimate(uint64_t width, uint64_t rows) { return ((width + 511) & ~511ull) * rows; }
+
+/* ---- the CUDA runtime API */
+
+typedef struct {
+  void **pointer;
+  size_t bytes;
+  cudaStream_t stream;
+  unsigned int flags;
+  size_t *pitch, width, height;
+  struct cudaPitchedPtr *pitched;
+  struct cudaExtent extent;
+} runtime_call;
+
+static int call_cuda_malloc(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  runtime_call *c = call;
+  (void)actual_bytes;
+  cudaError_t status = real.cudaMalloc(c->pointer, c->bytes);
+  *address = status == cudaSuccess ? (uint64_t)(uintptr_t)*c->pointer : 0;
+  return status;
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMalloc)(void **pointer, size_t bytes) {
+  ensure_real();
+  if (!pointer || bytes == 0)
+    return real.cudaMalloc(pointer, bytes);
+  runtime_call call = {.pointer = pointer, .bytes = bytes};
+  return (cudaError_t)admitted_allocation(&runtime_gpu, bytes, call_cuda_malloc, &call);
+}
+
+static int call_cuda_malloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  runtime_call *c = call;
+  (void)actual_bytes;
+  cudaError_t status = real.cudaMallocAsync(c->pointer, c->bytes, c->stream);
+  *address = status == cudaSuccess ? (uint64_t)(uintptr_t)*c->pointer : 0;
+  return status;
+}
+
+static int runtime_capturing(cudaStream_t stream) {
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  return real.cudaStreamIsCapturing && real.cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+         capture != cudaStreamCaptureStatusNone;
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMallocAsync)(void **pointer, size_t bytes, cudaStream_t stream) {
+  ensure_real();
+  /* Captured into a graph, the allocation happens at each launch of the graph, not here: not admitted. */
+  if (!pointer || bytes == 0 || runtime_capturing(stream))
+    return real.cudaMallocAsync(pointer, bytes, stream);
+  runtime_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
+  return (cudaError_t)admitted_allocation(&runtime_gpu, bytes, call_cuda_malloc_async, &call);
+}
+
+static int call_cuda_malloc_pitch(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  runtime_call *c = call;
+  cudaError_t status = real.cudaMallocPitch(c->pointer, c->pitch, c->width, c->height);
+  *address = status == cudaSuccess ? (uint64_t)(uintptr_t)*c->pointer : 0;
+  if (status == cudaSuccess)
+    *actual_bytes = (uint64_t)*c->pitch * c->height;
+  return status;
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMallocPitch)(void **pointer, size_t *pitch, size_t width, size_t height) {
+  ensure_real();
+  uint64_t estimate = pitched_estimate(width, height);
+  if (!pointer || !pitch || estimate == 0)
+    return real.cudaMallocPitch(pointer, pitch, width, height);
+  runtime_call call = {.pointer = pointer, .pitch = pitch, .width = width, .height = height};
+  return (cudaError_t)admitted_allocation(&runtime_gpu, estimate, call_cuda_malloc_pitch, &call);
+}
+
+static int call_cuda_malloc_3d(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  runtime_call *c = call;
+  cudaError_t status = real.cudaMalloc3D(c->pitched, c->extent);
+  *address = status == cudaSuccess ? (uint64_t)(uintptr_t)c->pitched->ptr : 0;
+  if (status == cudaSuccess)
+    *actual_bytes = (uint64_t)c->pitched->pitch * c->extent.height * c->extent.depth;
+  return status;
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMalloc3D)(struct cudaPitchedPtr *pitched, struct cudaExtent extent) {
+  ensure_real();
+  uint64_t estimate = pitched_estimate(extent.width, (uint64_t)extent.height * extent.depth);
+  if (!pitched || estimate == 0)
+    return real.cudaMalloc3D(pitched, extent);
+  runtime_call call = {.pitched = pitched, .extent = extent};
+  return (cudaError_t)admitted_allocation(&runtime_gpu, estimate, call_cuda_malloc_3d, &call);
+}
+
+static int call_cuda_malloc_managed(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  runtime_call *c = call;
+  (void)actual_bytes;
+  cudaError_t status = real.cudaMallocManaged(c->pointer, c->bytes, c->flags);
+  *address = status == cudaSuccess ? (uint64_t)(uintptr_t)*c->pointer : 0;
+  return status;
+}
+
+/* Managed memory may live on the host too; it is counted on the current device by its whole size, as if
+ * resident: the GPU can be asked to hold all of it. */
+EXPORTED cudaError_t WRAPPER(cudaMallocManaged)(void **pointer, size_t bytes, unsigned int flags) {
+  ensure_real();
+  if (!pointer || bytes == 0)
+    return real.cudaMallocManaged(pointer, bytes, flags);
+  runtime_call call = {.pointer = pointer, .bytes = bytes, .flags = flags};
+  return (cudaError_t)admitted_allocation(&runtime_gpu, bytes, call_cuda_malloc_managed, &call);
+}
+
+EXPORTED cudaError_t WRAPPER(cudaFree)(void *pointer) {
+  ensure_real();
+  cudaError_t status = real.cudaFree(pointer);
+  if (status == cudaSuccess && pointer)
+    forget_and_give_back((uint64_t)(uintptr_t)pointer);
+  return status;
+}
+
+EXPORTED cudaError_t WRAPPER(cudaFreeAsync)(void *pointer, cudaStream_t stream) {
+  ensure_real();
+  int capturing = runtime_capturing(stream);
+  cudaError_t status = real.cudaFreeAsync(pointer, stream);
+  if (status != cudaSuccess || !pointer || capturing)
+    return status;
+  preempt_mem_allocation *freed = take_for_stream((uint64_t)(uintptr_t)pointer);
+  if (freed && (!real.cudaLaunchHostFunc || real.cudaLaunchHostFunc(stream, give_back_in_stream, freed) != cudaSuccess))
+    give_back_in_stream(freed); /* no host function in the stream: given back now rather than leaked */
+  return status;
+}
+
+/* ---- the CUDA driver API */
+
+typedef struct {
+  CUdeviceptr *pointer;
+  size_t bytes;
+  CUstream stream;
+  unsigned int flags;
+  size_t *pitch, width, height;
+  unsigned int element_bytes;
+} driver_call;
+
+static int call_cu_mem_alloc(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  driver_call *c = call;
+  (void)actual_bytes;
+  CUresult status = real.cuMemAlloc_v2(c->pointer, c->bytes);
+  *address = status == CUDA_SUCCESS ? (uint64_t)*c->pointer : 0;
+  return status;
+}
+
+EXPORTED CUresult WRAPPER(cuMemAlloc_v2)(CUdeviceptr *pointer, size_t bytes) {
+  ensure_real();
+  if (!real.cuMemAlloc_v2)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pointer || bytes == 0)
+    return real.cuMemAlloc_v2(pointer, bytes);
+  driver_call call = {.pointer = pointer, .bytes = bytes};
+  return (CUresult)admitted_allocation(&driver_gpu, bytes, call_cu_mem_alloc, &call);
+}
+
+static int call_cu_mem_alloc_pitch(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  driver_call *c = call;
+  CUresult status = real.cuMemAllocPitch_v2(c->pointer, c->pitch, c->width, c->height, c->element_bytes);
+  *address = status == CUDA_SUCCESS ? (uint64_t)*c->pointer : 0;
+  if (status == CUDA_SUCCESS)
+    *actual_bytes = (uint64_t)*c->pitch * c->height;
+  return status;
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocPitch_v2)(CUdeviceptr *pointer, size_t *pitch, size_t width, size_t height,
+                                              unsigned int element_bytes) {
+  ensure_real();
+  if (!real.cuMemAllocPitch_v2)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  uint64_t estimate = pitched_estimate(width, height);
+  if (!pointer || !pitch || estimate == 0)
+    return real.cuMemAllocPitch_v2(pointer, pitch, width, height, element_bytes);
+  driver_call call = {.pointer = pointer, .pitch = pitch, .width = width, .height = height,
+                      .element_bytes = element_bytes};
+  return (CUresult)admitted_allocation(&driver_gpu, estimate, call_cu_mem_alloc_pitch, &call);
+}
+
+static int call_cu_mem_alloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  driver_call *c = call;
+  (void)actual_bytes;
+  CUresult status = real.cuMemAllocAsync(c->pointer, c->bytes, c->stream);
+  *address = status == CUDA_SUCCESS ? (uint64_t)*c->pointer : 0;
+  return status;
+}
+
+static int driver_capturing(CUstream stream) {
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return real.cuStreamIsCapturing && real.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+         capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocAsync)(CUdeviceptr *pointer, size_t bytes, CUstream stream) {
+  ensure_real();
+  if (!real.cuMemAllocAsync)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pointer || bytes == 0 || driver_capturing(stream))
+    return real.cuMemAllocAsync(pointer, bytes, stream);
+  driver_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
+  return (CUresult)admitted_allocation(&driver_gpu, bytes, call_cu_mem_alloc_async, &call);
+}
+
+static int call_cu_mem_alloc_managed(void *call, uint64_t *address, uint64_t *actual_bytes) {
+  driver_call *c = call;
+  (void)actual_bytes;
+  CUresult status = real.cuMemAllocManaged(c->pointer, c->bytes, c->flags);
+  *address = status == CUDA_SUCCESS ? (uint64_t)*c->pointer : 0;
+  return status;
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocManaged)(CUdeviceptr *pointer, size_t bytes, unsigned int flags) {
+  ensure_real();
+  if (!real.cuMemAllocManaged)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pointer || bytes == 0)
+    return real.cuMemAllocManaged(pointer, bytes, flags);
+  driver_call call = {.pointer = pointer, .bytes = bytes, .flags = flags};
+  return (CUresult)admitted_allocation(&driver_gpu, bytes, call_cu_mem_alloc_managed, &call);
+}
+
+EXPORTED CUresult WRAPPER(cuMemFree_v2)(CUdeviceptr pointer) {
+  ensure_real();
+  if (!real.cuMemFree_v2)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult status = real.cuMemFree_v2(pointer);
+  if (status == CUDA_SUCCESS && pointer)
+    forget_and_give_back((uint64_t)pointer);
+  return status;
+}
+
+static void CUDA_CB give_back_in_driver_stream(void *allocation) { give_back_in_stream(allocation); }
+
+EXPORTED CUresult WRAPPER(cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) {
+  ensure_real();
+  if (!real.cuMemFreeAsync)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  int capturing = driver_capturing(stream);
+  CUresult status = real.cuMemFreeAsync(pointer, stream);
+  if (status != CUDA_SUCCESS || !pointer || capturing)
+    return status;
+  preempt_mem_allocation *freed = take_for_stream((uint64_t)pointer);
+  if (freed &&
+      (!real.cuLaunchHostFunc || real.cuLaunchHostFunc(stream, give_back_in_driver_stream, freed) != CUDA_SUCCESS))
+    give_back_in_stream(freed);
+  return status;
+}
+
+/* ---- preempt.h's memory API, on the CUDA runtime's current device */
+
+EXPORTED preempt_status preempt_mem_budget(size_t bytes) {
+  ensure_real();
+  return preempt_mem_budget_with(&runtime_gpu, bytes);
+}
+
+EXPORTED preempt_status preempt_mem_get_info(preempt_mem_info *info) {
+  ensure_real();
+  return preempt_mem_get_info_with(&runtime_gpu, info);
+}
