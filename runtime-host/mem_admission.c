@@ -332,7 +332,7 @@ int preempt_mem_admit_until(const preempt_mem_gpu *gpu, uint64_t bytes, int *dev
     }
   }
   memory = lock_memory();
-  if (state->budget_bytes - state->budget_used_bytes >= bytes) {
+  if (state->budget_used_bytes + bytes <= state->budget_bytes) {
     state->budget_used_bytes += bytes;
     unlock_memory(memory);
     *device = device_number;
@@ -387,20 +387,18 @@ int preempt_mem_readmit_after_oom(const preempt_mem_gpu *gpu, uint64_t bytes, in
   return preempt_mem_admit_until(gpu, bytes, device, charge, deadline_ns);
 }
 
+/* A budget's allocations stay charged what they were admitted: the budget is the application's own declared
+ * total, and the few bytes of padding a pitch adds show up as memory used outside the ledger. */
 void preempt_mem_adjust(int device, uint64_t admitted_bytes, uint64_t actual_bytes, preempt_mem_charge charge) {
   preempt_mem_device *state = opened_device(device);
-  if (!state || actual_bytes == admitted_bytes)
+  if (!state || actual_bytes == admitted_bytes || charge == PREEMPT_MEM_CHARGE_BUDGET)
     return;
   if (actual_bytes < admitted_bytes) {
     preempt_mem_give_back(device, admitted_bytes - actual_bytes, charge);
     return;
   }
   uint64_t more = actual_bytes - admitted_bytes;
-  if (charge == PREEMPT_MEM_CHARGE_BUDGET) {
-    preempt_memory *memory = lock_memory();
-    state->budget_used_bytes += more;
-    unlock_memory(memory);
-  } else if (preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
+  if (charge == PREEMPT_MEM_CHARGE_LEDGER && preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
     /* Already allocated: the ledger records it without asking. */
     preempt_mem_ledger_restore(&state->segment.shared->ledger, state->segment.client, more);
     state->segment.held_bytes += more;
@@ -481,6 +479,68 @@ int preempt_mem_forget(uint64_t address, preempt_mem_allocation *allocation) {
   unlock_memory(memory);
   return found;
 }
+
+/* ---- the one admission loop every wrapper goes through */
+
+int preempt_mem_allocate(const preempt_mem_gpu *gpu, uint64_t bytes, preempt_mem_real_allocation allocate,
+                         void *call) {
+  int device;
+  preempt_mem_charge charge;
+  uint64_t deadline = preempt_mem_deadline_ns();
+  int status = preempt_mem_admit_until(gpu, bytes, &device, &charge, deadline);
+  if (status != 0)
+    return status;
+  /* A retried failure of ours must not stay behind as the API's last error for the application to find,
+   * unless one of its own was there already. */
+  int drop_errors = gpu->error_pending && !gpu->error_pending();
+  for (;;) {
+    uint64_t address = 0, actual_bytes = bytes;
+    status = allocate(call, &address, &actual_bytes);
+    if (status == 0) {
+      preempt_mem_adjust(device, bytes, actual_bytes, charge);
+      preempt_mem_record(address, charge == PREEMPT_MEM_CHARGE_BUDGET ? bytes : actual_bytes, device, charge);
+      return 0;
+    }
+    if (status != gpu->out_of_memory || device < 0 || preempt_mem_now_ns() >= deadline) {
+      preempt_mem_give_back(device, bytes, charge);
+      return status;
+    }
+    if (drop_errors)
+      gpu->drop_last_error();
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 10000000}; /* not a busy loop when nothing changes */
+    nanosleep(&pause, NULL);
+    status = preempt_mem_readmit_after_oom(gpu, bytes, &device, &charge, deadline);
+    if (status != 0)
+      return status;
+  }
+}
+
+void preempt_mem_freed(uint64_t address) {
+  preempt_mem_allocation allocation;
+  if (preempt_mem_forget(address, &allocation))
+    preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
+}
+
+preempt_mem_allocation *preempt_mem_take(uint64_t address) {
+  preempt_mem_allocation allocation;
+  if (!preempt_mem_forget(address, &allocation))
+    return NULL;
+  preempt_mem_allocation *copy = malloc(sizeof *copy);
+  if (!copy) {
+    preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
+    return NULL;
+  }
+  *copy = allocation;
+  return copy;
+}
+
+void preempt_mem_give_back_taken(void *taken) {
+  preempt_mem_allocation *allocation = taken;
+  preempt_mem_give_back(allocation->device, allocation->bytes, allocation->charge);
+  free(allocation);
+}
+
+uint64_t preempt_mem_pitched_estimate(uint64_t width, uint64_t rows) { return ((width + 511) & ~511ull) * rows; }
 
 /* Shutdown (schedGPU §4): at exit everything this process holds goes back, and waiters are woken. A process
  * that dies without exiting is found by the others through its liveness byte instead. */

@@ -14,9 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "memory.h"
 
@@ -147,11 +145,20 @@ static int driver_memory_info(uint64_t *free_bytes, uint64_t *total_bytes) {
   return 0;
 }
 
+static int runtime_error_pending(void) { return real.cudaPeekAtLastError && real.cudaPeekAtLastError() != cudaSuccess; }
+
+static void runtime_drop_last_error(void) {
+  if (real.cudaGetLastError)
+    real.cudaGetLastError();
+}
+
 static const preempt_mem_gpu runtime_gpu = {.api_name = "CUDA runtime",
                                             .out_of_memory = cudaErrorMemoryAllocation,
                                             .current_device = runtime_current_device,
                                             .device_uuid = runtime_device_uuid,
-                                            .memory_info = runtime_memory_info};
+                                            .memory_info = runtime_memory_info,
+                                            .error_pending = runtime_error_pending,
+                                            .drop_last_error = runtime_drop_last_error};
 
 static const preempt_mem_gpu driver_gpu = {.api_name = "CUDA driver",
                                            .out_of_memory = CUDA_ERROR_OUT_OF_MEMORY,
@@ -159,76 +166,8 @@ static const preempt_mem_gpu driver_gpu = {.api_name = "CUDA driver",
                                            .device_uuid = driver_device_uuid,
                                            .memory_info = driver_memory_info};
 
-/* ---- the one admission loop every allocation goes through */
-
-/* One real allocation call, with its arguments; returns the API's code and sets *address and *actual_bytes
- * (what it really took, for pitched allocations). */
-typedef int (*real_allocation)(void *call, uint64_t *address, uint64_t *actual_bytes);
-
-/* Admits `bytes`, allocates, and records the result. The allocation that fails with out of memory although
- * admitted (memory taken outside the ledger since it was last looked at) is admitted again and retried
- * until the deadline. Returns the API's code. */
-static int admitted_allocation(const preempt_mem_gpu *gpu, uint64_t bytes, real_allocation allocate, void *call) {
-  int device;
-  preempt_mem_charge charge;
-  uint64_t deadline = preempt_mem_deadline_ns();
-  int status = preempt_mem_admit_until(gpu, bytes, &device, &charge, deadline);
-  if (status != 0)
-    return status;
-  /* The runtime API keeps the last error; a retried failure of ours must not be left there for the
-   * application to find, unless one of its own was there already. */
-  int clear_errors = gpu == &runtime_gpu && real.cudaPeekAtLastError && real.cudaPeekAtLastError() == cudaSuccess;
-  for (;;) {
-    uint64_t address = 0, actual_bytes = bytes;
-    status = allocate(call, &address, &actual_bytes);
-    if (status == 0) {
-      preempt_mem_adjust(device, bytes, actual_bytes, charge);
-      preempt_mem_record(address, actual_bytes, device, charge);
-      return 0;
-    }
-    if (status != gpu->out_of_memory || device < 0 || preempt_mem_now_ns() >= deadline) {
-      preempt_mem_give_back(device, bytes, charge);
-      return status;
-    }
-    if (clear_errors)
-      real.cudaGetLastError();
-    struct timespec pause = {.tv_sec = 0, .tv_nsec = 10000000}; /* not a busy loop if nothing changes */
-    nanosleep(&pause, NULL);
-    status = preempt_mem_readmit_after_oom(gpu, bytes, &device, &charge, deadline);
-    if (status != 0)
-      return status;
-  }
-}
-
-static void forget_and_give_back(uint64_t address) {
-  preempt_mem_allocation allocation;
-  if (preempt_mem_forget(address, &allocation))
-    preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
-}
-
 /* A stream-ordered free gives its memory back when the stream reaches it, not when it is enqueued. */
-static void CUDART_CB give_back_in_stream(void *allocation) {
-  preempt_mem_allocation *freed = allocation;
-  preempt_mem_give_back(freed->device, freed->bytes, freed->charge);
-  free(freed);
-}
-
-static preempt_mem_allocation *take_for_stream(uint64_t address) {
-  preempt_mem_allocation allocation;
-  if (!preempt_mem_forget(address, &allocation))
-    return NULL;
-  preempt_mem_allocation *copy = malloc(sizeof *copy);
-  if (!copy) {
-    preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
-    return NULL;
-  }
-  *copy = allocation;
-  return copy;
-}
-
-/* Bytes a pitched allocation may take before the API says its pitch: rows padded to 512 bytes, the
- * H100's pitch alignment; the ledger is corrected to pitch x rows afterwards. */
-static uint64_t pitched_estimate(uint64_t width, uint64_t rows) { return ((width + 511) & ~511ull) * rows; }
+static void CUDART_CB give_back_in_stream(void *allocation) { preempt_mem_give_back_taken(allocation); }
 
 /* ---- the CUDA runtime API */
 
@@ -255,7 +194,7 @@ EXPORTED cudaError_t WRAPPER(cudaMalloc)(void **pointer, size_t bytes) {
   if (!pointer || bytes == 0)
     return real.cudaMalloc(pointer, bytes);
   runtime_call call = {.pointer = pointer, .bytes = bytes};
-  return (cudaError_t)admitted_allocation(&runtime_gpu, bytes, call_cuda_malloc, &call);
+  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc, &call);
 }
 
 static int call_cuda_malloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -278,7 +217,7 @@ EXPORTED cudaError_t WRAPPER(cudaMallocAsync)(void **pointer, size_t bytes, cuda
   if (!pointer || bytes == 0 || runtime_capturing(stream))
     return real.cudaMallocAsync(pointer, bytes, stream);
   runtime_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
-  return (cudaError_t)admitted_allocation(&runtime_gpu, bytes, call_cuda_malloc_async, &call);
+  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc_async, &call);
 }
 
 static int call_cuda_malloc_pitch(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -292,11 +231,11 @@ static int call_cuda_malloc_pitch(void *call, uint64_t *address, uint64_t *actua
 
 EXPORTED cudaError_t WRAPPER(cudaMallocPitch)(void **pointer, size_t *pitch, size_t width, size_t height) {
   ensure_real();
-  uint64_t estimate = pitched_estimate(width, height);
+  uint64_t estimate = preempt_mem_pitched_estimate(width, height);
   if (!pointer || !pitch || estimate == 0)
     return real.cudaMallocPitch(pointer, pitch, width, height);
   runtime_call call = {.pointer = pointer, .pitch = pitch, .width = width, .height = height};
-  return (cudaError_t)admitted_allocation(&runtime_gpu, estimate, call_cuda_malloc_pitch, &call);
+  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, estimate, call_cuda_malloc_pitch, &call);
 }
 
 static int call_cuda_malloc_3d(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -310,11 +249,11 @@ static int call_cuda_malloc_3d(void *call, uint64_t *address, uint64_t *actual_b
 
 EXPORTED cudaError_t WRAPPER(cudaMalloc3D)(struct cudaPitchedPtr *pitched, struct cudaExtent extent) {
   ensure_real();
-  uint64_t estimate = pitched_estimate(extent.width, (uint64_t)extent.height * extent.depth);
+  uint64_t estimate = preempt_mem_pitched_estimate(extent.width, (uint64_t)extent.height * extent.depth);
   if (!pitched || estimate == 0)
     return real.cudaMalloc3D(pitched, extent);
   runtime_call call = {.pitched = pitched, .extent = extent};
-  return (cudaError_t)admitted_allocation(&runtime_gpu, estimate, call_cuda_malloc_3d, &call);
+  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, estimate, call_cuda_malloc_3d, &call);
 }
 
 static int call_cuda_malloc_managed(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -332,14 +271,14 @@ EXPORTED cudaError_t WRAPPER(cudaMallocManaged)(void **pointer, size_t bytes, un
   if (!pointer || bytes == 0)
     return real.cudaMallocManaged(pointer, bytes, flags);
   runtime_call call = {.pointer = pointer, .bytes = bytes, .flags = flags};
-  return (cudaError_t)admitted_allocation(&runtime_gpu, bytes, call_cuda_malloc_managed, &call);
+  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc_managed, &call);
 }
 
 EXPORTED cudaError_t WRAPPER(cudaFree)(void *pointer) {
   ensure_real();
   cudaError_t status = real.cudaFree(pointer);
   if (status == cudaSuccess && pointer)
-    forget_and_give_back((uint64_t)(uintptr_t)pointer);
+    preempt_mem_freed((uint64_t)(uintptr_t)pointer);
   return status;
 }
 
@@ -349,7 +288,7 @@ EXPORTED cudaError_t WRAPPER(cudaFreeAsync)(void *pointer, cudaStream_t stream) 
   cudaError_t status = real.cudaFreeAsync(pointer, stream);
   if (status != cudaSuccess || !pointer || capturing)
     return status;
-  preempt_mem_allocation *freed = take_for_stream((uint64_t)(uintptr_t)pointer);
+  preempt_mem_allocation *freed = preempt_mem_take((uint64_t)(uintptr_t)pointer);
   if (freed && (!real.cudaLaunchHostFunc || real.cudaLaunchHostFunc(stream, give_back_in_stream, freed) != cudaSuccess))
     give_back_in_stream(freed); /* no host function in the stream: given back now rather than leaked */
   return status;
@@ -381,7 +320,7 @@ EXPORTED CUresult WRAPPER(cuMemAlloc_v2)(CUdeviceptr *pointer, size_t bytes) {
   if (!pointer || bytes == 0)
     return real.cuMemAlloc_v2(pointer, bytes);
   driver_call call = {.pointer = pointer, .bytes = bytes};
-  return (CUresult)admitted_allocation(&driver_gpu, bytes, call_cu_mem_alloc, &call);
+  return (CUresult)preempt_mem_allocate(&driver_gpu, bytes, call_cu_mem_alloc, &call);
 }
 
 static int call_cu_mem_alloc_pitch(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -398,12 +337,12 @@ EXPORTED CUresult WRAPPER(cuMemAllocPitch_v2)(CUdeviceptr *pointer, size_t *pitc
   ensure_real();
   if (!real.cuMemAllocPitch_v2)
     return CUDA_ERROR_NOT_INITIALIZED;
-  uint64_t estimate = pitched_estimate(width, height);
+  uint64_t estimate = preempt_mem_pitched_estimate(width, height);
   if (!pointer || !pitch || estimate == 0)
     return real.cuMemAllocPitch_v2(pointer, pitch, width, height, element_bytes);
   driver_call call = {.pointer = pointer, .pitch = pitch, .width = width, .height = height,
                       .element_bytes = element_bytes};
-  return (CUresult)admitted_allocation(&driver_gpu, estimate, call_cu_mem_alloc_pitch, &call);
+  return (CUresult)preempt_mem_allocate(&driver_gpu, estimate, call_cu_mem_alloc_pitch, &call);
 }
 
 static int call_cu_mem_alloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -427,7 +366,7 @@ EXPORTED CUresult WRAPPER(cuMemAllocAsync)(CUdeviceptr *pointer, size_t bytes, C
   if (!pointer || bytes == 0 || driver_capturing(stream))
     return real.cuMemAllocAsync(pointer, bytes, stream);
   driver_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
-  return (CUresult)admitted_allocation(&driver_gpu, bytes, call_cu_mem_alloc_async, &call);
+  return (CUresult)preempt_mem_allocate(&driver_gpu, bytes, call_cu_mem_alloc_async, &call);
 }
 
 static int call_cu_mem_alloc_managed(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -445,7 +384,7 @@ EXPORTED CUresult WRAPPER(cuMemAllocManaged)(CUdeviceptr *pointer, size_t bytes,
   if (!pointer || bytes == 0)
     return real.cuMemAllocManaged(pointer, bytes, flags);
   driver_call call = {.pointer = pointer, .bytes = bytes, .flags = flags};
-  return (CUresult)admitted_allocation(&driver_gpu, bytes, call_cu_mem_alloc_managed, &call);
+  return (CUresult)preempt_mem_allocate(&driver_gpu, bytes, call_cu_mem_alloc_managed, &call);
 }
 
 EXPORTED CUresult WRAPPER(cuMemFree_v2)(CUdeviceptr pointer) {
@@ -454,7 +393,7 @@ EXPORTED CUresult WRAPPER(cuMemFree_v2)(CUdeviceptr pointer) {
     return CUDA_ERROR_NOT_INITIALIZED;
   CUresult status = real.cuMemFree_v2(pointer);
   if (status == CUDA_SUCCESS && pointer)
-    forget_and_give_back((uint64_t)pointer);
+    preempt_mem_freed((uint64_t)pointer);
   return status;
 }
 
@@ -468,7 +407,7 @@ EXPORTED CUresult WRAPPER(cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) 
   CUresult status = real.cuMemFreeAsync(pointer, stream);
   if (status != CUDA_SUCCESS || !pointer || capturing)
     return status;
-  preempt_mem_allocation *freed = take_for_stream((uint64_t)pointer);
+  preempt_mem_allocation *freed = preempt_mem_take((uint64_t)pointer);
   if (freed &&
       (!real.cuLaunchHostFunc || real.cuLaunchHostFunc(stream, give_back_in_driver_stream, freed) != CUDA_SUCCESS))
     give_back_in_stream(freed);

@@ -70,6 +70,10 @@ typedef struct preempt_mem_gpu {
   int (*device_uuid)(int device, unsigned char uuid[16]);
   /* Of the current device. */
   int (*memory_info)(uint64_t *free_bytes, uint64_t *total_bytes);
+  /* APIs that keep a last error (the runtime APIs): whether one is pending, and dropping it. NULL for the
+   * driver API, which keeps none. */
+  int (*error_pending)(void);
+  void (*drop_last_error)(void);
 } preempt_mem_gpu;
 
 /* Where an allocation's bytes came from: the process's declared budget, or the ledger directly. */
@@ -129,6 +133,25 @@ uint64_t preempt_mem_deadline_ns(void);
 void preempt_mem_record(uint64_t address, uint64_t bytes, int device, preempt_mem_charge charge);
 /* Removes the allocation and returns it, or 0 when the address is not one this process admitted. */
 int preempt_mem_forget(uint64_t address, preempt_mem_allocation *allocation);
+
+/* One real allocation call with its arguments: returns the API's code and sets *address and *actual_bytes
+ * (what it really took, for pitched allocations). */
+typedef int (*preempt_mem_real_allocation)(void *call, uint64_t *address, uint64_t *actual_bytes);
+/* Admits `bytes`, allocates, records the allocation; an allocation that says out of memory although admitted
+ * (memory taken outside the ledger since it was last looked at) is admitted again and retried until the
+ * deadline. Returns the API's code. Every wrapper of every API goes through this. */
+int preempt_mem_allocate(const preempt_mem_gpu *gpu, uint64_t bytes, preempt_mem_real_allocation allocate,
+                         void *call);
+/* After a successful release of `address`: gives back what its allocation was admitted. */
+void preempt_mem_freed(uint64_t address);
+/* A stream-ordered release: the allocation leaves the table now (its address may be reused at once) and its
+ * bytes go back when the stream reaches the release: call preempt_mem_give_back_taken from a host function
+ * enqueued there, or at once when none can be. NULL when the address was not admitted. */
+preempt_mem_allocation *preempt_mem_take(uint64_t address);
+void preempt_mem_give_back_taken(void *taken);
+/* Bytes a pitched allocation may take before the API says its pitch: rows padded to 512 bytes; the ledger
+ * is corrected to pitch x rows afterwards. */
+uint64_t preempt_mem_pitched_estimate(uint64_t width, uint64_t rows);
 
 /* The public API's bodies, for the API the caller wraps (preempt.h's preempt_mem_budget, preempt_mem_get_info). */
 preempt_status preempt_mem_budget_with(const preempt_mem_gpu *gpu, size_t bytes);
