@@ -1,5 +1,6 @@
 // Plugin.cpp: registers preempt's passes with LLVM's new pass manager (clang -fpass-plugin, opt -load-pass-plugin).
-// The device pass (FLEP §4.1) runs on GPU modules, the launch pass (FLEP §3) on host modules of the same file.
+// The device pass (FLEP §4.1) runs on GPU modules; the launch (FLEP §3) and allocation (schedGPU §4) passes on host ones.
+#include "AllocationRewrite.h"
 #include "LaunchRewrite.h"
 #include "PersistentThreads.h"
 
@@ -16,6 +17,7 @@ static void registerPreemptPasses(PassBuilder &Builder) {
   Builder.registerOptimizerLastEPCallback([](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
     MPM.addPass(preempt::PersistentThreadsPass());
     MPM.addPass(preempt::LaunchRewritePass());
+    MPM.addPass(preempt::AllocationRewritePass());
   });
   Builder.registerPipelineParsingCallback(
       [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
@@ -25,6 +27,10 @@ static void registerPreemptPasses(PassBuilder &Builder) {
         }
         if (Name == "preempt-launch-rewrite") {
           MPM.addPass(preempt::LaunchRewritePass());
+          return true;
+        }
+        if (Name == "preempt-alloc-rewrite") {
+          MPM.addPass(preempt::AllocationRewritePass());
           return true;
         }
         return false;
