@@ -226,6 +226,9 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
     uint32_t generation = segment->generation;
     for (;;) {
       preempt_mem_waiter *entry = &ledger->waiters[waiter];
+      /* Our slot was taken for dead and we attached again (segment_lock): the request went with it. */
+      if (entry->state == PREEMPT_MEM_WAITER_FREE || entry->client != segment->client)
+        break;
       if (entry->state == PREEMPT_MEM_WAITER_GRANTED) {
         preempt_mem_ledger_take(ledger, segment->client, waiter);
         segment->held_bytes += bytes;
