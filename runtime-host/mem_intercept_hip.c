@@ -6,20 +6,13 @@
 #include <hip/hip_runtime_api.h>
 #include <string.h>
 
+#include "gpu.h"
 #include "memory.h"
 
 static int hip_current_device(int *device) { return hipGetDevice(device); }
 
-static int hip_device_uuid(int device, unsigned char uuid[16]) {
-  hipDevice_t handle;
-  hipUUID value;
-  hipError_t status = hipDeviceGet(&handle, device);
-  if (status == hipSuccess)
-    status = hipDeviceGetUuid(&value, handle);
-  if (status == hipSuccess)
-    memcpy(uuid, value.bytes, 16);
-  return status;
-}
+/* The launch backend's (gpu_hip.c), which this library always carries. */
+static int hip_device_uuid(int device, unsigned char uuid[16]) { return preempt_gpu_backend()->device_uuid(device, uuid); }
 
 static int hip_memory_info(uint64_t *free_bytes, uint64_t *total_bytes) {
   size_t free_now = 0, total = 0;
