@@ -62,6 +62,26 @@ clang++-22 "${flags[@]}" -fpass-plugin="$plugin" "$root/bench/daemon/pair_bench.
 clang++-22 "${flags[@]}" "$root/bench/daemon/mix_bench.cu" -o "$out/original/mix_bench" "${libs[@]}"
 clang++-22 "${flags[@]}" -fpass-plugin="$plugin" "$root/bench/daemon/mix_bench.cu" -o "$out/preempt/mix_bench" \
   -L"$runtime" -lpreempt_runtime "${libs[@]}"
+# Memory admission under pressure (bench/memory/pressure.sh, schedGPU §7.2): one job program built three ways.
+# original: static CUDA runtime, nothing admitted. preempt: plugin + runtime (+ PREEMPT_API for explicit budgets);
+# its cudaMalloc is admitted once the host pass routes it to preempt_cudaMalloc (passes/AllocationRewrite.cpp).
+# preload: the shared CUDA runtime, for LD_PRELOAD=libpreempt_mem.so (a preload cannot reach a static runtime's
+# cudaMalloc); lib/ carries that runtime and the preload library with build/bench to the GPU machine.
+mem_flags=("${flags[@]}" -I"$root/runtime-host/include")
+mem_source=$root/bench/memory/mem_pressure.cu
+mkdir -p "$out/preload" "$out/lib"
+clang++-22 "${mem_flags[@]}" -DMEM_PRESSURE_BUILD='"original"' "$mem_source" -o "$out/original/mem_pressure" "${libs[@]}"
+clang++-22 "${mem_flags[@]}" -DPREEMPT_API -DMEM_PRESSURE_BUILD='"preempt"' -fpass-plugin="$plugin" -Rpass=preempt \
+  -Rpass-missed=preempt "$mem_source" -o "$out/preempt/mem_pressure" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
+  2> "$out/remarks/mem_pressure.txt"
+# shellcheck disable=SC2016 # $ORIGIN is the dynamic linker's, not the shell's
+clang++-22 "${mem_flags[@]}" -DMEM_PRESSURE_BUILD='"preload"' "$mem_source" -o "$out/preload/mem_pressure" \
+  -L"$cuda/lib64" -lcudart -ldl -lrt -lpthread -Wl,-rpath,'$ORIGIN/../lib'
+cudart_soname=$(readelf -d "$cuda/lib64/libcudart.so" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+[ -n "$cudart_soname" ] || { echo "build_suite.sh: no soname in $cuda/lib64/libcudart.so" >&2; exit 1; }
+cp -L "$cuda/lib64/libcudart.so" "$out/lib/$cudart_soname"
+[ -f "$runtime/libpreempt_mem.so" ] || { echo "build_suite.sh: $runtime/libpreempt_mem.so missing: build the project first" >&2; exit 1; }
+cp "$runtime/libpreempt_mem.so" "$out/lib/libpreempt_mem.so"
 [ -x "$build/tools/preemptd/preemptd" ] || { echo "build_suite.sh: $build/tools/preemptd/preemptd missing: build the project first" >&2; exit 1; }
 cp "$build/tools/preemptd/preemptd" "$out/preemptd"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \

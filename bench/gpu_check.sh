@@ -3,6 +3,8 @@
 # One call checks and times everything (issue: Foundation; FLEP §6 / EffiSha §8 style overhead table).
 # Builds nothing: run bench/build_suite.sh on a machine with clang-22 first and carry build/.
 # Usage: bench/gpu_check.sh [RESULTS_DIR]   (default bench/results; writes <date>-<gpu>.json and .md)
+#        GPU_CHECK_ONLY=memory bench/gpu_check.sh [RESULTS_DIR]   (only the memory-admission step, ~100 s: writes
+#          <date>-<gpu>-memory.json, .md and .jsonl; for debugging it in one short device call)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
@@ -14,6 +16,55 @@ command -v nvidia-smi >/dev/null || { echo "gpu_check.sh: no NVIDIA GPU here (nv
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 work=$(mktemp -d)
 mkdir -p "$results"
+# budget_left CAP RESERVE: seconds a step may take: CAP, or less when the script's GPU_CHECK_BUDGET_S (default
+# 560 s) minus what has run minus RESERVE (kept for the steps after it) is less; may be 0 or negative.
+budget_left() { local left=$(( ${GPU_CHECK_BUDGET_S:-560} - SECONDS - $2 )); [ $left -lt $1 ] && echo $left || echo $1; }
+# Memory admission under pressure (schedGPU §7.2, Fig. 10; bench/memory/pressure.sh): 8 processes demanding 2x the
+# GPU's memory, one at a time, all at once without admission (OOMs expected, counted), all at once admitted (plugin
+# build, LD_PRELOAD, explicit budget); and what one admitted cudaMalloc costs. ~80 s on the H100; at most
+# GPU_CHECK_MEMORY_S (100) and what budget_left allows, RESERVE kept. Its checks (report_memory.py: every job of
+# every admitted mode verified, none out of memory, none hung) count into the script's last "N passed, N failed".
+# memory_step MD JSON RAW RESERVE: appends the section to MD, "memory_pressure" to JSON, pressure.sh's lines to RAW.
+memory_passed=0 memory_failed=0
+memory_step() {
+  local md=$1 json=$2 raw=$3 limit summary
+  limit=$(budget_left "${GPU_CHECK_MEMORY_S:-100}" "$4")
+  if [ "$limit" -lt 30 ]; then
+    echo "gpu_check.sh: no time left for the memory step ($limit s)" >&2
+    printf '\n## Memory admission under pressure\n\nFAILED: not run, %s s left of the budget\n' "$limit" >> "$md"
+    memory_failed=1
+    return
+  fi
+  PRESSURE_BUDGET_S=$((limit - 15)) timeout -k 10 "$limit" bash "$root/bench/memory/pressure.sh" "$bin" \
+    "$work/memory.jsonl" ||
+    echo "gpu_check.sh: pressure.sh failed or ran out of time; the report shows what it measured" >&2
+  cp "$work/memory.jsonl" "$raw" 2>/dev/null
+  python3 "$root/bench/memory/report_memory.py" "$work/memory.jsonl" "$json" "$md" > "$work/memory_report.txt"
+  summary=$(grep -E '^memory: [0-9]+ passed, [0-9]+ failed$' "$work/memory_report.txt" | tail -1)
+  if [ -n "$summary" ]; then
+    memory_passed=$(echo "$summary" | cut -d' ' -f2) memory_failed=$(echo "$summary" | cut -d' ' -f4)
+  else
+    echo "gpu_check.sh: report_memory.py failed:" >&2; tail -5 "$work/memory_report.txt" >&2
+    memory_passed=0 memory_failed=1
+  fi
+}
+case ${GPU_CHECK_ONLY:-} in
+  "") ;;
+  memory)
+    stamp=$(date +%F)
+    md=$results/$stamp-${gpu//[ \/]/-}-memory.md
+    json_out=${md%.md}.json
+    echo "# Memory admission only (GPU_CHECK_ONLY=memory), $gpu, $stamp" > "$md"
+    python3 -c 'import json, sys; json.dump({"date": sys.argv[1], "gpu": sys.argv[2], "only": "memory"}, open(sys.argv[3], "w"))' \
+      "$stamp" "$gpu" "$json_out"
+    memory_step "$md" "$json_out" "${md%.md}.jsonl" 0
+    cat "$md"
+    rm -rf "$work"
+    echo "$memory_passed passed, $memory_failed failed"
+    [ "$memory_failed" -eq 0 ]
+    exit ;;
+  *) echo "gpu_check.sh: GPU_CHECK_ONLY='$GPU_CHECK_ONLY': only 'memory' is known" >&2; rm -rf "$work"; exit 2 ;;
+esac
 raw=$work/raw.txt
 : > "$raw"
 while read -r name converted refused; do
@@ -78,8 +129,8 @@ timeout -s KILL 60 "$bin/original/launch_costs" > "$work/launch_costs.json" 2> "
   { echo "gpu_check.sh: launch_costs failed:" >&2; cat "$work/launch_costs.err" >&2; }
 PREEMPT_LAUNCH_COSTS=$work/launch_costs.json \
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
-  "${traps[@]}"
-status=$?
+  "${traps[@]}" | tee "$work/suite_report.txt"
+status=${PIPESTATUS[0]}
 # Where the conversion's cost goes (issue 3): fixed per launch or per task
 # (vector_add at three sizes), and what persistent loop shapes cost alone.
 md=$(ls -t "$results"/*.md | head -1)
@@ -156,6 +207,9 @@ grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
 json_out=${md%.md}.json
 python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$md" || status=1
+# Memory admission under pressure, before the mixes: at most 100 s, 180 s kept for the two mixes below.
+memory_step "$md" "$json_out" "${md%.md}.memory.jsonl" 180
+[ "$memory_failed" -eq 0 ] || status=1
 # Many processes at once (issue 4), two sharings, one round each and short per-process limits so that the whole
 # script stays within one 10-minute device call:
 # - without MPS (time-slicing, EffiSha's setting): EffiSha §8's 11 programs 3 ms apart, original builds and
@@ -165,8 +219,9 @@ python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$m
 #   start under MPS (docs/daemon.md). About 1 minute.
 # TERM after the limit (mix.sh then stops MPS itself); each limit also keeps to what is left of the script's
 # GPU_CHECK_BUDGET_S (default 560 s), since everything before varies too.
-budget_left() { local left=$(( ${GPU_CHECK_BUDGET_S:-560} - SECONDS - $2 )); [ $left -lt $1 ] && echo $left || echo $1; }
-timeslice_limit=$(budget_left 330 60) # 60 s kept for the MPS runs
+# The time-sliced mix's cap went from 330 s to 230 s when the memory step (at most 100 s) came before it, so that
+# the script keeps to its 560 s: the mix (about 4 minutes) may now be cut short; the report shows what it measured.
+timeslice_limit=$(budget_left 230 60) # 60 s kept for the MPS runs
 [ "$timeslice_limit" -gt 0 ] || timeslice_limit=1
 MIX_SHARING=timeslice MIX_ONLY='alone|effisha' MIX_REPS=${MIX_REPS:-1} MIX_PROC_TIMEOUT=${MIX_PROC_TIMEOUT:-45} \
   timeout -k 20 "$timeslice_limit" bash "$root/bench/daemon/mix.sh" "$bin" "$work/mix_timeslice.jsonl" ||
@@ -179,5 +234,12 @@ MIX_SHARING=mps MIX_ONLY='alone|pair|effisha_random_hpf' MIX_REPS=1 MIX_PAIR_REP
 cat "$work/mix_timeslice.jsonl" "$work/mix_mps.jsonl" > "$work/mix.jsonl" 2>/dev/null
 python3 "$root/bench/daemon/report_mix.py" "$work/mix.jsonl" "$json_out" "$md" || status=1
 tail -n 30 "$md"
+# The total: report_suite.py's checks (suite, preemption, queue traps, launch costs) and the memory step's.
+suite_count=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/suite_report.txt" | tail -1)
+suite_passed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f1)
+suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
 rm -rf "$work"
+echo "suite and preemption: ${suite_count:-no count (report_suite.py failed)}; memory: $memory_passed passed," \
+  "$memory_failed failed"
+echo "$((suite_passed + memory_passed)) passed, $((suite_failed + memory_failed)) failed"
 exit $status

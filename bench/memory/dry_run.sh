@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# dry_run.sh: checks bench/memory/pressure.sh and report_memory.py end to end on a machine WITHOUT a GPU (the build
+# machine): mem_pressure.cu built against a fake CUDA runtime (fake_cudart.c: kernels run on the host, a 1 GiB fake
+# GPU memory shared by the processes) and a fake nvidia-smi. The preload build gets the real libpreempt_mem.so and
+# the "preempt" build the runtime's real admission code (its memory objects), with cudaMalloc/cudaFree renamed to
+# preempt_cudaMalloc/preempt_cudaFree by the preprocessor, standing in for the host pass. Never a measurement.
+# Scenarios: 1. everything, expecting every check to pass and out of memory without admission; 2. a wrong value
+# and a hang injected, expecting failed checks; 3. the plugin build without the rewrite, expecting "not admitted".
+# Usage: bench/memory/dry_run.sh [KEEP_DIR]   (needs clang++-22, CUDA headers and build/runtime-host/libpreempt_mem.so)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${PREEMPT_BUILD_DIR:-$root/build}
+cuda=${PREEMPT_CUDA_PATH:-/usr/local/cuda}
+dir=${1:-$(mktemp -d)}
+mkdir -p "$dir"
+bin=$dir/bench
+mkdir -p "$bin/lib" "$bin/original" "$bin/preempt" "$bin/preempt-no-rewrite" "$bin/preload" "$dir/fakebin" "$dir/obj"
+[ -f "$build/runtime-host/libpreempt_mem.so" ] || { echo "dry_run.sh: build the project first" >&2; exit 1; }
+
+# The fake runtime, under the real one's name and symbol version.
+echo 'libcudart.so.13 { global: *; };' > "$dir/obj/cudart.map"
+cc -O2 -shared -fPIC -fvisibility=hidden -Wall -Wextra -I"$cuda/include" -I"$root/bench/memory" \
+  "$root/bench/memory/fake_cudart.c" -o "$bin/lib/libcudart.so.13" -Wl,-soname,libcudart.so.13 \
+  -Wl,--version-script="$dir/obj/cudart.map" -lpthread
+ln -sf libcudart.so.13 "$bin/lib/libcudart.so"
+cp "$build/runtime-host/libpreempt_mem.so" "$bin/lib/"
+# The runtime's memory admission, as libpreempt_runtime.a has it (preempt_cudaMalloc, ...), without the launch parts.
+objects=()
+for source in runtime-host/mem_intercept_cuda.c runtime-host/mem_admission.c runtime-host/mem_segment.c \
+              lib/mem_ledger.c lib/futex.c; do
+  object=$dir/obj/$(basename "$source" .c).o
+  cc -O2 -std=gnu11 -Wall -Wextra -I"$root/runtime-host/include" -I"$root/runtime-host" -I"$root/lib/include" \
+    -I"$cuda/include" -c "$root/$source" -o "$object"
+  objects+=("$object")
+done
+ar rcs "$dir/obj/libmem_admission.a" "${objects[@]}"
+flags=(-x cuda --cuda-gpu-arch=sm_90 --cuda-path="$cuda" -Wno-unknown-cuda-version -O2 -std=c++17
+       -I"$root/runtime-host/include" -I"$root/bench/memory")
+link=(-L"$bin/lib" -lcudart -ldl -lrt -lpthread "-Wl,-rpath,$bin/lib")
+source=$root/bench/memory/mem_pressure.cu
+pids=()
+clang++-22 "${flags[@]}" -DMEM_PRESSURE_BUILD='"original"' "$source" -o "$bin/original/mem_pressure" "${link[@]}" &
+pids+=($!)
+clang++-22 "${flags[@]}" -DMEM_PRESSURE_BUILD='"preload"' "$source" -o "$bin/preload/mem_pressure" "${link[@]}" &
+pids+=($!)
+clang++-22 "${flags[@]}" -DPREEMPT_API -DMEM_PRESSURE_BUILD='"preempt"' -DcudaMalloc=preempt_cudaMalloc \
+  -DcudaFree=preempt_cudaFree "$source" -o "$bin/preempt/mem_pressure" -x none "$dir/obj/libmem_admission.a" "${link[@]}" &
+pids+=($!)
+clang++-22 "${flags[@]}" -DPREEMPT_API -DMEM_PRESSURE_BUILD='"preempt"' "$source" \
+  -o "$bin/preempt-no-rewrite/mem_pressure" -x none "$dir/obj/libmem_admission.a" "${link[@]}" &
+pids+=($!)
+for pid in "${pids[@]}"; do wait "$pid"; done
+
+cat > "$dir/fakebin/nvidia-smi" <<'EOF'
+#!/usr/bin/env bash
+# A fake nvidia-smi for dry_run.sh: --query-gpu=name|memory.total|memory.used only.
+query=""
+for arg in "$@"; do case $arg in --query-gpu=*) query=${arg#--query-gpu=} ;; esac; done
+case $query in
+  name) echo "Fake GPU (dry run)" ;;
+  memory.total) echo "${FAKE_GPU_TOTAL_MIB:-1024}" ;;
+  memory.used) total=0
+               for f in "${FAKE_GPU_DIR:-/tmp/fake-gpu}"/[0-9]*; do
+                 [ -f "$f" ] && kill -0 "$(basename "$f")" 2>/dev/null && total=$((total + $(cat "$f")))
+               done
+               echo $((total / 1048576)) ;;
+  *) echo "fake nvidia-smi: unsupported query '$query'" >&2; exit 1 ;;
+esac
+EOF
+chmod +x "$dir/fakebin/nvidia-smi"
+export PATH=$dir/fakebin:$PATH FAKE_GPU_TOTAL_MIB=1024 FAKE_GPU_DIR=$dir/gpu
+mkdir -p "$FAKE_GPU_DIR"
+export PRESSURE_T_MS=${PRESSURE_T_MS:-100} PRESSURE_BUDGET_S=${PRESSURE_BUDGET_S:-150} PRESSURE_OVERHEAD_CALLS=500
+export FAKE_GPU_PASS_MS=30
+status=0
+expect() { # expect WHAT COMMAND...: runs the check, says ok or FAILED
+  if "${@:2}"; then echo "dry_run.sh: ok: $1"; else echo "dry_run.sh: FAILED: $1" >&2; status=1; fi
+}
+
+echo "dry_run.sh: 1. every mode (DRY RUN: fake GPU, numbers mean nothing)"
+bash "$root/bench/memory/pressure.sh" "$bin" "$dir/all.jsonl"
+python3 "$root/bench/memory/report_memory.py" "$dir/all.jsonl" > "$dir/all.md" || true
+cat "$dir/all.md"
+expect "every check passes" grep -q "^memory: [0-9]* passed, 0 failed$" "$dir/all.md"
+expect "out of memory without admission" grep -q '"mode": "original_concurrent".*"outcome": "oom"' "$dir/all.jsonl"
+expect "no out of memory with admission" \
+  bash -c "! grep '\"mode\": \"pre[el][mo][pa][td]_' '$dir/all.jsonl' | grep -q '\"outcome\": \"oom\"'"
+expect "every admitted job admitted" \
+  bash -c "! grep '\"kind\": \"job\", .*\"mode\": \"pre[el][mo][pa][td]_' '$dir/all.jsonl' | grep -q '\"admitted\": false'"
+expect "overhead measured with admission on" grep -q '"mode": "overhead_preload_on".*"admitted": true' "$dir/all.jsonl"
+expect "no ledger left in /dev/shm" bash -c "! ls /dev/shm/preempt-mem-bench-* 2>/dev/null"
+
+echo "dry_run.sh: 2. a wrong value (job 3) and a hang (job 5) injected"
+FAKE_GPU_CORRUPT_JOB=3 FAKE_GPU_HANG_JOB=5 PRESSURE_ONLY='original_serial|preempt_fifo' PRESSURE_REPS=1 \
+  PRESSURE_PROC_TIMEOUT=5 PRESSURE_PASSES=2 bash "$root/bench/memory/pressure.sh" "$bin" "$dir/faults.jsonl"
+if python3 "$root/bench/memory/report_memory.py" "$dir/faults.jsonl" > "$dir/faults.md"; then rc=0; else rc=$?; fi
+cat "$dir/faults.md"
+expect "the report fails (exit 1)" test "$rc" = 1
+expect "the wrong value is reported" grep -q "wrong values" "$dir/faults.md"
+expect "the hang is reported" grep -q "hang" "$dir/faults.md"
+
+echo "dry_run.sh: 3. the plugin build without the allocation rewrite"
+mv "$bin/preempt" "$bin/preempt-rewrite" && mv "$bin/preempt-no-rewrite" "$bin/preempt"
+PRESSURE_ONLY='original_serial|preempt_fifo|overhead_preempt' PRESSURE_REPS=1 PRESSURE_PASSES=2 \
+  bash "$root/bench/memory/pressure.sh" "$bin" "$dir/norewrite.jsonl"
+mv "$bin/preempt" "$bin/preempt-no-rewrite" && mv "$bin/preempt-rewrite" "$bin/preempt"
+python3 "$root/bench/memory/report_memory.py" "$dir/norewrite.jsonl" > "$dir/norewrite.md" || true
+cat "$dir/norewrite.md"
+expect "'admitted none' said" grep -q "admitted none of its allocations" "$dir/norewrite.md"
+expect "overhead flagged as not a measurement" grep -q "admission was not active" "$dir/norewrite.md"
+[ $# -ge 1 ] || rm -rf "$dir"
+[ $status = 0 ] && echo "dry_run.sh: all expectations met (DRY RUN)" || echo "dry_run.sh: some expectations FAILED" >&2
+exit $status
