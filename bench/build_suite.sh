@@ -74,6 +74,9 @@ clang++-22 "${mem_flags[@]}" -DMEM_PRESSURE_BUILD='"original"' "$mem_source" -o 
 clang++-22 "${mem_flags[@]}" -DPREEMPT_API -DMEM_PRESSURE_BUILD='"preempt"' -fpass-plugin="$plugin" -Rpass=preempt \
   -Rpass-missed=preempt "$mem_source" -o "$out/preempt/mem_pressure" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
   2> "$out/remarks/mem_pressure.txt"
+grep -q "cudaMalloc routed to preempt_cudaMalloc" "$out/remarks/mem_pressure.txt" ||
+  echo "build_suite.sh: warning: mem_pressure's cudaMalloc was not routed to preempt_cudaMalloc (no host pass?):" \
+    "pressure.sh's preempt_<policy> runs will not be admitted" >&2
 # shellcheck disable=SC2016 # $ORIGIN is the dynamic linker's, not the shell's
 clang++-22 "${mem_flags[@]}" -DMEM_PRESSURE_BUILD='"preload"' "$mem_source" -o "$out/preload/mem_pressure" \
   -L"$cuda/lib64" -lcudart -ldl -lrt -lpthread -Wl,-rpath,'$ORIGIN/../lib'

@@ -16,7 +16,8 @@
 # bench/memory/report_memory.py turns it into the report.
 # Usage: bench/memory/pressure.sh BIN_DIR OUT_JSONL   (BIN_DIR = build/bench from bench/build_suite.sh)
 # Environment (defaults): PRESSURE_JOBS (8), PRESSURE_SHARE_PCT (25: each job's demand, % of memory.total),
-#   PRESSURE_T_MS (300: compute per job, alone; calibrated once into passes), PRESSURE_PASSES (skip calibration),
+#   PRESSURE_T_MS (300: compute per job, alone; turned into passes by one extra original-build job before the
+#   serial run, or 20 passes when original_serial is not run), PRESSURE_PASSES (no calibration),
 #   PRESSURE_HOST_MS (0: a host phase holding the memory), PRESSURE_REPS (3), PRESSURE_BUDGET_S (85: no run starts
 #   that would likely end later), PRESSURE_POLICIES ("fifo mmu"), PRESSURE_ONLY (regex on mode names),
 #   PRESSURE_PROC_TIMEOUT (seconds per process; default from the serial run, 20..60), PRESSURE_OVERHEAD_CALLS

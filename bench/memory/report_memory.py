@@ -224,17 +224,25 @@ def markdown(summary):
             out.append(f"| {row.get('build')}{' (LD_PRELOAD)' if row.get('preload') else ''} | {row.get('admission')} "
                        f"| {json.dumps(row.get('admitted'))} | {row['malloc_us']['median']:.1f} "
                        f"({row['malloc_us']['p99']:.1f}) | {row['free_us']['median']:.1f} ({row['free_us']['p99']:.1f}) |")
+        if costs:
+            out += ["", "What admission adds per call (admission on minus PREEMPT_MEM=off, same build), us:", "",
+                    "| build | cudaMalloc median: on / off / added | cudaMalloc p99: on / off / added | "
+                    "cudaFree median: on / off / added | cudaFree p99: on / off / added | goal: added median "
+                    f"<= {OVERHEAD_GOAL_US:.0f} us per cudaMalloc |", "|---|---|---|---|---|---|"]
         for build, cost in costs.items():
             if "malloc_us" not in cost:
-                out.append(f"- {build}: no overhead figure (a run failed)")
+                out.append(f"| {build} | no figure: a run failed | | | | |")
                 continue
-            verdict = ("goal met" if cost["goal_met"] else
-                       "admission was not active: not a measurement of it" if cost.get("admitted") is not True else
-                       "goal NOT met")
-            out.append(f"- {build}: admission adds {cost['malloc_us']['median']:.1f} us (median; p99 "
-                       f"{cost['malloc_us']['p99']:+.1f}) per cudaMalloc and {cost['free_us']['median']:.1f} us "
-                       f"(p99 {cost['free_us']['p99']:+.1f}) per cudaFree; goal <= {OVERHEAD_GOAL_US:.0f} us "
-                       f"median per cudaMalloc: {verdict}.")
+            verdict = ("met" if cost["goal_met"] else
+                       "n/a: admission was not active (not a measurement of it)" if cost.get("admitted") is not True
+                       else "NOT met")
+            cells = []
+            for call in ("malloc_us", "free_us"):
+                for stat in ("median", "p99"):
+                    cells.append(f"{cost['on'][call][stat]:.1f} / {cost['off'][call][stat]:.1f} / "
+                                 f"{cost[call][stat]:+.1f}")
+            out.append(f"| {build}{' (LD_PRELOAD)' if build == 'preload' else ''} | " + " | ".join(cells) +
+                       f" | {verdict} |")
     skipped = [n for n in summary["notes"] if n.get("skipped")]
     if skipped:
         out += ["", "Skipped for time: " + ", ".join(n["skipped"] for n in skipped) + "."]
