@@ -251,7 +251,7 @@ static unsigned grid_blocks() {
   int device = 0, sms = 0;
   CUDA_OR_FAIL(cudaGetDevice(&device));
   CUDA_OR_FAIL(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return (unsigned)std::max(1, sms) * 4;
+  return (unsigned)std::max(1, sms) * 8; // 8 CTAs of 256 threads per SM: a full H100 SM
 }
 
 // Context, modules and kernels loaded before any allocation: under memory pressure a lazily loaded module or a

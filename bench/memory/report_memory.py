@@ -12,6 +12,7 @@ Checks (each one pass or fail):
     hung, and every job's allocation admitted (its process's ledger held the demand).
   - original_concurrent and original_packed: no wrong values and no hang; out of memory there is the expected
     outcome without admission (counted, not a failure).
+  - at least one admitted mode ran at all.
 The allocation overhead (admission on minus PREEMPT_MEM=off) is reported against the goal (<= 20 us median per
 cudaMalloc), not checked."""
 import json
@@ -134,6 +135,9 @@ def summarize(rows):
             problems.append("no job ran")
         checks.append({"check": mode, "passed": not problems, "problems": problems[:12],
                        "more_problems": max(0, len(problems) - 12)})
+    if summary and not any(admitted_mode(mode) for mode in summary):
+        checks.append({"check": "admission exercised", "passed": False,
+                       "problems": ["no admitted mode ran (skipped for time, or excluded by PRESSURE_ONLY)"]})
     failed_notes = [n["failed"] for n in notes if n.get("failed")]
     if failed_notes or not summary:
         checks.append({"check": "pressure.sh ran", "passed": False,
