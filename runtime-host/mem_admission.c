@@ -115,7 +115,8 @@ static preempt_memory *lock_memory(void) {
 
 static void unlock_memory(preempt_memory *memory) { pthread_mutex_unlock(&memory->lock); }
 
-/* Test-only (PREEMPT_MEM_TEST_HOLD_NS): widens the ledger's critical section so that kills land inside it. */
+/* Test-only (PREEMPT_MEM_TEST_HOLD_NS): widens the ledger's critical section so that kills land inside it,
+ * where they hurt most: after a request or a release is written, before its waiters are woken. */
 static void hold_inside_lock(const preempt_memory *memory) {
   if (!memory->hold_lock_ns)
     return;
@@ -206,7 +207,6 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
       return -1;
     }
     preempt_mem_ledger *ledger = &segment->shared->ledger;
-    hold_inside_lock(memory);
     uint32_t waiter;
     uint64_t grants_before = ledger->grants;
     preempt_mem_result result = preempt_mem_ledger_request(ledger, segment->client, bytes, &waiter);
@@ -223,6 +223,7 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
       say("the memory ledger /dev/shm%s has no free waiter entry (%d)", segment->name, PREEMPT_MEM_MAX_WAITERS);
       return -1;
     }
+    hold_inside_lock(memory); /* after the request is written: a kill here leaves it for the others to reclaim */
     uint32_t generation = segment->generation;
     for (;;) {
       preempt_mem_waiter *entry = &ledger->waiters[waiter];
@@ -273,6 +274,11 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
       ledger = &segment->shared->ledger;
       if (segment->generation != generation)
         break;
+      /* Granted while we slept, yet nobody rang: the poll found it, up to PREEMPT_MEM_POLL_NS late. Counted,
+       * for tests: every path that grants must ring. */
+      if (timed_out == 1 && ledger->waiters[waiter].state == PREEMPT_MEM_WAITER_GRANTED &&
+          __atomic_load_n(&segment->shared->wake, __ATOMIC_SEQ_CST) == seen)
+        segment->shared->lost_wakeups++;
     }
     preempt_mem_segment_unlock(segment);
   }
@@ -288,11 +294,11 @@ static void release_to_ledger(const preempt_memory *memory, preempt_mem_device *
     say("%s", why);
     return;
   }
-  hold_inside_lock(memory);
   uint64_t released = bytes < segment->held_bytes ? bytes : segment->held_bytes;
   segment->held_bytes -= released;
   int waiting = preempt_mem_ledger_waiting(&segment->shared->ledger, PREEMPT_MEM_NO_INDEX) > 0;
   preempt_mem_ledger_release(&segment->shared->ledger, segment->client, released);
+  hold_inside_lock(memory); /* after the grants, before the wake-up: a kill here leaves it to the next holder */
   if (waiting)
     preempt_mem_segment_ring(segment);
   preempt_mem_segment_unlock(segment);
@@ -546,6 +552,8 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
     unlock_memory(memory);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
+  /* schedGPU §3.2's sanity check: what dead clients held is not reported as reserved. */
+  preempt_mem_segment_reclaim_dead(&state->segment);
   const preempt_mem_ledger *ledger = &state->segment.shared->ledger;
   info->capacity_bytes = ledger->capacity_bytes;
   info->external_bytes = ledger->external_bytes;
@@ -559,6 +567,8 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
   info->budget_bytes = state->budget_bytes;
   info->budget_used_bytes = state->budget_used_bytes;
   info->reinitializations = state->segment.shared->reinitializations;
+  info->lock_owner_deaths = state->segment.shared->owner_deaths;
+  info->lost_wakeups = state->segment.shared->lost_wakeups;
   snprintf(info->policy, sizeof info->policy, "%s", preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
   preempt_mem_segment_unlock(&state->segment);
   unlock_memory(memory);

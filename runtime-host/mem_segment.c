@@ -171,6 +171,7 @@ int preempt_mem_segment_lock(preempt_mem_segment *segment, char *why, size_t why
   if (status == EOWNERDEAD) {
     recover(segment);
     pthread_mutex_consistent(&shared->lock);
+    shared->owner_deaths++;
     preempt_mem_segment_reclaim_dead(segment);
   } else if (status != 0) {
     SAY("cannot lock the memory ledger /dev/shm%s: %s", segment->name, strerror(status));
