@@ -172,14 +172,19 @@ uint64_t preempt_mem_deadline_ns(void) {
 }
 
 /* What the GPU says is used, less what the ledger accounts for, is used outside it (other users, programs
- * without admission, and every client's own context). Takes the segment lock; the query is a GPU call made
- * before it. */
+ * without admission, and every client's own context). The GPU is asked with the segment lock held: clients
+ * free on the GPU before they release in the ledger (and reserve in the ledger before they allocate on the
+ * GPU), so a reading taken under the lock never counts as external what a client is freeing; one taken
+ * before the lock would, whenever a client freed in between, and would hold back waiters until the next
+ * quiet poll. */
 static void learn_external(preempt_mem_device *state, const preempt_mem_gpu *gpu) {
   uint64_t free_bytes = 0, total_bytes = 0;
-  if (gpu->memory_info(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes)
-    return;
   if (preempt_mem_segment_lock(&state->segment, NULL, 0) != 0)
     return;
+  if (gpu->memory_info(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes) {
+    preempt_mem_segment_unlock(&state->segment);
+    return;
+  }
   preempt_mem_ledger *ledger = &state->segment.shared->ledger;
   uint64_t device_used = total_bytes - free_bytes;
   uint64_t ledger_used = preempt_mem_ledger_used_bytes(ledger);
