@@ -115,7 +115,8 @@ static preempt_memory *lock_memory(void) {
 
 static void unlock_memory(preempt_memory *memory) { pthread_mutex_unlock(&memory->lock); }
 
-/* Test-only (PREEMPT_MEM_TEST_HOLD_NS): widens the ledger's critical section so that kills land inside it. */
+/* Test-only (PREEMPT_MEM_TEST_HOLD_NS): widens the ledger's critical section so that kills land inside it,
+ * where they hurt most: after a request or a release is written, before its waiters are woken. */
 static void hold_inside_lock(const preempt_memory *memory) {
   if (!memory->hold_lock_ns)
     return;
@@ -171,14 +172,19 @@ uint64_t preempt_mem_deadline_ns(void) {
 }
 
 /* What the GPU says is used, less what the ledger accounts for, is used outside it (other users, programs
- * without admission, and every client's own context). Takes the segment lock; the query is a GPU call made
- * before it. */
+ * without admission, and every client's own context). The GPU is asked with the segment lock held: clients
+ * free on the GPU before they release in the ledger (and reserve in the ledger before they allocate on the
+ * GPU), so a reading taken under the lock never counts as external what a client is freeing; one taken
+ * before the lock would, whenever a client freed in between, and would hold back waiters until the next
+ * quiet poll. */
 static void learn_external(preempt_mem_device *state, const preempt_mem_gpu *gpu) {
   uint64_t free_bytes = 0, total_bytes = 0;
-  if (gpu->memory_info(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes)
-    return;
   if (preempt_mem_segment_lock(&state->segment, NULL, 0) != 0)
     return;
+  if (gpu->memory_info(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes) {
+    preempt_mem_segment_unlock(&state->segment);
+    return;
+  }
   preempt_mem_ledger *ledger = &state->segment.shared->ledger;
   uint64_t device_used = total_bytes - free_bytes;
   uint64_t ledger_used = preempt_mem_ledger_used_bytes(ledger);
@@ -206,7 +212,6 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
       return -1;
     }
     preempt_mem_ledger *ledger = &segment->shared->ledger;
-    hold_inside_lock(memory);
     uint32_t waiter;
     uint64_t grants_before = ledger->grants;
     preempt_mem_result result = preempt_mem_ledger_request(ledger, segment->client, bytes, &waiter);
@@ -223,6 +228,7 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
       say("the memory ledger /dev/shm%s has no free waiter entry (%d)", segment->name, PREEMPT_MEM_MAX_WAITERS);
       return -1;
     }
+    hold_inside_lock(memory); /* after the request is written: a kill here leaves it for the others to reclaim */
     uint32_t generation = segment->generation;
     for (;;) {
       preempt_mem_waiter *entry = &ledger->waiters[waiter];
@@ -276,6 +282,11 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
       ledger = &segment->shared->ledger;
       if (segment->generation != generation)
         break;
+      /* Granted while we slept, yet nobody rang: the poll found it, up to PREEMPT_MEM_POLL_NS late. Counted,
+       * for tests: every path that grants must ring. */
+      if (timed_out == 1 && ledger->waiters[waiter].state == PREEMPT_MEM_WAITER_GRANTED &&
+          __atomic_load_n(&segment->shared->wake, __ATOMIC_SEQ_CST) == seen)
+        segment->shared->lost_wakeups++;
     }
     preempt_mem_segment_unlock(segment);
   }
@@ -291,11 +302,11 @@ static void release_to_ledger(const preempt_memory *memory, preempt_mem_device *
     say("%s", why);
     return;
   }
-  hold_inside_lock(memory);
   uint64_t released = bytes < segment->held_bytes ? bytes : segment->held_bytes;
   segment->held_bytes -= released;
   int waiting = preempt_mem_ledger_waiting(&segment->shared->ledger, PREEMPT_MEM_NO_INDEX) > 0;
   preempt_mem_ledger_release(&segment->shared->ledger, segment->client, released);
+  hold_inside_lock(memory); /* after the grants, before the wake-up: a kill here leaves it to the next holder */
   if (waiting)
     preempt_mem_segment_ring(segment);
   preempt_mem_segment_unlock(segment);
@@ -609,6 +620,8 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
     unlock_memory(memory);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
+  /* schedGPU §3.2's sanity check: what dead clients held is not reported as reserved. */
+  preempt_mem_segment_reclaim_dead(&state->segment);
   const preempt_mem_ledger *ledger = &state->segment.shared->ledger;
   info->capacity_bytes = ledger->capacity_bytes;
   info->external_bytes = ledger->external_bytes;
@@ -622,6 +635,8 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
   info->budget_bytes = state->budget_bytes;
   info->budget_used_bytes = state->budget_used_bytes;
   info->reinitializations = state->segment.shared->reinitializations;
+  info->lock_owner_deaths = state->segment.shared->owner_deaths;
+  info->lost_wakeups = state->segment.shared->lost_wakeups;
   snprintf(info->policy, sizeof info->policy, "%s", preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
   preempt_mem_segment_unlock(&state->segment);
   unlock_memory(memory);

@@ -171,7 +171,13 @@ int preempt_mem_segment_lock(preempt_mem_segment *segment, char *why, size_t why
   if (status == EOWNERDEAD) {
     recover(segment);
     pthread_mutex_consistent(&shared->lock);
+    shared->owner_deaths++;
     preempt_mem_segment_reclaim_dead(segment);
+    /* The dead holder may have granted requests and died before ringing for them; and the reclaim above can
+     * miss it: the kernel hands a robust mutex on while the process exits (exit_mm) before it closes its files
+     * (exit_files), so its liveness byte may still read as held here. Ring regardless: no waiter sleeps on a
+     * wake-up the dead one owed it. */
+    preempt_mem_segment_ring(segment);
   } else if (status != 0) {
     SAY("cannot lock the memory ledger /dev/shm%s: %s", segment->name, strerror(status));
     return -1;

@@ -10,7 +10,7 @@
 #include "preempt/mem_ledger.h"
 
 #define PREEMPT_MEM_SEGMENT_MAGIC 0x534d5250u /* "PRMS" */
-#define PREEMPT_MEM_SEGMENT_VERSION 1u
+#define PREEMPT_MEM_SEGMENT_VERSION 2u
 /* Waiters look for dead clients and for memory freed outside the ledger at least this often: a client killed
  * while others wait has its memory back in their hands within this, well inside schedGPU's 1 s. */
 #define PREEMPT_MEM_POLL_NS 100000000LL
@@ -25,6 +25,8 @@ typedef struct preempt_mem_shared {
   uint32_t wake;            /* futex: +1 and wake-all after anything that may let a waiter go */
   uint32_t generation;      /* +1 each time a damaged ledger is reinitialized: clients re-attach */
   uint32_t reinitializations;
+  uint32_t owner_deaths;    /* times the lock was taken with EOWNERDEAD: a holder died inside it */
+  uint32_t lost_wakeups;    /* grants a waiter found only when its poll timed out, no ring since it slept */
   pthread_mutex_t lock;     /* robust, process-shared: a holder that dies hands it on with EOWNERDEAD */
   preempt_mem_ledger ledger;
 } preempt_mem_shared;

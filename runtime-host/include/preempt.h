@@ -176,6 +176,8 @@ typedef struct preempt_mem_info {
   uint64_t dead_clients;      /* clients found dead and reclaimed, over the ledger's life */
   uint32_t clients, waiting;  /* processes in the ledger; requests waiting now */
   uint32_t reinitializations; /* times a damaged ledger was started again */
+  uint32_t lock_owner_deaths; /* times a process died holding the ledger's lock (and the next one recovered) */
+  uint32_t lost_wakeups;      /* grants a waiter found only at its next poll (every 100 ms): nobody woke it */
   char policy[16];
 } preempt_mem_info;
 

@@ -38,6 +38,8 @@ config.substitutions += [
     ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),
     ("%python", sys.executable),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
+    ("%preempt_mem_lib", os.path.join(config.preempt_binary_root, "runtime-host", "libpreempt_mem.so")),
+    ("%mem_client", os.path.join(config.preempt_binary_root, "test", "mem", "mem_client")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
 ]
