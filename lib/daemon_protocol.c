@@ -430,3 +430,17 @@ uint64_t preempt_kernel_key(const char *name) {
     }
   return hash;
 }
+
+int32_t preempt_clamp_priority(int32_t priority, int32_t limit) {
+  if (priority > limit)
+    priority = limit;
+  if (priority < PREEMPT_PRIORITY_MIN)
+    priority = PREEMPT_PRIORITY_MIN;
+  return priority;
+}
+
+void preempt_grant_priority(uid_t uid, int nice, int requested, int32_t request, int32_t *granted, int32_t *limit) {
+  int32_t fallback = -nice; /* nice -20..19 -> 20..-19: always inside [MIN, MAX] */
+  *limit = uid == 0 ? PREEMPT_PRIORITY_MAX : fallback;
+  *granted = preempt_clamp_priority(requested ? request : fallback, *limit);
+}

@@ -2,6 +2,7 @@
  * schedGPU §4 (initialisation, pre-allocation, post-free, shutdown; implicit and explicit modes) and §5. */
 #define _GNU_SOURCE
 #include "memory.h"
+#include "preempt/byte_count.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -31,27 +32,6 @@ static void say(const char *format, ...) {
   va_end(arguments);
 }
 
-/* A byte count: digits with an optional K, M, G or T (powers of 1024). 0 on success. */
-static int parse_bytes(const char *text, uint64_t *bytes) {
-  char *end;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno || end == text)
-    return -1;
-  int shift = 0;
-  switch (*end) {
-  case 'K': case 'k': shift = 10; end++; break;
-  case 'M': case 'm': shift = 20; end++; break;
-  case 'G': case 'g': shift = 30; end++; break;
-  case 'T': case 't': shift = 40; end++; break;
-  default: break;
-  }
-  if (*end || (shift && value > (UINT64_MAX >> shift)))
-    return -1;
-  *bytes = (uint64_t)value << shift;
-  return 0;
-}
-
 static void configure(preempt_memory *memory) {
   memory->configured = 1;
   const char *setting = getenv("PREEMPT_MEM");
@@ -78,8 +58,8 @@ static void configure(preempt_memory *memory) {
    * that lies only gets ahead of its own user's others. */
   errno = 0;
   int nice_value = getpriority(PRIO_PROCESS, 0);
-  int32_t limit = geteuid() == 0 ? PREEMPT_PRIORITY_MAX : (errno ? 0 : -nice_value);
-  memory->priority = limit < 0 ? limit : 0;
+  int32_t limit;
+  preempt_grant_priority(geteuid(), errno ? 0 : nice_value, 0, 0, &memory->priority, &limit);
   const char *priority = getenv("PREEMPT_PRIORITY");
   if (priority && *priority) {
     char *end;
@@ -87,10 +67,10 @@ static void configure(preempt_memory *memory) {
     if (*end || value < PREEMPT_PRIORITY_MIN || value > PREEMPT_PRIORITY_MAX)
       say("ignoring PREEMPT_PRIORITY='%s': expected %d..%d", priority, PREEMPT_PRIORITY_MIN, PREEMPT_PRIORITY_MAX);
     else
-      memory->priority = (int32_t)value > limit ? limit : (int32_t)value;
+      memory->priority = preempt_clamp_priority((int32_t)value, limit);
   }
   const char *budget = getenv("PREEMPT_MEM_BUDGET");
-  if (budget && *budget && parse_bytes(budget, &memory->environment_budget) != 0) {
+  if (budget && *budget && preempt_parse_byte_count(budget, &memory->environment_budget) != 0) {
     say("ignoring PREEMPT_MEM_BUDGET='%s': expected bytes, optionally with K, M, G or T", budget);
     memory->environment_budget = 0;
   }

@@ -36,23 +36,23 @@ static void test_parse_nice(void) {
 static void test_grant(void) {
   int32_t granted = 0, limit = 0;
   /* A user: the default is -nice and also the most it may have. */
-  preemptd_grant_priority(1000, 0, true, 20, &granted, &limit);
+  preempt_grant_priority(1000, 0, true, 20, &granted, &limit);
   CHECK(granted == 0 && limit == 0);
-  preemptd_grant_priority(1000, 5, false, 0, &granted, &limit);
+  preempt_grant_priority(1000, 5, false, 0, &granted, &limit);
   CHECK(granted == -5 && limit == -5);
-  preemptd_grant_priority(1000, 5, true, -20, &granted, &limit);
+  preempt_grant_priority(1000, 5, true, -20, &granted, &limit);
   CHECK(granted == -20 && limit == -5);
-  preemptd_grant_priority(1000, -10, true, 15, &granted, &limit);
+  preempt_grant_priority(1000, -10, true, 15, &granted, &limit);
   CHECK(granted == 10 && limit == 10);
   /* Root: anything up to MAX; without a request, still -nice. */
-  preemptd_grant_priority(0, 0, true, 20, &granted, &limit);
+  preempt_grant_priority(0, 0, true, 20, &granted, &limit);
   CHECK(granted == 20 && limit == PREEMPT_PRIORITY_MAX);
-  preemptd_grant_priority(0, 3, false, 0, &granted, &limit);
+  preempt_grant_priority(0, 3, false, 0, &granted, &limit);
   CHECK(granted == -3 && limit == PREEMPT_PRIORITY_MAX);
   /* A stub's own priority is clamped the same way, below too. */
-  CHECK(preemptd_clamp_priority(7, 0) == 0);
-  CHECK(preemptd_clamp_priority(-99, 0) == PREEMPT_PRIORITY_MIN);
-  CHECK(preemptd_clamp_priority(-3, 0) == -3);
+  CHECK(preempt_clamp_priority(7, 0) == 0);
+  CHECK(preempt_clamp_priority(-99, 0) == PREEMPT_PRIORITY_MIN);
+  CHECK(preempt_clamp_priority(-3, 0) == -3);
 }
 
 int main(void) {

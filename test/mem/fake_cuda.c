@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "preempt/byte_count.h"
 
 #define FAKE_MAGIC 0x55504746u /* "FGPU" */
 #define FAKE_VERSION 2u
@@ -117,26 +118,6 @@ static cudaError_t fail(cudaError_t error) {
   return error;
 }
 
-static int parse_bytes(const char *text, uint64_t *bytes) {
-  char *end;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno || end == text)
-    return -1;
-  int shift = 0;
-  switch (*end) {
-  case 'K': case 'k': shift = 10; end++; break;
-  case 'M': case 'm': shift = 20; end++; break;
-  case 'G': case 'g': shift = 30; end++; break;
-  case 'T': case 't': shift = 40; end++; break;
-  default: break;
-  }
-  if (*end || (shift && value > (UINT64_MAX >> shift)))
-    return -1;
-  *bytes = (uint64_t)value << shift;
-  return 0;
-}
-
 static int byte_lock(int fd, int command, uint64_t offset, short type, struct flock *result) {
   struct flock byte = {.l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)offset, .l_len = 1};
   int status = fcntl(fd, command, &byte);
@@ -168,7 +149,7 @@ static int attach(void) {
     snprintf(name, sizeof name, "/fake-gpu-%u", (unsigned)geteuid());
   uint64_t capacity = 1ull << 30;
   const char *memory = getenv("FAKE_GPU_MEMORY");
-  if (memory && *memory && (parse_bytes(memory, &capacity) != 0 || capacity == 0)) {
+  if (memory && *memory && (preempt_parse_byte_count(memory, &capacity) != 0 || capacity == 0)) {
     fprintf(stderr, "fakecuda: FAKE_GPU_MEMORY='%s' is not a byte count\n", memory);
     return -1;
   }

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "preempt/byte_count.h"
 
 #include "preempt.h"
 
@@ -53,25 +54,6 @@ static void say(const char *format, ...) {
 /* Defined only when libpreempt_mem.so is preloaded. */
 static preempt_status (*find_get_info(void))(preempt_mem_info *) {
   return (preempt_status(*)(preempt_mem_info *))dlsym(RTLD_DEFAULT, "preempt_mem_get_info");
-}
-
-static int parse_bytes(const char *text, uint64_t *bytes) {
-  char *end;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno || end == text)
-    return -1;
-  int shift = 0;
-  switch (*end) {
-  case 'K': case 'k': shift = 10; end++; break;
-  case 'M': case 'm': shift = 20; end++; break;
-  case 'G': case 'g': shift = 30; end++; break;
-  default: break;
-  }
-  if (*end)
-    return -1;
-  *bytes = (uint64_t)value << shift;
-  return 0;
 }
 
 static int usage(void) {
@@ -238,14 +220,15 @@ static int gpu(void) {
 int main(int argc, char **argv) {
   if (argc >= 4 && strcmp(argv[1], "hold") == 0) {
     uint64_t bytes;
-    if (argc != 4 || parse_bytes(argv[3], &bytes) != 0)
+    if (argc != 4 || preempt_parse_byte_count(argv[3], &bytes) != 0)
       return usage();
     return hold(argv[2], bytes);
   }
   if (argc >= 2 && strcmp(argv[1], "loop") == 0) {
     uint64_t min_bytes, max_bytes, seed;
-    if (argc != 8 || parse_bytes(argv[4], &min_bytes) != 0 || parse_bytes(argv[5], &max_bytes) != 0 ||
-        min_bytes > max_bytes || parse_bytes(argv[7], &seed) != 0)
+    if (argc != 8 || preempt_parse_byte_count(argv[4], &min_bytes) != 0 ||
+        preempt_parse_byte_count(argv[5], &max_bytes) != 0 || min_bytes > max_bytes ||
+        preempt_parse_byte_count(argv[7], &seed) != 0)
       return usage();
     return loop(argv[2], atol(argv[3]), min_bytes, max_bytes, atol(argv[6]), seed);
   }

@@ -81,7 +81,7 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
   }
   int32_t granted = 0, limit = 0;
-  preemptd_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
+  preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
   uint32_t id = ctx->next_client_id + 1;
   if (id == 0)
     id = 1;
@@ -136,7 +136,7 @@ static preempt_daemon_status handle_set_priority(preemptd_context *ctx, preemptd
                                                  const preempt_msg_set_priority *request, uint32_t request_id) {
   if (!client->registered)
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "register first");
-  client->priority = preemptd_clamp_priority(request->priority, client->priority_limit);
+  client->priority = preempt_clamp_priority(request->priority, client->priority_limit);
   preemptd_log(ctx, "priority client=%u asked=%d granted=%d limit=%d", client->id, request->priority, client->priority,
                client->priority_limit);
   preempt_msg_priority reply;

@@ -72,18 +72,3 @@ preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice) {
   /* The whole line is well under 1 KB: comm is at most 64 bytes; a truncated read fails the parse. */
   return preemptd_parse_nice(text, (size_t)got, nice);
 }
-
-int32_t preemptd_clamp_priority(int32_t priority, int32_t limit) {
-  if (priority > limit)
-    priority = limit;
-  if (priority < PREEMPT_PRIORITY_MIN)
-    priority = PREEMPT_PRIORITY_MIN;
-  return priority;
-}
-
-void preemptd_grant_priority(uid_t uid, int nice, bool requested, int32_t request, int32_t *granted,
-                             int32_t *limit) {
-  int32_t fallback = -nice; /* nice -20..19 -> 20..-19: always inside [MIN, MAX] */
-  *limit = uid == 0 ? PREEMPT_PRIORITY_MAX : fallback;
-  *granted = preemptd_clamp_priority(requested ? request : fallback, *limit);
-}

@@ -149,10 +149,6 @@ preempt_daemon_status preemptd_peer_credentials(int fd, pid_t *pid, uid_t *uid);
  * fields are counted after the last ')'. */
 preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice);
 preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice);
-/* EffiSha §6.4: default -nice; limit MAX for root, else the default; granted = clamp(request or default). */
-void preemptd_grant_priority(uid_t uid, int nice, bool requested, int32_t request, int32_t *granted,
-                             int32_t *limit);
-int32_t preemptd_clamp_priority(int32_t priority, int32_t limit);
 
 /* ---- GPUs and kernel models (gpu_table.c) */
 /* Index of the GPU with this UUID, or -1. */

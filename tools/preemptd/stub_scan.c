@@ -76,7 +76,7 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   kernel.id = ctx->next_kernel_id;
   kernel.client_id = client->id;
   /* The stub's priority is the client's to write; the limit is the daemon's (EffiSha §6.4). */
-  kernel.priority = preemptd_clamp_priority(copy->priority, client->priority_limit);
+  kernel.priority = preempt_clamp_priority(copy->priority, client->priority_limit);
   kernel.weight = granted_weight(client, copy->weight);
   kernel.predicted = predicted;
   kernel.eviction_cost = cost;

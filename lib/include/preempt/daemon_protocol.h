@@ -39,6 +39,11 @@ extern "C" {
 #define PREEMPT_PRIORITY_MIN (-20)
 #define PREEMPT_PRIORITY_MAX 20
 
+/* EffiSha §6.4: default -nice; limit MAX for root, else the default; granted = clamp(request or default).
+ * preemptd grants with it, and memory admission without a daemon applies the same rule to itself. */
+void preempt_grant_priority(uid_t uid, int nice, int requested, int32_t request, int32_t *granted, int32_t *limit);
+int32_t preempt_clamp_priority(int32_t priority, int32_t limit);
+
 /* FFS share weights (FLEP §5.2.2's W_i): under FFS a kernel's epochs are its weight times a common unit, so
  * kernels of weights 2 and 1 get the GPU 2:1. A launch asks for 1..MAX in its stub (0 reads as 1); the
  * daemon clamps it to the client's weight limit: MAX for uid 0, else 1. A user other than root cannot raise
