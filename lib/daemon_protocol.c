@@ -28,6 +28,14 @@ NO_PADDING(preempt_msg_listing, sizeof(preempt_msg_header) + 4 * 4 + 8);
 NO_PADDING(preempt_listing_gpu, 16 + 2 * 4 + 2 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
 NO_PADDING(preempt_listing_client, 6 * 4 + 2 * 8 + PREEMPT_DAEMON_PROGRAM_BYTES);
 NO_PADDING(preempt_listing_kernel, 8 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES);
+NO_PADDING(preempt_msg_mem_attach, sizeof(preempt_msg_header) + 2 * 4 + PREEMPT_DAEMON_PROGRAM_BYTES);
+NO_PADDING(preempt_msg_mem_attached, sizeof(preempt_msg_header) + 4 * 4);
+NO_PADDING(preempt_msg_mem_reserve, sizeof(preempt_msg_header) + 16 + 3 * 8 + 2 * 4);
+NO_PADDING(preempt_msg_mem_release, sizeof(preempt_msg_header) + 16 + 8);
+NO_PADDING(preempt_msg_mem_cancel, sizeof(preempt_msg_header) + 2 * 4);
+NO_PADDING(preempt_msg_mem_reading, sizeof(preempt_msg_header) + 16 + 2 * 8);
+NO_PADDING(preempt_msg_mem_query, sizeof(preempt_msg_header) + 16);
+NO_PADDING(preempt_msg_mem_reply, sizeof(preempt_msg_header) + 4 * 4 + 5 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
 NO_PADDING(preempt_stub, 4 * 4 + 6 * 4 + 2 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES + 2 * 4 +
                              PREEMPT_DAEMON_SM_MASK_WORDS * 4 + 2 * 4 + 8);
 NO_PADDING(preempt_client_page, 4 * 4 + PREEMPT_STUBS_PER_CLIENT * sizeof(preempt_stub));
@@ -40,6 +48,8 @@ SIZE_IS(preempt_listing_gpu, 56);
 SIZE_IS(preempt_listing_client, 72);
 SIZE_IS(preempt_listing_kernel, 104);
 SIZE_IS(preempt_stub, 176);
+SIZE_IS(preempt_msg_mem_reserve, 64);
+SIZE_IS(preempt_msg_mem_reply, 88);
 SIZE_IS(preempt_client_page, 11280);
 
 /* The LISTING arrays are read in place: each part must keep the next one 8-byte aligned (their 64-bit fields). */
@@ -160,6 +170,61 @@ static const char *check_status(const preempt_msg_status *m) {
   if (m->reserved != 0)
     return "STATUS reserved field not 0";
   return terminated(m->message, sizeof m->message) ? NULL : "STATUS message not NUL-terminated";
+}
+
+static const char *check_mem_attach(const preempt_msg_mem_attach *m) {
+  if (m->priority_requested > 1)
+    return "MEM_ATTACH priority_requested not 0 or 1";
+  if (!priority_ok(m->priority))
+    return "MEM_ATTACH priority out of range";
+  return terminated(m->program, sizeof m->program) ? NULL : "MEM_ATTACH program not NUL-terminated";
+}
+
+static const char *check_mem_attached(const preempt_msg_mem_attached *m) {
+  if (m->client_id == 0)
+    return "MEM_ATTACHED client_id 0";
+  if (!grant_ok(m->priority, m->priority_limit))
+    return "MEM_ATTACHED priority out of range or above its limit";
+  return (m->flags & ~PREEMPT_MEM_DAEMON_WANTS_READINGS) ? "MEM_ATTACHED unknown flags" : NULL;
+}
+
+static const char *check_mem_reserve(const preempt_msg_mem_reserve *m) {
+  if (m->bytes == 0)
+    return "MEM_RESERVE of 0 bytes";
+  if (m->device_used_bytes > m->device_total_bytes)
+    return "MEM_RESERVE reading with more used than total";
+  if (m->flags & ~(PREEMPT_MEM_RESERVE_NOW | PREEMPT_MEM_RESERVE_AFTER_OOM))
+    return "MEM_RESERVE unknown flags";
+  return m->reserved != 0 ? "MEM_RESERVE reserved field not 0" : NULL;
+}
+
+static const char *check_mem_release(const preempt_msg_mem_release *m) {
+  return m->bytes == 0 ? "MEM_RELEASE of 0 bytes" : NULL;
+}
+
+static const char *check_mem_cancel(const preempt_msg_mem_cancel *m) {
+  return m->reserved != 0 ? "MEM_CANCEL reserved field not 0" : NULL;
+}
+
+static const char *check_mem_reading(const preempt_msg_mem_reading *m) {
+  if (m->device_total_bytes == 0)
+    return "MEM_READING total of 0 bytes";
+  return m->device_used_bytes > m->device_total_bytes ? "MEM_READING with more used than total" : NULL;
+}
+
+static const char *check_mem_query(const preempt_msg_mem_query *m) {
+  (void)m; /* any UUID: an unknown one is answered, not refused */
+  return NULL;
+}
+
+static const char *check_mem_reply(const preempt_msg_mem_reply *m) {
+  if (m->result > PREEMPT_MEM_REPLY_LEDGER)
+    return "MEM_REPLY result unknown";
+  if (m->readings_from_nvml > 1)
+    return "MEM_REPLY readings_from_nvml not 0 or 1";
+  if (m->held_bytes > m->reserved_bytes)
+    return "MEM_REPLY holds more than the ledger has reserved";
+  return terminated(m->policy, sizeof m->policy) ? NULL : "MEM_REPLY policy not NUL-terminated";
 }
 
 static const char *check_listing_gpu(const preempt_listing_gpu *g) {
@@ -308,6 +373,22 @@ static preempt_daemon_status decode(const unsigned char *bytes, size_t length, p
     DECODE_FIXED(status, check_status);
   case PREEMPT_MSG_LISTING:
     return decode_listing(bytes, length, out, why);
+  case PREEMPT_MSG_MEM_ATTACH:
+    DECODE_FIXED(mem_attach, check_mem_attach);
+  case PREEMPT_MSG_MEM_ATTACHED:
+    DECODE_FIXED(mem_attached, check_mem_attached);
+  case PREEMPT_MSG_MEM_RESERVE:
+    DECODE_FIXED(mem_reserve, check_mem_reserve);
+  case PREEMPT_MSG_MEM_RELEASE:
+    DECODE_FIXED(mem_release, check_mem_release);
+  case PREEMPT_MSG_MEM_CANCEL:
+    DECODE_FIXED(mem_cancel, check_mem_cancel);
+  case PREEMPT_MSG_MEM_QUERY:
+    DECODE_FIXED(mem_query, check_mem_query);
+  case PREEMPT_MSG_MEM_READING:
+    DECODE_FIXED(mem_reading, check_mem_reading);
+  case PREEMPT_MSG_MEM_REPLY:
+    DECODE_FIXED(mem_reply, check_mem_reply);
   }
   *why = "unknown message type";
   return PREEMPT_DAEMON_MALFORMED;

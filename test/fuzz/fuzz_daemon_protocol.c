@@ -166,6 +166,50 @@ static void check_accepted(const unsigned char *packet, size_t length, const pre
   case PREEMPT_MSG_LISTING:
     check_listing(packet, length, msg);
     return;
+  case PREEMPT_MSG_MEM_ATTACH: {
+    const preempt_msg_mem_attach *m = &msg->body.mem_attach;
+    REQUIRE(m->priority_requested <= 1 && priority_ok(m->priority) && terminated(m->program, sizeof m->program));
+    check_reencoded_fixed(packet, length, msg, m, sizeof *m);
+    return;
+  }
+  case PREEMPT_MSG_MEM_ATTACHED: {
+    const preempt_msg_mem_attached *m = &msg->body.mem_attached;
+    REQUIRE(m->client_id != 0 && priority_ok(m->priority) && priority_ok(m->priority_limit));
+    REQUIRE(m->priority <= m->priority_limit && (m->flags & ~PREEMPT_MEM_DAEMON_WANTS_READINGS) == 0);
+    check_reencoded_fixed(packet, length, msg, m, sizeof *m);
+    return;
+  }
+  case PREEMPT_MSG_MEM_RESERVE: {
+    const preempt_msg_mem_reserve *m = &msg->body.mem_reserve;
+    REQUIRE(m->bytes > 0 && m->device_used_bytes <= m->device_total_bytes && m->reserved == 0);
+    REQUIRE((m->flags & ~(PREEMPT_MEM_RESERVE_NOW | PREEMPT_MEM_RESERVE_AFTER_OOM)) == 0);
+    check_reencoded_fixed(packet, length, msg, m, sizeof *m);
+    return;
+  }
+  case PREEMPT_MSG_MEM_RELEASE:
+    REQUIRE(msg->body.mem_release.bytes > 0);
+    check_reencoded_fixed(packet, length, msg, &msg->body.mem_release, sizeof msg->body.mem_release);
+    return;
+  case PREEMPT_MSG_MEM_CANCEL:
+    REQUIRE(msg->body.mem_cancel.reserved == 0);
+    check_reencoded_fixed(packet, length, msg, &msg->body.mem_cancel, sizeof msg->body.mem_cancel);
+    return;
+  case PREEMPT_MSG_MEM_QUERY:
+    check_reencoded_fixed(packet, length, msg, &msg->body.mem_query, sizeof msg->body.mem_query);
+    return;
+  case PREEMPT_MSG_MEM_READING: {
+    const preempt_msg_mem_reading *m = &msg->body.mem_reading;
+    REQUIRE(m->device_total_bytes > 0 && m->device_used_bytes <= m->device_total_bytes);
+    check_reencoded_fixed(packet, length, msg, m, sizeof *m);
+    return;
+  }
+  case PREEMPT_MSG_MEM_REPLY: {
+    const preempt_msg_mem_reply *m = &msg->body.mem_reply;
+    REQUIRE(m->result <= PREEMPT_MEM_REPLY_LEDGER && m->readings_from_nvml <= 1 && m->held_bytes <= m->reserved_bytes);
+    REQUIRE(terminated(m->policy, sizeof m->policy));
+    check_reencoded_fixed(packet, length, msg, m, sizeof *m);
+    return;
+  }
   }
   REQUIRE(!"an unknown type was accepted");
 }

@@ -152,6 +152,69 @@ int main(int argc, char **argv) {
   preempt_msg_header_init(&list.header, PREEMPT_MSG_LIST, sizeof list, 4);
   failed |= write_message_seed("list", &list, sizeof list);
 
+  preempt_msg_mem_attach mem_attach;
+  memset(&mem_attach, 0, sizeof mem_attach);
+  preempt_msg_header_init(&mem_attach.header, PREEMPT_MSG_MEM_ATTACH, sizeof mem_attach, 5);
+  mem_attach.priority = -3;
+  mem_attach.priority_requested = 1;
+  preempt_copy_name(mem_attach.program, sizeof mem_attach.program, "trainer");
+  failed |= write_message_seed("mem_attach", &mem_attach, sizeof mem_attach);
+
+  preempt_msg_mem_attached mem_attached;
+  memset(&mem_attached, 0, sizeof mem_attached);
+  preempt_msg_header_init(&mem_attached.header, PREEMPT_MSG_MEM_ATTACHED, sizeof mem_attached, 5);
+  mem_attached.client_id = 9;
+  mem_attached.priority = -3;
+  mem_attached.flags = PREEMPT_MEM_DAEMON_WANTS_READINGS;
+  failed |= write_message_seed("mem_attached", &mem_attached, sizeof mem_attached);
+
+  preempt_msg_mem_reserve mem_reserve;
+  memset(&mem_reserve, 0, sizeof mem_reserve);
+  preempt_msg_header_init(&mem_reserve.header, PREEMPT_MSG_MEM_RESERVE, sizeof mem_reserve, 6);
+  memset(mem_reserve.uuid, 0xab, sizeof mem_reserve.uuid);
+  mem_reserve.bytes = 1ull << 30;
+  mem_reserve.device_total_bytes = 80ull << 30;
+  mem_reserve.device_used_bytes = 2ull << 30;
+  mem_reserve.flags = PREEMPT_MEM_RESERVE_AFTER_OOM;
+  failed |= write_message_seed("mem_reserve", &mem_reserve, sizeof mem_reserve);
+
+  preempt_msg_mem_release mem_release;
+  memset(&mem_release, 0, sizeof mem_release);
+  preempt_msg_header_init(&mem_release.header, PREEMPT_MSG_MEM_RELEASE, sizeof mem_release, 7);
+  memset(mem_release.uuid, 0xab, sizeof mem_release.uuid);
+  mem_release.bytes = 4096;
+  failed |= write_message_seed("mem_release", &mem_release, sizeof mem_release);
+
+  preempt_msg_mem_cancel mem_cancel;
+  memset(&mem_cancel, 0, sizeof mem_cancel);
+  preempt_msg_header_init(&mem_cancel.header, PREEMPT_MSG_MEM_CANCEL, sizeof mem_cancel, 8);
+  mem_cancel.reserve_request_id = 6;
+  failed |= write_message_seed("mem_cancel", &mem_cancel, sizeof mem_cancel);
+
+  preempt_msg_mem_query mem_query;
+  memset(&mem_query, 0, sizeof mem_query);
+  preempt_msg_header_init(&mem_query.header, PREEMPT_MSG_MEM_QUERY, sizeof mem_query, 9);
+  failed |= write_message_seed("mem_query", &mem_query, sizeof mem_query);
+
+  preempt_msg_mem_reading mem_reading;
+  memset(&mem_reading, 0, sizeof mem_reading);
+  preempt_msg_header_init(&mem_reading.header, PREEMPT_MSG_MEM_READING, sizeof mem_reading, 10);
+  mem_reading.device_total_bytes = 80ull << 30;
+  mem_reading.device_used_bytes = 1ull << 30;
+  failed |= write_message_seed("mem_reading", &mem_reading, sizeof mem_reading);
+
+  preempt_msg_mem_reply mem_reply;
+  memset(&mem_reply, 0, sizeof mem_reply);
+  preempt_msg_header_init(&mem_reply.header, PREEMPT_MSG_MEM_REPLY, sizeof mem_reply, 6);
+  mem_reply.result = PREEMPT_MEM_REPLY_GRANTED;
+  mem_reply.clients = 2;
+  mem_reply.readings_from_nvml = 1;
+  mem_reply.capacity_bytes = 80ull << 30;
+  mem_reply.reserved_bytes = 3ull << 30;
+  mem_reply.held_bytes = 1ull << 30;
+  preempt_copy_name(mem_reply.policy, sizeof mem_reply.policy, "priority-mmu");
+  failed |= write_message_seed("mem_reply", &mem_reply, sizeof mem_reply);
+
   static _Alignas(8) unsigned char packet[PREEMPT_DAEMON_MAX_MESSAGE];
   size_t length = make_listing(packet, 2, 3, 4);
   failed |= write_message_seed("listing", packet, length);

@@ -249,7 +249,7 @@ static void test_round_trips(void) {
 /* Version 2's kernel entry, as other programs pack it by hand (test/lit/daemon/Inputs/fake_preemptd.py): the weight
  * and a reserved word after evictions, the times 8-byte aligned behind them, 104 bytes in all. */
 static void test_listing_layout(void) {
-  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 2);
+  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 3);
   CHECK_EQ_U64(sizeof(preempt_listing_kernel), 104);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, evictions), 20);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, weight), 24);

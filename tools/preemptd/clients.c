@@ -34,6 +34,10 @@ static preempt_daemon_status send_packet(int fd, const void *bytes, size_t lengt
   return sent == (ssize_t)length ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_SYSTEM;
 }
 
+preempt_daemon_status preemptd_send(int fd, const void *bytes, size_t length) {
+  return send_packet(fd, bytes, length, NULL, 0);
+}
+
 preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_daemon_status status,
                                            const char *text) {
   preempt_msg_status reply;
@@ -52,6 +56,7 @@ static void disconnect(preemptd_context *ctx, preemptd_client *client, const cha
     preemptd_log(ctx, "last scan of client=%u was incomplete", client->id);
   if (client->registered && preemptd_reclaim(ctx, client, why) != PREEMPT_DAEMON_OK)
     preemptd_log(ctx, "reclaim of client=%u was incomplete", client->id);
+  preemptd_mem_detach(ctx, client);
   if (client->id != 0 || client->broken)
     preemptd_log(ctx, "disconnect client=%u pid=%d: %s", client->id, (int)client->pid, why);
   close(client->fd);
@@ -198,6 +203,24 @@ static void handle_packet(preemptd_context *ctx, preemptd_client *client, const 
     break;
   case PREEMPT_MSG_SET_POLICY:
     status = handle_set_policy(ctx, client, &message.body.set_policy, message.request_id);
+    break;
+  case PREEMPT_MSG_MEM_ATTACH:
+    status = preemptd_mem_attach(ctx, client, &message.body.mem_attach, message.request_id);
+    break;
+  case PREEMPT_MSG_MEM_RESERVE:
+    status = preemptd_mem_reserve(ctx, client, &message.body.mem_reserve, message.request_id);
+    break;
+  case PREEMPT_MSG_MEM_RELEASE:
+    status = preemptd_mem_release(ctx, client, &message.body.mem_release, hang_up);
+    break;
+  case PREEMPT_MSG_MEM_CANCEL:
+    status = preemptd_mem_cancel(ctx, client, &message.body.mem_cancel);
+    break;
+  case PREEMPT_MSG_MEM_QUERY:
+    status = preemptd_mem_query(ctx, client, &message.body.mem_query, message.request_id);
+    break;
+  case PREEMPT_MSG_MEM_READING:
+    status = preemptd_mem_reading(ctx, client, &message.body.mem_reading);
     break;
   case PREEMPT_MSG_LIST: {
     /* Static-free: the reply buffer lives on this thread's stack (64 KB, 8-byte aligned). */

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--log FILE|-] [--param NAME=VALUE]...\n"
+    "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--memory-policy NAME] [--log FILE|-]\n"
+    "                [--param NAME=VALUE]...\n"
     "\n"
     "Schedules the preemptible kernels of every process on this node, per GPU (docs/daemon.md).\n"
     "\n"
@@ -20,6 +21,10 @@ static const char usage[] =
     "                 print the daemon's pid\n"
     "  --socket PATH  the Unix socket (default: $PREEMPT_DAEMON_SOCKET, else " PREEMPT_DAEMON_SOCKET_DEFAULT ")\n"
     "  --policy NAME  fifo, hpf, ffs, piv or dprr (default hpf); preemptctl policy switches it later\n"
+    "  --memory-policy NAME\n"
+    "                 how memory requests that do not fit are served: fifo, mmu, priority-fifo or priority-mmu\n"
+    "                 (default fifo; docs/memory.md). GPU sizes come from NVML (libnvidia-ml.so.1), else from\n"
+    "                 the clients' own readings\n"
     "  --log FILE|-   decision log, one line per event and decision with a CLOCK_MONOTONIC time\n"
     "  --param NAME=VALUE\n"
     "                 a scheduler tunable for every GPU (repeatable; preempt-sim's names and ranges):\n"
@@ -35,6 +40,7 @@ typedef struct options {
   const char *socket;
   const char *policy;
   const char *log;
+  const char *memory_policy;
   preempt_sched_params params;
 } options;
 
@@ -81,11 +87,11 @@ static int parse_options(int argc, char **argv, options *out) {
       out->foreground = true;
       continue;
     }
-    static const char *const valued[] = {"--socket", "--policy", "--log", "--param"};
+    static const char *const valued[] = {"--socket", "--policy", "--log", "--param", "--memory-policy"};
     const char *param = NULL;
-    const char **targets[] = {&out->socket, &out->policy, &out->log, &param};
+    const char **targets[] = {&out->socket, &out->policy, &out->log, &param, &out->memory_policy};
     bool matched = false;
-    for (int v = 0; v < 4 && !matched; v++) {
+    for (int v = 0; v < 5 && !matched; v++) {
       size_t n = strlen(valued[v]);
       if (strncmp(arg, valued[v], n) != 0 || (arg[n] != '\0' && arg[n] != '='))
         continue;
@@ -171,6 +177,7 @@ static void shutdown_context(preemptd_context *ctx) {
     client->fd = -1;
   }
   preemptd_gpus_free(ctx);
+  preemptd_mem_free(ctx);
   preemptd_log(ctx, "stop");
   if (ctx->log && ctx->log != stdout)
     fclose(ctx->log);
@@ -192,6 +199,9 @@ int main(int argc, char **argv) {
   ctx->params = opts.params;
   if (preempt_sched_policy_by_name(opts.policy, &ctx->default_policy) != PREEMPT_SCHED_OK)
     return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr)", opts.policy);
+  ctx->mem_policy = PREEMPT_MEM_POLICY_FIFO;
+  if (opts.memory_policy && preempt_mem_policy_parse(opts.memory_policy, &ctx->mem_policy) != 0)
+    return bad_usage("unknown memory policy '%s' (fifo, mmu, priority-fifo, priority-mmu)", opts.memory_policy);
   if (socket_path(opts.socket, ctx->socket_path, sizeof ctx->socket_path) != PREEMPT_DAEMON_OK)
     return bad_usage("socket path '%s' is too long for a Unix socket", opts.socket ? opts.socket : "(default)");
   if (opts.log) {
@@ -231,6 +241,12 @@ int main(int argc, char **argv) {
                (int)getpid(), ctx->socket_path, ctx->default_policy->name, ctx->params.max_overhead,
                ctx->params.ffs_min_epoch, ctx->params.hpf_spatial ? 1 : 0, ctx->params.dprr_age_step,
                (int)ctx->params.dprr_age_cap, ctx->params.dprr_slice_unit);
+  /* Without NVML the daemon still keeps ledgers, sized and corrected by the clients' readings: said, not hidden. */
+  if (preemptd_nvml_open(&ctx->nvml) == PREEMPT_DAEMON_OK)
+    preemptd_log(ctx, "memory policy=%s nvml=libnvidia-ml.so.1", preempt_mem_policy_name(ctx->mem_policy));
+  else
+    preemptd_log(ctx, "memory policy=%s nvml=none (%s): GPU sizes and outside use from the clients' readings",
+                 preempt_mem_policy_name(ctx->mem_policy), ctx->nvml.why);
   pthread_t scheduler;
   if (pthread_create(&scheduler, NULL, preemptd_scheduler_thread, ctx) != 0) {
     fprintf(stderr, "preemptd: cannot start the scheduler thread\n");

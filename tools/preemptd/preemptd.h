@@ -11,6 +11,7 @@
 
 #include "preempt/daemon_protocol.h"
 #include "preempt/duration_model.h"
+#include "preempt/mem_ledger.h"
 #include "preempt/schedule.h"
 
 /* Connections, registered or not (preemptctl's too). More get FULL. */
@@ -28,6 +29,8 @@
 #define PREEMPTD_DURATION_L2 1.0
 /* The scheduler rescans at least this often even when no client rings: a lost ring costs 100 ms, not a hang. */
 #define PREEMPTD_IDLE_WAIT_NS 100000000LL
+/* Memory ledgers with waiters read NVML at least this often: memory freed outside them lets waiters go. */
+#define PREEMPTD_MEM_POLL_US 100000.0
 /* A client-reported eviction time above this is a lie or a bug; the sample is dropped. */
 #define PREEMPTD_MAX_EVICTION_NS 10000000000ULL
 
@@ -71,7 +74,31 @@ typedef struct preemptd_client {
   preempt_client_page *page;     /* mapped; NULL when not registered */
   uint64_t launches, evictions;
   preemptd_stub_record stubs[PREEMPT_STUBS_PER_CLIENT];
+  /* Memory admission (MEM_ATTACH), independent of REGISTER: a connection may do either or both. */
+  bool mem_attached;
+  int32_t mem_priority, mem_priority_limit;
+  uint32_t mem_slot[PREEMPTD_MAX_GPUS]; /* its slot in each memory GPU's ledger; PREEMPT_MEM_NO_INDEX: none yet */
+  bool mem_waiting;              /* one RESERVE waits in a ledger's queue */
+  uint32_t mem_wait_gpu, mem_wait_entry, mem_wait_request_id;
+  uint64_t mem_wait_bytes;
+  double mem_wait_since_us;
 } preemptd_client;
+
+/* NVML, loaded when the daemon starts (nvml.c); library NULL without it, and why says why. */
+typedef struct preemptd_nvml {
+  void *library;
+  void *shutdown, *handle_by_uuid, *memory_info, *error_string; /* dlsym'd, cast at the call */
+  char why[160];
+} preemptd_nvml;
+
+/* One GPU's memory ledger (memory_ledgers.c), keyed by UUID like the schedulers' GPUs but kept apart from
+ * them: a memory client need not register kernels, nor say how many SMs its GPU has. */
+typedef struct preemptd_mem_gpu {
+  uint8_t uuid[16];
+  preempt_mem_ledger *ledger;    /* malloc'd */
+  void *nvml_device;             /* NULL: capacity and external come from the clients' readings */
+  double last_reading_us;
+} preemptd_mem_gpu;
 
 /* One user's model of one kernel on one GPU: trained only by that user's clients (uid from SO_PEERCRED), so
  * the run and eviction times one user's clients report never reach another user's predictions. */
@@ -123,6 +150,10 @@ typedef struct preemptd_context {
   uint32_t gpu_count;
   preemptd_gpu gpus[PREEMPTD_MAX_GPUS];
   preemptd_client clients[PREEMPTD_MAX_CONNECTIONS];
+  preemptd_nvml nvml;            /* opened before the threads start */
+  preempt_mem_policy mem_policy; /* --memory-policy: for ledgers created from now on */
+  uint32_t mem_gpu_count;
+  preemptd_mem_gpu mem_gpus[PREEMPTD_MAX_GPUS];
 } preemptd_context;
 
 /* ---- time and log (decision_log.c) */
@@ -208,6 +239,37 @@ preemptd_client *preemptd_client_by_id(preemptd_context *ctx, uint32_t client_id
 /* A STATUS packet; never blocks (a client that does not read loses the reply, not the daemon its thread). */
 preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_daemon_status status,
                                            const char *text);
+
+/* Any reply without descriptors; never blocks. */
+preempt_daemon_status preemptd_send(int fd, const void *bytes, size_t length);
+
+/* ---- NVML (nvml.c) */
+preempt_daemon_status preemptd_nvml_open(preemptd_nvml *nvml);
+void preemptd_nvml_close(preemptd_nvml *nvml);
+/* UNKNOWN_GPU when NVML does not know the UUID; SYSTEM without NVML. */
+preempt_daemon_status preemptd_nvml_device(preemptd_nvml *nvml, const uint8_t uuid[16], void **device);
+preempt_daemon_status preemptd_nvml_memory(preemptd_nvml *nvml, void *device, uint64_t *total_bytes,
+                                           uint64_t *used_bytes);
+
+/* ---- memory ledgers (memory_ledgers.c), under the lock; each returns whether its reply went out */
+preempt_daemon_status preemptd_mem_attach(preemptd_context *ctx, preemptd_client *client,
+                                          const preempt_msg_mem_attach *request, uint32_t request_id);
+preempt_daemon_status preemptd_mem_reserve(preemptd_context *ctx, preemptd_client *client,
+                                           const preempt_msg_mem_reserve *request, uint32_t request_id);
+/* *hang_up for a release of more than the client holds. */
+preempt_daemon_status preemptd_mem_release(preemptd_context *ctx, preemptd_client *client,
+                                           const preempt_msg_mem_release *request, bool *hang_up);
+preempt_daemon_status preemptd_mem_cancel(preemptd_context *ctx, preemptd_client *client,
+                                          const preempt_msg_mem_cancel *request);
+preempt_daemon_status preemptd_mem_query(preemptd_context *ctx, preemptd_client *client,
+                                         const preempt_msg_mem_query *request, uint32_t request_id);
+preempt_daemon_status preemptd_mem_reading(preemptd_context *ctx, preemptd_client *client,
+                                           const preempt_msg_mem_reading *request);
+/* The connection ended: everything the client held or waited for goes back, and waiters that now fit are told. */
+void preemptd_mem_detach(preemptd_context *ctx, preemptd_client *client);
+/* Rereads NVML for ledgers with waiters (at most every PREEMPTD_MEM_POLL_US); whether any ledger has waiters. */
+bool preemptd_mem_poll(preemptd_context *ctx);
+void preemptd_mem_free(preemptd_context *ctx);
 
 /* ---- LIST (listing.c) */
 preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t request_id, void *buffer,

@@ -24,9 +24,10 @@
 extern "C" {
 #endif
 
-/* 2: LISTING kernel entries carry the FFS weight granted (104 bytes, were 96). Every message's header, and the
- * shared page, carry the version, so a daemon and a client or preemptctl of version 1 refuse each other at once. */
-#define PREEMPT_DAEMON_PROTOCOL_VERSION 2u
+/* 2: LISTING kernel entries carry the FFS weight granted (104 bytes, were 96). 3: the memory ledger's messages
+ * (MEM_*). Every message's header, and the shared page, carry the version, so a daemon and a client or preemptctl
+ * of another version refuse each other at once. */
+#define PREEMPT_DAEMON_PROTOCOL_VERSION 3u
 #define PREEMPT_DAEMON_MAGIC 0x544d5250u /* "PRMT" */
 /* Clients and preemptctl use $PREEMPT_DAEMON_SOCKET when set, else this. */
 #define PREEMPT_DAEMON_SOCKET_DEFAULT "/run/preemptd/preemptd.sock"
@@ -80,6 +81,14 @@ typedef enum preempt_msg_type {
   /* client -> daemon */
   PREEMPT_MSG_REGISTER = 1,        /* reply: REGISTERED (+ two fds) or STATUS */
   PREEMPT_MSG_SET_PRIORITY = 2,    /* reply: PRIORITY or STATUS */
+  /* client -> daemon, memory admission (schedGPU §3.1's client-server mode; docs/memory.md). A connection of
+   * its own, not the REGISTER one: an LD_PRELOAD client has no kernels to register. */
+  PREEMPT_MSG_MEM_ATTACH = 3,      /* reply: MEM_ATTACHED or STATUS */
+  PREEMPT_MSG_MEM_RESERVE = 4,     /* reply: one MEM_REPLY, at once or when granted */
+  PREEMPT_MSG_MEM_RELEASE = 5,     /* no reply */
+  PREEMPT_MSG_MEM_CANCEL = 6,      /* no reply of its own: the RESERVE's MEM_REPLY says CANCELLED, or GRANTED if first */
+  PREEMPT_MSG_MEM_QUERY = 7,       /* reply: MEM_REPLY (LEDGER) */
+  PREEMPT_MSG_MEM_READING = 8,     /* no reply: a waiting client's reading, for a daemon without NVML */
   /* preemptctl -> daemon (any connection, registered or not) */
   PREEMPT_MSG_LIST = 10,           /* reply: LISTING */
   PREEMPT_MSG_SET_POLICY = 11,     /* reply: STATUS */
@@ -88,6 +97,8 @@ typedef enum preempt_msg_type {
   PREEMPT_MSG_PRIORITY = 21,
   PREEMPT_MSG_STATUS = 22,
   PREEMPT_MSG_LISTING = 23,
+  PREEMPT_MSG_MEM_ATTACHED = 24,
+  PREEMPT_MSG_MEM_REPLY = 25,
 } preempt_msg_type;
 
 typedef struct preempt_msg_header {
@@ -194,6 +205,92 @@ typedef struct preempt_listing_kernel {
   char name[PREEMPT_DAEMON_NAME_BYTES];
 } preempt_listing_kernel;
 
+/* ---------------------------------------------------------------- memory admission (schedGPU §3.1, §5)
+ * The daemon keeps one ledger per GPU (lib/mem_ledger.h), sized from NVML; the client asks before each allocation
+ * and gives back after each free. A RESERVE that does not fit waits in the ledger's queue by the daemon's memory
+ * policy; its one MEM_REPLY comes when it is granted. The client's timeout is its own: it sends CANCEL and reads
+ * the RESERVE's reply, CANCELLED or (when the grant won the race) GRANTED. The connection's end releases
+ * everything the client held and withdraws its request. */
+
+/* MEM_ATTACHED flags */
+#define PREEMPT_MEM_DAEMON_WANTS_READINGS 1u /* the daemon has no NVML: RESERVEs carry the client's reading */
+
+/* MEM_RESERVE flags */
+#define PREEMPT_MEM_RESERVE_NOW 1u         /* already allocated (a pitch that grew, memory held when the client
+                                              moved ledgers): recorded at once, never queued, never refused */
+#define PREEMPT_MEM_RESERVE_AFTER_OOM 2u   /* the allocation said out of memory although admitted: read the
+                                              GPU's used memory before queueing */
+
+typedef struct preempt_msg_mem_attach {
+  preempt_msg_header header;
+  int32_t priority;             /* requested, meaningful when priority_requested = 1 */
+  uint32_t priority_requested;  /* 0: the process's default (-nice) */
+  char program[PREEMPT_DAEMON_PROGRAM_BYTES];
+} preempt_msg_mem_attach;
+
+typedef struct preempt_msg_mem_attached {
+  preempt_msg_header header;
+  uint32_t client_id;
+  int32_t priority, priority_limit; /* granted as for REGISTER (EffiSha §6.4) */
+  uint32_t flags;               /* PREEMPT_MEM_DAEMON_* */
+} preempt_msg_mem_attached;
+
+typedef struct preempt_msg_mem_reserve {
+  preempt_msg_header header;
+  uint8_t uuid[16];             /* the GPU, as the client's runtime names it */
+  uint64_t bytes;               /* 1 or more */
+  /* The client's reading of the GPU (total, used), when the daemon asked for readings; else 0, 0. */
+  uint64_t device_total_bytes, device_used_bytes;
+  uint32_t flags;               /* PREEMPT_MEM_RESERVE_* */
+  uint32_t reserved;            /* 0 */
+} preempt_msg_mem_reserve;
+
+typedef struct preempt_msg_mem_release {
+  preempt_msg_header header;
+  uint8_t uuid[16];
+  uint64_t bytes;               /* at most what the client holds on that GPU; more is a broken client */
+} preempt_msg_mem_release;
+
+typedef struct preempt_msg_mem_cancel {
+  preempt_msg_header header;
+  uint32_t reserve_request_id;  /* the waiting RESERVE's request_id */
+  uint32_t reserved;            /* 0 */
+} preempt_msg_mem_cancel;
+
+/* Sent every 100 ms by a client whose RESERVE waits, when the daemon asked for readings: memory freed outside the
+ * ledger (a program without admission ending) lets waiters go without NVML. */
+typedef struct preempt_msg_mem_reading {
+  preempt_msg_header header;
+  uint8_t uuid[16];
+  uint64_t device_total_bytes, device_used_bytes;
+} preempt_msg_mem_reading;
+
+typedef struct preempt_msg_mem_query {
+  preempt_msg_header header;
+  uint8_t uuid[16];
+} preempt_msg_mem_query;
+
+typedef enum preempt_mem_reply_result {
+  PREEMPT_MEM_REPLY_GRANTED = 0,    /* the bytes are the client's now */
+  PREEMPT_MEM_REPLY_CANCELLED = 1,  /* withdrawn by CANCEL */
+  PREEMPT_MEM_REPLY_NEVER_FITS = 2, /* more than the GPU's memory */
+  PREEMPT_MEM_REPLY_FULL = 3,       /* no client slot or queue entry left, or a request already waiting */
+  PREEMPT_MEM_REPLY_UNKNOWN_GPU = 4,/* neither NVML nor the client's reading gives the GPU's memory size */
+  PREEMPT_MEM_REPLY_LEDGER = 5,     /* the answer to a QUERY */
+} preempt_mem_reply_result;
+
+/* The answer to a RESERVE or a QUERY, with the ledger as it stands after it. */
+typedef struct preempt_msg_mem_reply {
+  preempt_msg_header header;    /* request_id: the RESERVE's or QUERY's */
+  uint32_t result;              /* preempt_mem_reply_result */
+  uint32_t clients, waiting;    /* clients holding a slot in the GPU's ledger; requests queued now */
+  uint32_t readings_from_nvml;  /* 1: capacity and external come from NVML; 0: from the clients' readings */
+  uint64_t capacity_bytes, external_bytes, reserved_bytes; /* reserved: by every client, grants not taken included */
+  uint64_t held_bytes;          /* by this client on this GPU */
+  uint64_t dead_clients;        /* clients whose connection ended while they held memory or waited */
+  char policy[PREEMPT_DAEMON_POLICY_BYTES]; /* preempt_mem_policy_name */
+} preempt_msg_mem_reply;
+
 #define PREEMPT_LISTING_MAX_CLIENTS 256
 #define PREEMPT_LISTING_MAX_KERNELS 256
 
@@ -210,6 +307,14 @@ typedef struct preempt_msg {
     preempt_msg_set_priority set_priority;
     preempt_msg_priority priority;
     preempt_msg_set_policy set_policy;
+    preempt_msg_mem_attach mem_attach;
+    preempt_msg_mem_attached mem_attached;
+    preempt_msg_mem_reserve mem_reserve;
+    preempt_msg_mem_release mem_release;
+    preempt_msg_mem_cancel mem_cancel;
+    preempt_msg_mem_query mem_query;
+    preempt_msg_mem_reading mem_reading;
+    preempt_msg_mem_reply mem_reply;
     preempt_msg_status status;
     preempt_msg_listing listing;   /* the fixed part; the arrays stay in the packet (see below) */
   } body;

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-MAGIC, VERSION = 0x544D5250, 2
+MAGIC, VERSION = 0x544D5250, 3
 LIST, SET_POLICY, STATUS, LISTING = 10, 11, 22, 23
 TYPE_NAMES = {1: "REGISTER", 2: "SET_PRIORITY", 10: "LIST", 11: "SET_POLICY"}
 

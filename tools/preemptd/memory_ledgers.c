@@ -1,0 +1,336 @@
+/* memory_ledgers.c: the daemon-kept ledger of each GPU's memory: MEM_ATTACH, RESERVE, RELEASE, CANCEL, QUERY, hang-ups.
+ * schedGPU §3.1 (client-server: a request that does not fit waits on the server), §3.2 (the ledger), §5 (policies). */
+#include "preemptd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* The ledger's entry for this GPU, added on first use: capacity from NVML when it knows the GPU, else the
+ * client's reading. NULL with *result set when neither gives one or the table is full. */
+static preemptd_mem_gpu *mem_gpu_for(preemptd_context *ctx, const uint8_t uuid[16], uint64_t reading_total,
+                                     uint32_t *result) {
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++)
+    if (memcmp(ctx->mem_gpus[index].uuid, uuid, 16) == 0)
+      return &ctx->mem_gpus[index];
+  if (ctx->mem_gpu_count == PREEMPTD_MAX_GPUS) {
+    *result = PREEMPT_MEM_REPLY_FULL;
+    return NULL;
+  }
+  void *device = NULL;
+  uint64_t total = 0, used = 0;
+  bool from_nvml = preemptd_nvml_device(&ctx->nvml, uuid, &device) == PREEMPT_DAEMON_OK &&
+                   preemptd_nvml_memory(&ctx->nvml, device, &total, &used) == PREEMPT_DAEMON_OK && total > 0;
+  if (!from_nvml) {
+    total = reading_total;
+    used = 0;
+  }
+  if (total == 0) {
+    *result = PREEMPT_MEM_REPLY_UNKNOWN_GPU;
+    return NULL;
+  }
+  preempt_mem_ledger *ledger = malloc(sizeof *ledger);
+  if (!ledger) {
+    *result = PREEMPT_MEM_REPLY_FULL;
+    return NULL;
+  }
+  preempt_mem_ledger_init(ledger, total, ctx->mem_policy);
+  preempt_mem_ledger_set_external(ledger, used);
+  preemptd_mem_gpu *gpu = &ctx->mem_gpus[ctx->mem_gpu_count++];
+  memcpy(gpu->uuid, uuid, 16);
+  gpu->ledger = ledger;
+  gpu->nvml_device = from_nvml ? device : NULL;
+  gpu->last_reading_us = preemptd_now_us(ctx);
+  preemptd_log(ctx, "memory gpu=%u capacity=%llu external=%llu policy=%s from=%s", ctx->mem_gpu_count - 1,
+               (unsigned long long)total, (unsigned long long)used, preempt_mem_policy_name(ctx->mem_policy),
+               from_nvml ? "nvml" : "client");
+  return gpu;
+}
+
+static uint32_t mem_gpu_index(const preemptd_context *ctx, const preemptd_mem_gpu *gpu) {
+  return (uint32_t)(gpu - ctx->mem_gpus);
+}
+
+/* What the GPU says is used, less what the ledger accounts for, is used outside it. Readings race with frees
+ * in flight (a client frees on the GPU before its RELEASE arrives), which can only make external look smaller
+ * for a moment: an allocation that then fails comes back with RESERVE_AFTER_OOM and a fresh reading. */
+static void learn_external(preemptd_context *ctx, preemptd_mem_gpu *gpu, uint64_t reading_total,
+                           uint64_t reading_used) {
+  uint64_t total = reading_total, used = reading_used;
+  if (gpu->nvml_device && preemptd_nvml_memory(&ctx->nvml, gpu->nvml_device, &total, &used) != PREEMPT_DAEMON_OK)
+    return;
+  if (total == 0)
+    return; /* no reading */
+  uint64_t accounted = preempt_mem_ledger_used_bytes(gpu->ledger);
+  uint64_t external = used > accounted ? used - accounted : 0;
+  if (external > gpu->ledger->capacity_bytes)
+    external = gpu->ledger->capacity_bytes;
+  preempt_mem_ledger_set_external(gpu->ledger, external);
+  gpu->last_reading_us = preemptd_now_us(ctx);
+}
+
+static void fill_reply(const preemptd_context *ctx, const preemptd_mem_gpu *gpu, uint32_t slot,
+                       preempt_msg_mem_reply *reply, uint32_t request_id, uint32_t result) {
+  memset(reply, 0, sizeof *reply);
+  preempt_msg_header_init(&reply->header, PREEMPT_MSG_MEM_REPLY, sizeof *reply, request_id);
+  reply->result = result;
+  preempt_copy_name(reply->policy, sizeof reply->policy, preempt_mem_policy_name(ctx->mem_policy));
+  if (!gpu)
+    return;
+  const preempt_mem_ledger *ledger = gpu->ledger;
+  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_CLIENTS; index++)
+    reply->clients += ledger->clients[index].in_use;
+  reply->waiting = preempt_mem_ledger_waiting(ledger, PREEMPT_MEM_NO_INDEX);
+  reply->readings_from_nvml = gpu->nvml_device != NULL;
+  reply->capacity_bytes = ledger->capacity_bytes;
+  reply->external_bytes = ledger->external_bytes;
+  reply->reserved_bytes = preempt_mem_ledger_used_bytes(ledger);
+  reply->held_bytes = slot == PREEMPT_MEM_NO_INDEX ? 0 : ledger->clients[slot].reserved_bytes;
+  reply->dead_clients = ledger->dead_clients;
+  preempt_copy_name(reply->policy, sizeof reply->policy, preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
+}
+
+static preempt_daemon_status send_reply(preemptd_context *ctx, preemptd_client *client, const preemptd_mem_gpu *gpu,
+                                        uint32_t request_id, uint32_t result) {
+  preempt_msg_mem_reply reply;
+  uint32_t slot = gpu ? client->mem_slot[mem_gpu_index(ctx, gpu)] : PREEMPT_MEM_NO_INDEX;
+  fill_reply(ctx, gpu, slot, &reply, request_id, result);
+  return preemptd_send(client->fd, &reply, sizeof reply);
+}
+
+/* Every waiting RESERVE the ledger has granted since: its client takes the bytes and is told. A client that
+ * cannot take the reply is of no use connected: it is shut down, and its hang-up gives the bytes back. */
+static void deliver_grants(preemptd_context *ctx, preemptd_mem_gpu *gpu) {
+  uint32_t gpu_index = mem_gpu_index(ctx, gpu);
+  for (uint32_t index = 0; index < PREEMPTD_MAX_CONNECTIONS; index++) {
+    preemptd_client *client = &ctx->clients[index];
+    if (client->fd < 0 || !client->mem_attached || client->broken || !client->mem_waiting ||
+        client->mem_wait_gpu != gpu_index)
+      continue;
+    uint32_t slot = client->mem_slot[gpu_index];
+    if (gpu->ledger->waiters[client->mem_wait_entry].state != PREEMPT_MEM_WAITER_GRANTED)
+      continue;
+    preempt_mem_ledger_take(gpu->ledger, slot, client->mem_wait_entry);
+    client->mem_waiting = false;
+    preemptd_log(ctx, "memory grant client=%u gpu=%u bytes=%llu waited_us=%.0f", client->id, gpu_index,
+                 (unsigned long long)client->mem_wait_bytes, preemptd_now_us(ctx) - client->mem_wait_since_us);
+    if (send_reply(ctx, client, gpu, client->mem_wait_request_id, PREEMPT_MEM_REPLY_GRANTED) != PREEMPT_DAEMON_OK) {
+      preemptd_log(ctx, "memory client=%u pid=%d cannot take its grant: disconnecting", client->id, (int)client->pid);
+      client->broken = true;
+      shutdown(client->fd, SHUT_RDWR);
+    }
+  }
+}
+
+preempt_daemon_status preemptd_mem_attach(preemptd_context *ctx, preemptd_client *client,
+                                          const preempt_msg_mem_attach *request, uint32_t request_id) {
+  if (client->mem_attached)
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_MALFORMED, "already attached");
+  int nice = 0;
+  if (preemptd_read_nice(client->pid, &nice) != PREEMPT_DAEMON_OK) {
+    char text[PREEMPT_DAEMON_TEXT_BYTES];
+    snprintf(text, sizeof text, "cannot read the nice value of pid %d: %s", (int)client->pid, strerror(errno));
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
+  }
+  int32_t granted = 0, limit = 0;
+  preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
+  if (client->id == 0) {
+    client->id = ctx->next_client_id + 1 ? ctx->next_client_id + 1 : 1;
+    ctx->next_client_id = client->id;
+  }
+  client->mem_attached = true;
+  client->mem_priority = granted;
+  client->mem_priority_limit = limit;
+  client->mem_waiting = false;
+  for (uint32_t gpu = 0; gpu < PREEMPTD_MAX_GPUS; gpu++)
+    client->mem_slot[gpu] = PREEMPT_MEM_NO_INDEX;
+  if (!client->program[0])
+    preempt_copy_name(client->program, sizeof client->program, request->program);
+  preempt_msg_mem_attached reply;
+  memset(&reply, 0, sizeof reply);
+  preempt_msg_header_init(&reply.header, PREEMPT_MSG_MEM_ATTACHED, sizeof reply, request_id);
+  reply.client_id = client->id;
+  reply.priority = granted;
+  reply.priority_limit = limit;
+  reply.flags = ctx->nvml.library ? 0 : PREEMPT_MEM_DAEMON_WANTS_READINGS;
+  preemptd_log(ctx, "memory attach client=%u pid=%d uid=%u program=%s priority=%d limit=%d", client->id,
+               (int)client->pid, (unsigned)client->uid, request->program, granted, limit);
+  return preemptd_send(client->fd, &reply, sizeof reply);
+}
+
+/* The client's slot in this GPU's ledger, taken on its first request there. */
+static uint32_t slot_for(preemptd_context *ctx, preemptd_client *client, preemptd_mem_gpu *gpu) {
+  uint32_t gpu_index = mem_gpu_index(ctx, gpu);
+  if (client->mem_slot[gpu_index] == PREEMPT_MEM_NO_INDEX) {
+    uint32_t slot;
+    if (preempt_mem_ledger_attach(gpu->ledger, (uint32_t)client->pid, client->mem_priority, client->id, &slot) !=
+        PREEMPT_MEM_OK)
+      return PREEMPT_MEM_NO_INDEX;
+    client->mem_slot[gpu_index] = slot;
+  }
+  return client->mem_slot[gpu_index];
+}
+
+preempt_daemon_status preemptd_mem_reserve(preemptd_context *ctx, preemptd_client *client,
+                                           const preempt_msg_mem_reserve *request, uint32_t request_id) {
+  if (!client->mem_attached)
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "MEM_ATTACH first");
+  uint32_t result = PREEMPT_MEM_REPLY_GRANTED;
+  preemptd_mem_gpu *gpu = mem_gpu_for(ctx, request->uuid, request->device_total_bytes, &result);
+  if (!gpu)
+    return send_reply(ctx, client, NULL, request_id, result);
+  /* One request waits per client: the runtime sends one at a time, and a client cannot fill the shared queue. */
+  uint32_t slot = client->mem_waiting ? PREEMPT_MEM_NO_INDEX : slot_for(ctx, client, gpu);
+  if (slot == PREEMPT_MEM_NO_INDEX)
+    return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_FULL);
+  preempt_mem_ledger *ledger = gpu->ledger;
+  if (request->flags & PREEMPT_MEM_RESERVE_NOW) {
+    /* Memory the client has allocated already; never more than the GPU has, so a lie cannot wedge the ledger
+     * beyond what allocating the whole GPU would. */
+    if (request->bytes > ledger->capacity_bytes - ledger->clients[slot].reserved_bytes)
+      return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_NEVER_FITS);
+    preempt_mem_ledger_restore(ledger, slot, request->bytes);
+    return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_GRANTED);
+  }
+  if (request->flags & PREEMPT_MEM_RESERVE_AFTER_OOM)
+    learn_external(ctx, gpu, request->device_total_bytes, request->device_used_bytes);
+  uint32_t entry;
+  preempt_mem_result queued = preempt_mem_ledger_request(ledger, slot, request->bytes, &entry);
+  if (queued == PREEMPT_MEM_NEVER_FITS)
+    return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_NEVER_FITS);
+  if (queued != PREEMPT_MEM_OK)
+    return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_FULL);
+  if (ledger->waiters[entry].state == PREEMPT_MEM_WAITER_WAITING && !(request->flags & PREEMPT_MEM_RESERVE_AFTER_OOM)) {
+    /* Not granted by the ledger as it stood: maybe memory counted outside it was freed since the last look. */
+    learn_external(ctx, gpu, request->device_total_bytes, request->device_used_bytes);
+  }
+  uint32_t gpu_index = mem_gpu_index(ctx, gpu);
+  client->mem_waiting = true;
+  client->mem_wait_gpu = gpu_index;
+  client->mem_wait_entry = entry;
+  client->mem_wait_request_id = request_id;
+  client->mem_wait_bytes = request->bytes;
+  client->mem_wait_since_us = preemptd_now_us(ctx);
+  if (ledger->waiters[entry].state == PREEMPT_MEM_WAITER_WAITING)
+    preemptd_log(ctx, "memory wait client=%u gpu=%u bytes=%llu reserved=%llu external=%llu", client->id, gpu_index,
+                 (unsigned long long)request->bytes, (unsigned long long)preempt_mem_ledger_used_bytes(ledger),
+                 (unsigned long long)ledger->external_bytes);
+  /* Granted at once, or others granted by the external reading: each told now. */
+  deliver_grants(ctx, gpu);
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_mem_release(preemptd_context *ctx, preemptd_client *client,
+                                           const preempt_msg_mem_release *request, bool *hang_up) {
+  if (!client->mem_attached) {
+    *hang_up = true;
+    return preemptd_send_status(client->fd, request->header.request_id, PREEMPT_DAEMON_NOT_REGISTERED,
+                                "MEM_ATTACH first");
+  }
+  preemptd_mem_gpu *gpu = NULL;
+  for (uint32_t index = 0; index < ctx->mem_gpu_count && !gpu; index++)
+    if (memcmp(ctx->mem_gpus[index].uuid, request->uuid, 16) == 0)
+      gpu = &ctx->mem_gpus[index];
+  uint32_t slot = gpu ? client->mem_slot[mem_gpu_index(ctx, gpu)] : PREEMPT_MEM_NO_INDEX;
+  /* Giving back what it does not hold is a broken client: it would free memory that is another's. */
+  if (slot == PREEMPT_MEM_NO_INDEX || preempt_mem_ledger_release(gpu->ledger, slot, request->bytes) != PREEMPT_MEM_OK) {
+    preemptd_log(ctx, "memory release refused client=%u pid=%d bytes=%llu: more than it holds", client->id,
+                 (int)client->pid, (unsigned long long)request->bytes);
+    *hang_up = true;
+    return preemptd_send_status(client->fd, request->header.request_id, PREEMPT_DAEMON_MALFORMED,
+                                "MEM_RELEASE of more than the client holds");
+  }
+  deliver_grants(ctx, gpu);
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_mem_cancel(preemptd_context *ctx, preemptd_client *client,
+                                          const preempt_msg_mem_cancel *request) {
+  /* Nothing waits under that id (already answered, or never sent): the client reads the answer it was sent. */
+  if (!client->mem_attached || !client->mem_waiting || client->mem_wait_request_id != request->reserve_request_id)
+    return PREEMPT_DAEMON_OK;
+  preemptd_mem_gpu *gpu = &ctx->mem_gpus[client->mem_wait_gpu];
+  preempt_mem_ledger_cancel(gpu->ledger, client->mem_slot[client->mem_wait_gpu], client->mem_wait_entry);
+  client->mem_waiting = false;
+  preemptd_log(ctx, "memory cancel client=%u gpu=%u bytes=%llu", client->id, client->mem_wait_gpu,
+               (unsigned long long)client->mem_wait_bytes);
+  preempt_daemon_status status = send_reply(ctx, client, gpu, request->reserve_request_id, PREEMPT_MEM_REPLY_CANCELLED);
+  deliver_grants(ctx, gpu); /* a FIFO head that leaves lets those behind it go */
+  return status;
+}
+
+preempt_daemon_status preemptd_mem_query(preemptd_context *ctx, preemptd_client *client,
+                                         const preempt_msg_mem_query *request, uint32_t request_id) {
+  preemptd_mem_gpu *gpu = NULL;
+  for (uint32_t index = 0; index < ctx->mem_gpu_count && !gpu; index++)
+    if (memcmp(ctx->mem_gpus[index].uuid, request->uuid, 16) == 0)
+      gpu = &ctx->mem_gpus[index];
+  if (!client->mem_attached)
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "MEM_ATTACH first");
+  return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_LEDGER);
+}
+
+preempt_daemon_status preemptd_mem_reading(preemptd_context *ctx, preemptd_client *client,
+                                           const preempt_msg_mem_reading *request) {
+  if (!client->mem_attached)
+    return PREEMPT_DAEMON_OK;
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
+    preemptd_mem_gpu *gpu = &ctx->mem_gpus[index];
+    /* NVML's reading, when the daemon has one, is not to be overridden by a client's. */
+    if (memcmp(gpu->uuid, request->uuid, 16) != 0 || gpu->nvml_device)
+      continue;
+    learn_external(ctx, gpu, request->device_total_bytes, request->device_used_bytes);
+    deliver_grants(ctx, gpu);
+  }
+  return PREEMPT_DAEMON_OK;
+}
+
+void preemptd_mem_detach(preemptd_context *ctx, preemptd_client *client) {
+  if (!client->mem_attached)
+    return;
+  client->mem_attached = false;
+  client->mem_waiting = false;
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
+    uint32_t slot = client->mem_slot[index];
+    if (slot == PREEMPT_MEM_NO_INDEX)
+      continue;
+    preemptd_mem_gpu *gpu = &ctx->mem_gpus[index];
+    uint64_t held = gpu->ledger->clients[slot].reserved_bytes;
+    uint32_t waiting = preempt_mem_ledger_waiting(gpu->ledger, slot);
+    if (held || waiting) {
+      gpu->ledger->dead_clients++;
+      preemptd_log(ctx, "memory reclaim client=%u pid=%d gpu=%u bytes=%llu waiting=%u", client->id, (int)client->pid,
+                   index, (unsigned long long)held, waiting);
+    }
+    preempt_mem_ledger_detach(gpu->ledger, slot);
+    client->mem_slot[index] = PREEMPT_MEM_NO_INDEX;
+    deliver_grants(ctx, gpu);
+  }
+}
+
+bool preemptd_mem_poll(preemptd_context *ctx) {
+  bool waiting = false;
+  double now = preemptd_now_us(ctx);
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
+    preemptd_mem_gpu *gpu = &ctx->mem_gpus[index];
+    if (preempt_mem_ledger_waiting(gpu->ledger, PREEMPT_MEM_NO_INDEX) == 0)
+      continue;
+    waiting = true;
+    /* Memory freed outside the ledger (another program, a client's context going away) lets waiters go. */
+    if (gpu->nvml_device && now - gpu->last_reading_us >= PREEMPTD_MEM_POLL_US) {
+      learn_external(ctx, gpu, 0, 0);
+      deliver_grants(ctx, gpu);
+    }
+  }
+  return waiting;
+}
+
+void preemptd_mem_free(preemptd_context *ctx) {
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
+    free(ctx->mem_gpus[index].ledger);
+    ctx->mem_gpus[index].ledger = NULL;
+  }
+  ctx->mem_gpu_count = 0;
+  preemptd_nvml_close(&ctx->nvml);
+}
