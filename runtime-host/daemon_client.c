@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon_socket.h"
 #include "runtime.h"
 
 _Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemon's SM masks are preempt_sm_mask");
@@ -34,12 +35,6 @@ _Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemo
 /* While busy, the socket is checked for the daemon's death at most this often. */
 #define SOCKET_CHECK_NS 10000000ull
 
-/* Replies to a client are small (REGISTERED, PRIORITY, STATUS); aligned for preempt_msg_decode. */
-typedef union reply_buffer {
-  uint64_t align;
-  unsigned char bytes[1024];
-} reply_buffer;
-
 /* What a registration gives: the connection, both pages mapped, the daemon's answer. */
 typedef struct daemon_link {
   int socket;
@@ -49,13 +44,6 @@ typedef struct daemon_link {
   int32_t granted, limit;
 } daemon_link;
 
-enum { LINK_OK = 0, LINK_ABSENT = 1, LINK_FAILED = -1 };
-
-static uint64_t monotonic_ns(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 
 static int mask_is_full(const uint32_t *words) {
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
@@ -73,74 +61,6 @@ static void close_link(daemon_link *link) {
     close(link->socket);
   memset(link, 0, sizeof *link);
   link->socket = -1;
-}
-
-/* 1 when `events` are ready, 0 at the deadline, -1 on error. */
-static int wait_socket(int socket_fd, short events, uint64_t deadline_ns) {
-  for (;;) {
-    uint64_t now = monotonic_ns();
-    if (now >= deadline_ns)
-      return 0;
-    struct pollfd entry = {.fd = socket_fd, .events = events};
-    int ready = poll(&entry, 1, (int)((deadline_ns - now + 999999) / 1000000));
-    if (ready > 0)
-      return 1;
-    if (ready < 0 && errno != EINTR)
-      return -1;
-  }
-}
-
-/* A packet goes whole or not at all (SOCK_SEQPACKET). 0 or -1 with errno. */
-static int send_message(int socket_fd, const void *message, size_t length, uint64_t deadline_ns) {
-  for (;;) {
-    ssize_t sent = send(socket_fd, message, length, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (sent == (ssize_t)length)
-      return 0;
-    if (sent >= 0) {
-      errno = EMSGSIZE;
-      return -1;
-    }
-    if (errno == EINTR)
-      continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      return -1;
-    int ready = wait_socket(socket_fd, POLLOUT, deadline_ns);
-    if (ready <= 0) {
-      if (ready == 0)
-        errno = ETIMEDOUT;
-      return -1;
-    }
-  }
-}
-
-/* One packet and the fds that came with it (at most two kept, the rest closed).
- * 0: received; 1: deadline; 2: the peer closed; -1: error (errno), or a
- * truncated packet (EMSGSIZE). */
-static int receive_message(int socket_fd, reply_buffer *buffer, size_t *length, int fds[2], int *fd_count,
-                           uint64_t deadline_ns) {
-  *fd_count = 0;
-  for (;;) {
-    int ready = wait_socket(socket_fd, POLLIN, deadline_ns);
-    if (ready <= 0)
-      return ready == 0 ? 1 : -1;
-    int message_flags = 0;
-    ssize_t got = preempt_receive_packet(socket_fd, buffer->bytes, sizeof buffer->bytes, MSG_DONTWAIT, fds, 2,
-                                         fd_count, &message_flags);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-      continue;
-    if (got < 0)
-      return -1;
-    if (got == 0 && *fd_count == 0)
-      return 2; /* SOCK_SEQPACKET: end of the connection */
-    if (message_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-      while (*fd_count > 0)
-        close(fds[--*fd_count]);
-      errno = EMSGSIZE;
-      return -1;
-    }
-    *length = (size_t)got;
-    return 0;
-  }
 }
 
 /* Maps one of the daemon's fds, refusing one smaller than its page (touching
@@ -183,7 +103,7 @@ static int accept_registration(const preempt_msg_registered *reply, const int fd
 /* The decoder refuses a REGISTERED whose sizes differ from this build's (or
  * another protocol version) as a whole; say which, since that is what a
  * daemon and a runtime from different versions look like. */
-static void explain_refused_reply(const reply_buffer *buffer, size_t length, preempt_daemon_status decoded, char *why,
+static void explain_refused_reply(const preempt_reply_buffer *buffer, size_t length, preempt_daemon_status decoded, char *why,
                                   size_t why_bytes) {
   preempt_msg_registered registered;
   const preempt_msg_header *header = (const preempt_msg_header *)buffer->bytes;
@@ -210,46 +130,25 @@ static void explain_refused_reply(const reply_buffer *buffer, size_t length, pre
 
 /* Connects, sends REGISTER and waits (REPLY_TIMEOUT_MS at most) for
  * REGISTERED. Touches no runtime state, so the agent calls it unlocked.
- * LINK_ABSENT: nobody listens at `path`. */
+ * PREEMPT_LINK_ABSENT: nobody listens at `path`. */
 static int register_with_daemon(const char *path, const preempt_msg_register *request, daemon_link *link, char *why,
                                 size_t why_bytes) {
   memset(link, 0, sizeof *link);
   link->socket = -1;
-  uint64_t deadline = monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
-  struct sockaddr_un address = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof address.sun_path) {
-    snprintf(why, why_bytes, "the socket path '%s' is longer than a Unix socket allows", path);
-    return LINK_FAILED;
-  }
-  strcpy(address.sun_path, path);
-  /* Non-blocking: a daemon whose listen queue is full makes connect fail
-   * at once (EAGAIN) instead of blocking the launch. */
-  link->socket = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (link->socket < 0) {
-    snprintf(why, why_bytes, "creating a socket: %s", strerror(errno));
-    return LINK_FAILED;
-  }
-  if (connect(link->socket, (const struct sockaddr *)&address, sizeof address) != 0) {
-    int error = errno;
-    /* No socket file, or a stale one nobody listens on: no daemon. */
-    int absent = error == ENOENT || error == ECONNREFUSED;
-    if (absent)
-      snprintf(why, why_bytes, "%s", strerror(error));
-    else
-      snprintf(why, why_bytes, "connecting to preemptd at %s: %s", path, strerror(error));
-    close_link(link);
-    return absent ? LINK_ABSENT : LINK_FAILED;
-  }
-  if (send_message(link->socket, request, sizeof *request, deadline) != 0) {
+  uint64_t deadline = preempt_monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
+  int connected = preempt_daemon_connect(path, &link->socket, why, why_bytes);
+  if (connected != PREEMPT_LINK_OK)
+    return connected;
+  if (preempt_daemon_send(link->socket, request, sizeof *request, deadline) != 0) {
     snprintf(why, why_bytes, "sending REGISTER to %s: %s", path, strerror(errno));
     close_link(link);
-    return LINK_FAILED;
+    return PREEMPT_LINK_FAILED;
   }
-  reply_buffer buffer;
+  preempt_reply_buffer buffer;
   size_t length = 0;
   int fds[2], fd_count = 0;
-  int received = receive_message(link->socket, &buffer, &length, fds, &fd_count, deadline);
-  int result = LINK_FAILED;
+  int received = preempt_daemon_receive(link->socket, &buffer, &length, fds, &fd_count, deadline);
+  int result = PREEMPT_LINK_FAILED;
   preempt_msg reply;
   preempt_daemon_status decoded;
   if (received == 1) {
@@ -271,12 +170,12 @@ static int register_with_daemon(const char *path, const preempt_msg_register *re
   } else if (fd_count != 2) {
     snprintf(why, why_bytes, "preemptd's REGISTERED came with %d file descriptors instead of 2", fd_count);
   } else if (accept_registration(&reply.body.registered, fds, link, why, why_bytes) == 0) {
-    result = LINK_OK;
+    result = PREEMPT_LINK_OK;
   }
   /* Mapped or refused, the fds are not needed any more. */
   while (fd_count > 0)
     close(fds[--fd_count]);
-  if (result != LINK_OK)
+  if (result != PREEMPT_LINK_OK)
     close_link(link);
   return result;
 }
@@ -471,14 +370,14 @@ static void daemon_start(preempt_runtime *runtime) {
   daemon_link link;
   char why[384] = "";
   int result = register_with_daemon(named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT, &request, &link, why, sizeof why);
-  if (result == LINK_ABSENT) {
+  if (result == PREEMPT_LINK_ABSENT) {
     /* No daemon on this node is the usual case: say nothing unless asked for one. */
     if (named)
       preempt_report("no preemptd at PREEMPT_DAEMON_SOCKET=%s (%s): kernels run unscheduled", path, why);
-    client->absent_retry_ns = monotonic_ns() + ABSENT_RETRY_NS;
+    client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
     return;
   }
-  if (result != LINK_OK) {
+  if (result != PREEMPT_LINK_OK) {
     preempt_report("%s: kernels run unscheduled", why);
     return;
   }
@@ -497,9 +396,9 @@ static void look_again(preempt_runtime *runtime) {
   daemon_link link;
   char why[384] = "";
   int result = register_with_daemon(client->socket_path, &request, &link, why, sizeof why);
-  if (result == LINK_ABSENT)
-    client->absent_retry_ns = monotonic_ns() + ABSENT_RETRY_NS;
-  else if (result != LINK_OK)
+  if (result == PREEMPT_LINK_ABSENT)
+    client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
+  else if (result != PREEMPT_LINK_OK)
     preempt_report("%s: kernels run unscheduled", why);
   else
     install(runtime, &link);
@@ -509,7 +408,7 @@ int preempt_daemon_active(preempt_runtime *runtime) {
   preempt_daemon_client *client = &runtime->daemon;
   if (!client->started)
     daemon_start(runtime);
-  else if (!client->registered && client->absent_retry_ns && monotonic_ns() >= client->absent_retry_ns)
+  else if (!client->registered && client->absent_retry_ns && preempt_monotonic_ns() >= client->absent_retry_ns)
     look_again(runtime);
   return runtime->daemon.registered;
 }
@@ -737,7 +636,7 @@ static int carry_out_evict(preempt_runtime *runtime, preempt_daemon_stub_view *v
     }
     view->evicting = 1;
     view->command_sequence = sequence;
-    view->eviction_started_ns = monotonic_ns();
+    view->eviction_started_ns = preempt_monotonic_ns();
   }
   preempt_launch_state state = record ? preempt_record_state(gpu, record) : PREEMPT_LAUNCH_DONE;
   if (state == PREEMPT_LAUNCH_DONE) {
@@ -749,7 +648,7 @@ static int carry_out_evict(preempt_runtime *runtime, preempt_daemon_stub_view *v
     return 0;
   }
   /* The daemon's eviction-cost sample: request to no CTA left, to within the polling period. */
-  entry->last_eviction_ns = monotonic_ns() - view->eviction_started_ns;
+  entry->last_eviction_ns = preempt_monotonic_ns() - view->eviction_started_ns;
   entry->evictions_done = ++view->evictions;
   view->evicting = 0;
   __atomic_store_n(&entry->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
@@ -842,10 +741,10 @@ static int daemon_gone(preempt_daemon_client *client) {
   if (got < 0)
     return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
   if (!client->request_in_flight) {
-    reply_buffer buffer;
+    preempt_reply_buffer buffer;
     size_t length;
     int fds[2], fd_count = 0;
-    if (receive_message(client->socket, &buffer, &length, fds, &fd_count, monotonic_ns() + 1000000) == 2)
+    if (preempt_daemon_receive(client->socket, &buffer, &length, fds, &fd_count, preempt_monotonic_ns() + 1000000) == 2)
       return 1;
     while (fd_count > 0)
       close(fds[--fd_count]);
@@ -881,7 +780,7 @@ static preempt_runtime *register_again(preempt_runtime *runtime) {
   int result = register_with_daemon(path, &request, &link, why, sizeof why);
   runtime = preempt_runtime_lock();
   client = &runtime->daemon;
-  if (result != LINK_OK)
+  if (result != PREEMPT_LINK_OK)
     return runtime;
   if (client->agent.stopping || client->registered)
     close_link(&link);
@@ -915,7 +814,7 @@ static void *agent_main(void *argument) {
      * the wait below returns at once instead of missing it. */
     uint32_t wake = __atomic_load_n(&page->client_wake, __ATOMIC_ACQUIRE);
     int busy = agent_scan(runtime, &agent_device);
-    uint64_t now = monotonic_ns();
+    uint64_t now = preempt_monotonic_ns();
     if (!busy || now - socket_checked >= SOCKET_CHECK_NS) {
       socket_checked = now;
       if (daemon_gone(client)) {
@@ -963,11 +862,11 @@ preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
 /* ---------------------------------------------------------------- priorities */
 
 /* Waits for the reply to request `id`, dropping older ones that came late. */
-static int await_reply(int socket_fd, uint32_t id, reply_buffer *buffer, preempt_msg *reply, uint64_t deadline_ns) {
+static int await_reply(int socket_fd, uint32_t id, preempt_reply_buffer *buffer, preempt_msg *reply, uint64_t deadline_ns) {
   for (;;) {
     size_t length;
     int fds[2], fd_count = 0;
-    int received = receive_message(socket_fd, buffer, &length, fds, &fd_count, deadline_ns);
+    int received = preempt_daemon_receive(socket_fd, buffer, &length, fds, &fd_count, deadline_ns);
     while (fd_count > 0)
       close(fds[--fd_count]);
     if (received != 0)
@@ -1012,10 +911,10 @@ preempt_status preempt_set_priority(int priority) {
   memset(&request, 0, sizeof request);
   preempt_msg_header_init(&request.header, PREEMPT_MSG_SET_PRIORITY, sizeof request, id);
   request.priority = priority;
-  uint64_t deadline = monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
-  reply_buffer buffer;
+  uint64_t deadline = preempt_monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
+  preempt_reply_buffer buffer;
   preempt_msg reply;
-  int answered = send_message(socket_fd, &request, sizeof request, deadline) == 0 &&
+  int answered = preempt_daemon_send(socket_fd, &request, sizeof request, deadline) == 0 &&
                  await_reply(socket_fd, id, &buffer, &reply, deadline) == 0;
   runtime = preempt_runtime_lock();
   client->request_in_flight = 0;

@@ -66,9 +66,20 @@ static void configure(preempt_memory *memory) {
     long value = strtol(priority, &end, 10);
     if (*end || value < PREEMPT_PRIORITY_MIN || value > PREEMPT_PRIORITY_MAX)
       say("ignoring PREEMPT_PRIORITY='%s': expected %d..%d", priority, PREEMPT_PRIORITY_MIN, PREEMPT_PRIORITY_MAX);
-    else
+    else {
       memory->priority = preempt_clamp_priority((int32_t)value, limit);
+      memory->priority_requested = 1;
+      memory->priority_asked = (int32_t)value;
+    }
   }
+  const char *ledger = getenv("PREEMPT_MEM_LEDGER");
+  memory->daemon_wanted = !(ledger && strcmp(ledger, "shared") == 0);
+  if (ledger && *ledger && strcmp(ledger, "shared") != 0 && strcmp(ledger, "auto") != 0)
+    say("ignoring PREEMPT_MEM_LEDGER='%s': expected 'auto' (preemptd's ledger when it answers) or 'shared'", ledger);
+  const char *socket_path = getenv("PREEMPT_DAEMON_SOCKET");
+  memory->daemon_socket_named = socket_path && *socket_path;
+  snprintf(memory->daemon_socket, sizeof memory->daemon_socket, "%s",
+           memory->daemon_socket_named ? socket_path : PREEMPT_DAEMON_SOCKET_DEFAULT);
   const char *budget = getenv("PREEMPT_MEM_BUDGET");
   if (budget && *budget && preempt_parse_byte_count(budget, &memory->environment_budget) != 0) {
     say("ignoring PREEMPT_MEM_BUDGET='%s': expected bytes, optionally with K, M, G or T", budget);
@@ -105,8 +116,39 @@ static void hold_inside_lock(const preempt_memory *memory) {
   nanosleep(&pause, NULL);
 }
 
-/* Opens the current device's segment on first use. Returns the device's state, or NULL when admission does
- * not apply (off, or the segment cannot be used: said once, and allocations go on unadmitted). */
+/* The device's shared segment, opened (created if needed) with this process attached. 0, or -1 (said). */
+static int open_segment(preempt_memory *memory, preempt_mem_device *state, int device, uint64_t capacity_bytes) {
+  char name[96];
+  int length = snprintf(name, sizeof name, "%s-%u-", memory->segment_prefix, (unsigned)geteuid());
+  for (int byte = 0; byte < 16 && length + 2 < (int)sizeof name; byte++)
+    length += snprintf(name + length, sizeof name - (size_t)length, "%02x", state->uuid[byte]);
+  char why[256];
+  if (preempt_mem_segment_open(&state->segment, name, capacity_bytes, memory->policy, memory->priority, why,
+                               sizeof why) != 0) {
+    say("%s: device %d's allocations are not admitted", why, device);
+    return -1;
+  }
+  return 0;
+}
+
+/* preemptd's ledger, once per process: the first device opened tries it (schedGPU §3.1); without an answer every
+ * device uses the shared segment (§3.2), the usual case on a node without the daemon, said only when
+ * PREEMPT_DAEMON_SOCKET named one. Memory lock held. */
+static int daemon_attached(preempt_memory *memory) {
+  if (memory->daemon_state == 0 && memory->daemon_wanted) {
+    char why[384] = "";
+    int attached = preempt_mem_daemon_attach(&memory->daemon, memory->daemon_socket, memory->priority_requested,
+                                             memory->priority_asked, why, sizeof why);
+    memory->daemon_state = attached == 0 ? 1 : -1;
+    if (attached < 0 || (attached > 0 && memory->daemon_socket_named))
+      say("%s%s: memory admission uses the shared ledger (no daemon)", attached > 0 ? "no preemptd at " : "",
+          attached > 0 ? memory->daemon_socket : why);
+  }
+  return memory->daemon_state == 1;
+}
+
+/* Opens the current device's ledger on first use. Returns the device's state, or NULL when admission does not
+ * apply (off, or no ledger can be used: said once, and allocations go on unadmitted). */
 static preempt_mem_device *open_device(preempt_memory *memory, const preempt_mem_gpu *gpu, int *device_out) {
   if (!memory->enabled)
     return NULL;
@@ -125,24 +167,63 @@ static preempt_mem_device *open_device(preempt_memory *memory, const preempt_mem
     state->opened = -1;
     return NULL;
   }
-  char name[96];
-  int length = snprintf(name, sizeof name, "%s-%u-", memory->segment_prefix, (unsigned)geteuid());
-  for (int byte = 0; byte < 16 && length + 2 < (int)sizeof name; byte++)
-    length += snprintf(name + length, sizeof name - (size_t)length, "%02x", state->uuid[byte]);
-  char why[256];
-  if (preempt_mem_segment_open(&state->segment, name, total_bytes, memory->policy, memory->priority, why,
-                               sizeof why) != 0) {
-    say("%s: device %d's allocations are not admitted", why, device);
+  state->capacity_bytes = total_bytes;
+  state->on_daemon = daemon_attached(memory);
+  if (!state->on_daemon && open_segment(memory, state, device, total_bytes) != 0) {
     state->opened = -1;
     return NULL;
   }
-  state->opened = 1;
+  __atomic_store_n(&state->opened, 1, __ATOMIC_RELEASE);
   if (!memory->exit_hook) {
     memory->exit_hook = 1;
     atexit(release_at_exit);
   }
   return state;
 }
+
+/* preemptd went away: this device's ledger becomes the shared segment, holding what this process held in the
+ * daemon's (said once per process). 0, or -1 when no segment can be used either (allocations go unadmitted). */
+static int leave_daemon(preempt_mem_device *state) {
+  preempt_memory *memory = lock_memory();
+  if (!state->on_daemon) {
+    unlock_memory(memory);
+    return 0; /* another thread moved it already */
+  }
+  if (memory->daemon_state == 1) {
+    memory->daemon_state = -1;
+    say("the connection to preemptd at %s ended: memory admission goes on in the shared ledger", memory->daemon_socket);
+  }
+  int device = (int)(state - memory->devices);
+  int opened = open_segment(memory, state, device, state->capacity_bytes) == 0;
+  if (opened && state->daemon_held_bytes && preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
+    /* Already allocated: recorded without waiting, as after a reinitialized ledger. */
+    preempt_mem_ledger_restore(&state->segment.shared->ledger, state->segment.client, state->daemon_held_bytes);
+    state->segment.held_bytes += state->daemon_held_bytes;
+    preempt_mem_segment_unlock(&state->segment);
+  }
+  state->daemon_held_bytes = 0;
+  __atomic_store_n(&state->on_daemon, 0, __ATOMIC_RELEASE);
+  if (!opened)
+    __atomic_store_n(&state->opened, -1, __ATOMIC_RELEASE);
+  unlock_memory(memory);
+  return opened ? 0 : -1;
+}
+
+static int read_gpu(uint64_t *total_bytes, uint64_t *used_bytes, void *argument) {
+  const preempt_mem_gpu *gpu = argument;
+  uint64_t free_bytes = 0;
+  if (!gpu || gpu->memory_info(&free_bytes, total_bytes) != 0 || free_bytes > *total_bytes)
+    return -1;
+  *used_bytes = *total_bytes - free_bytes;
+  return 0;
+}
+
+/* The ledger as a request that failed left it, for the out-of-memory message. */
+typedef struct ledger_view {
+  uint64_t reserved_bytes, capacity_bytes, external_bytes;
+  char policy[PREEMPT_DAEMON_POLICY_BYTES];
+  const char *keeper;       /* "preemptd" or "shared" */
+} ledger_view;
 
 uint64_t preempt_mem_deadline_ns(void) {
   preempt_memory *memory = lock_memory();
@@ -178,10 +259,10 @@ static void learn_external(preempt_mem_device *state, const preempt_mem_gpu *gpu
   preempt_mem_segment_unlock(&state->segment);
 }
 
-/* Waits for `bytes` in the ledger by its policy until the deadline. 0 when granted (and held), 1 on timeout,
- * 2 when it can never fit, -1 when the segment failed (said). Without the memory lock: another thread of
- * this process may be about to free what this one waits for. */
-static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *state, const preempt_mem_gpu *gpu,
+/* Waits for `bytes` in the shared segment's ledger by its policy until the deadline. 0 when granted (and held),
+ * 1 on timeout, 2 when it can never fit, -1 when the segment failed (said). Without the memory lock: another
+ * thread of this process may be about to free what this one waits for. */
+static int wait_in_segment(const preempt_memory *memory, preempt_mem_device *state, const preempt_mem_gpu *gpu,
                            uint64_t bytes, uint64_t deadline_ns) {
   preempt_mem_segment *segment = &state->segment;
   char why[256];
@@ -272,12 +353,66 @@ static int wait_for_ledger(const preempt_memory *memory, preempt_mem_device *sta
   }
 }
 
+/* Waits for `bytes` in the device's ledger, preemptd's or the shared one, until the deadline; results as
+ * wait_in_segment, with *view filled on 1 and 2. after_oom: the allocation failed although admitted, so the
+ * GPU's used memory is read again first. Without the memory lock. */
+static int wait_for_ledger(preempt_memory *memory, preempt_mem_device *state, const preempt_mem_gpu *gpu,
+                           uint64_t bytes, uint64_t deadline_ns, int after_oom, ledger_view *view) {
+  memset(view, 0, sizeof *view);
+  if (__atomic_load_n(&state->on_daemon, __ATOMIC_ACQUIRE)) {
+    preempt_msg_mem_reply answer;
+    char why[256];
+    int result = preempt_mem_daemon_reserve(&memory->daemon, state->uuid, bytes,
+                                            after_oom ? PREEMPT_MEM_RESERVE_AFTER_OOM : 0, read_gpu, (void *)gpu,
+                                            deadline_ns, &answer, why, sizeof why);
+    if (result == 0) {
+      lock_memory();
+      state->daemon_held_bytes += bytes;
+      unlock_memory(memory);
+      return 0;
+    }
+    if (result == 1 || result == 2) {
+      *view = (ledger_view){.reserved_bytes = answer.reserved_bytes, .capacity_bytes = answer.capacity_bytes,
+                            .external_bytes = answer.external_bytes, .keeper = "preemptd"};
+      memcpy(view->policy, answer.policy, sizeof view->policy);
+      return result;
+    }
+    if (result == 3) {
+      say("%s: this allocation is not admitted", why);
+      return -1;
+    }
+    if (leave_daemon(state) != 0)
+      return -1;
+  } else if (after_oom) {
+    learn_external(state, gpu);
+  }
+  int result = wait_in_segment(memory, state, gpu, bytes, deadline_ns);
+  if (result == 1 || result == 2) {
+    const preempt_mem_ledger *ledger = &state->segment.shared->ledger;
+    *view = (ledger_view){.reserved_bytes = preempt_mem_ledger_used_bytes(ledger),
+                          .capacity_bytes = ledger->capacity_bytes, .external_bytes = ledger->external_bytes,
+                          .keeper = "shared"};
+    snprintf(view->policy, sizeof view->policy, "%s", preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
+  }
+  return result;
+}
+
 /* Gives bytes back to the ledger and wakes the waiters they may let go. Without the memory lock. */
 static void release_to_ledger(const preempt_memory *memory, preempt_mem_device *state, uint64_t bytes) {
   preempt_mem_segment *segment = &state->segment;
   char why[256];
   if (bytes == 0)
     return;
+  if (__atomic_load_n(&state->on_daemon, __ATOMIC_ACQUIRE)) {
+    preempt_memory *context = lock_memory();
+    uint64_t released = bytes < state->daemon_held_bytes ? bytes : state->daemon_held_bytes;
+    state->daemon_held_bytes -= released;
+    unlock_memory(context);
+    /* Gone: what is left held moves to the shared segment, without these bytes, which are free already. */
+    if (released && preempt_mem_daemon_release(&context->daemon, state->uuid, released) != 0)
+      (void)leave_daemon(state);
+    return;
+  }
   if (preempt_mem_segment_lock(segment, why, sizeof why) != 0) {
     say("%s", why);
     return;
@@ -296,8 +431,8 @@ static const char *wait_failure(int waited) {
   return waited == 1 ? "waited the whole timeout (PREEMPT_MEM_TIMEOUT_MS)" : "is larger than the GPU's memory";
 }
 
-int preempt_mem_admit_until(const preempt_mem_gpu *gpu, uint64_t bytes, int *device, preempt_mem_charge *charge,
-                            uint64_t deadline_ns) {
+static int admit(const preempt_mem_gpu *gpu, uint64_t bytes, int *device, preempt_mem_charge *charge,
+                 uint64_t deadline_ns, int after_oom) {
   *device = -1;
   if (bytes == 0)
     return 0;
@@ -314,8 +449,9 @@ int preempt_mem_admit_until(const preempt_mem_gpu *gpu, uint64_t bytes, int *dev
     return 0;
   /* PREEMPT_MEM_BUDGET: the declared budget is reserved before the first allocation (schedGPU's implicit
    * mode, with the user's number instead of a default). */
+  ledger_view view;
   if (environment_budget) {
-    int waited = wait_for_ledger(memory, state, gpu, environment_budget, deadline_ns);
+    int waited = wait_for_ledger(memory, state, gpu, environment_budget, deadline_ns, 0, &view);
     if (waited == 0) {
       memory = lock_memory();
       state->budget_bytes += environment_budget;
@@ -334,21 +470,25 @@ int preempt_mem_admit_until(const preempt_mem_gpu *gpu, uint64_t bytes, int *dev
     return 0;
   }
   unlock_memory(memory);
-  int waited = wait_for_ledger(memory, state, gpu, bytes, deadline_ns);
+  int waited = wait_for_ledger(memory, state, gpu, bytes, deadline_ns, after_oom, &view);
   if (waited == 0) {
     *device = device_number;
     *charge = PREEMPT_MEM_CHARGE_LEDGER;
     return 0;
   }
   if (waited < 0)
-    return 0; /* the segment failed and said why: unadmitted, as without a ledger */
-  const preempt_mem_ledger *ledger = &state->segment.shared->ledger;
-  say("%s allocation of %llu bytes on device %d %s (ledger: %llu of %llu bytes reserved, %llu used outside, "
+    return 0; /* the ledger failed and said why: unadmitted, as without a ledger */
+  say("%s allocation of %llu bytes on device %d %s (%s ledger: %llu of %llu bytes reserved, %llu used outside, "
       "policy %s): out of memory",
-      gpu->api_name, (unsigned long long)bytes, device_number, wait_failure(waited),
-      (unsigned long long)preempt_mem_ledger_used_bytes(ledger), (unsigned long long)ledger->capacity_bytes,
-      (unsigned long long)ledger->external_bytes, preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
+      gpu->api_name, (unsigned long long)bytes, device_number, wait_failure(waited), view.keeper,
+      (unsigned long long)view.reserved_bytes, (unsigned long long)view.capacity_bytes,
+      (unsigned long long)view.external_bytes, view.policy);
   return gpu->out_of_memory;
+}
+
+int preempt_mem_admit_until(const preempt_mem_gpu *gpu, uint64_t bytes, int *device, preempt_mem_charge *charge,
+                            uint64_t deadline_ns) {
+  return admit(gpu, bytes, device, charge, deadline_ns, 0);
 }
 
 static preempt_mem_device *opened_device(int device) {
@@ -374,11 +514,8 @@ void preempt_mem_give_back(int device, uint64_t bytes, preempt_mem_charge charge
 
 int preempt_mem_readmit_after_oom(const preempt_mem_gpu *gpu, uint64_t bytes, int *device,
                                   preempt_mem_charge *charge, uint64_t deadline_ns) {
-  preempt_mem_device *state = opened_device(*device);
   preempt_mem_give_back(*device, bytes, *charge);
-  if (state)
-    learn_external(state, gpu);
-  return preempt_mem_admit_until(gpu, bytes, device, charge, deadline_ns);
+  return admit(gpu, bytes, device, charge, deadline_ns, 1);
 }
 
 /* A budget's allocations stay charged what they were admitted: the budget is the application's own declared
@@ -392,6 +529,21 @@ void preempt_mem_adjust(int device, uint64_t admitted_bytes, uint64_t actual_byt
     return;
   }
   uint64_t more = actual_bytes - admitted_bytes;
+  if (__atomic_load_n(&state->on_daemon, __ATOMIC_ACQUIRE)) {
+    preempt_memory *memory = preempt_memory_context();
+    preempt_msg_mem_reply answer;
+    char why[256];
+    int result = preempt_mem_daemon_reserve(&memory->daemon, state->uuid, more, PREEMPT_MEM_RESERVE_NOW, read_gpu,
+                                            NULL, preempt_mem_now_ns() + 1000000000ull, &answer, why, sizeof why);
+    if (result == 0) {
+      lock_memory();
+      state->daemon_held_bytes += more;
+      unlock_memory(memory);
+      return;
+    }
+    if (result != -1 || leave_daemon(state) != 0)
+      return; /* refused (more than the GPU): the padding shows up as used outside the ledger */
+  }
   if (charge == PREEMPT_MEM_CHARGE_LEDGER && preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
     /* Already allocated: the ledger records it without asking. */
     preempt_mem_ledger_restore(&state->segment.shared->ledger, state->segment.client, more);
@@ -544,6 +696,11 @@ static void release_at_exit(void) {
     preempt_mem_device *state = &memory->devices[device];
     if (state->opened != 1)
       continue;
+    if (state->on_daemon) {
+      state->opened = 0; /* the connection's end, below, gives back what it held */
+      state->daemon_held_bytes = state->budget_bytes = state->budget_used_bytes = 0;
+      continue;
+    }
     if (preempt_mem_segment_lock(&state->segment, NULL, 0) == 0) {
       preempt_mem_segment_detach(&state->segment);
       preempt_mem_segment_unlock(&state->segment);
@@ -552,6 +709,8 @@ static void release_at_exit(void) {
     state->opened = 0;
     state->budget_bytes = state->budget_used_bytes = 0;
   }
+  if (memory->daemon_state == 1)
+    preempt_mem_daemon_close(&memory->daemon);
   unlock_memory(memory);
 }
 
@@ -577,7 +736,8 @@ preempt_status preempt_mem_budget_with(const preempt_mem_gpu *gpu, size_t bytes)
     return PREEMPT_OK;
   }
   unlock_memory(memory);
-  int waited = wait_for_ledger(memory, state, gpu, bytes - current, deadline);
+  ledger_view view;
+  int waited = wait_for_ledger(memory, state, gpu, bytes - current, deadline, 0, &view);
   if (waited != 0) {
     if (waited > 0)
       say("preempt_mem_budget of %zu bytes on device %d %s", bytes, device_number, wait_failure(waited));
@@ -596,6 +756,30 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
   preempt_memory *memory = lock_memory();
   int device_number;
   preempt_mem_device *state = open_device(memory, gpu, &device_number);
+  if (state && state->on_daemon) {
+    info->held_bytes = state->daemon_held_bytes + state->budget_bytes;
+    info->budget_bytes = state->budget_bytes;
+    info->budget_used_bytes = state->budget_used_bytes;
+    unlock_memory(memory);
+    preempt_msg_mem_reply answer;
+    if (preempt_mem_daemon_query(&memory->daemon, state->uuid, &answer) == 0) {
+      info->capacity_bytes = answer.capacity_bytes;
+      info->external_bytes = answer.external_bytes;
+      info->reserved_bytes = answer.reserved_bytes;
+      uint64_t taken = answer.external_bytes + answer.reserved_bytes;
+      info->free_bytes = taken < answer.capacity_bytes ? answer.capacity_bytes - taken : 0;
+      info->clients = answer.clients;
+      info->waiting = answer.waiting;
+      info->dead_clients = answer.dead_clients;
+      snprintf(info->policy, sizeof info->policy, "%s", answer.policy);
+      snprintf(info->ledger, sizeof info->ledger, "preemptd");
+      return PREEMPT_OK;
+    }
+    if (leave_daemon(state) != 0)
+      return PREEMPT_ERROR_UNSUPPORTED;
+    memset(info, 0, sizeof *info);
+    memory = lock_memory();
+  }
   if (!state || preempt_mem_segment_lock(&state->segment, NULL, 0) != 0) {
     unlock_memory(memory);
     return PREEMPT_ERROR_UNSUPPORTED;
@@ -618,6 +802,7 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
   info->lock_owner_deaths = state->segment.shared->owner_deaths;
   info->lost_wakeups = state->segment.shared->lost_wakeups;
   snprintf(info->policy, sizeof info->policy, "%s", preempt_mem_policy_name((preempt_mem_policy)ledger->policy));
+  snprintf(info->ledger, sizeof info->ledger, "shared");
   preempt_mem_segment_unlock(&state->segment);
   unlock_memory(memory);
   return PREEMPT_OK;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "preempt.h"
+#include "preempt/daemon_protocol.h"
 #include "preempt/mem_ledger.h"
 
 #define PREEMPT_MEM_SEGMENT_MAGIC 0x534d5250u /* "PRMS" */
@@ -62,6 +63,43 @@ void preempt_mem_segment_detach(preempt_mem_segment *segment);
 
 uint64_t preempt_mem_now_ns(void);
 
+/* ---- the daemon-kept ledger (mem_daemon.c): preemptd's MEM_* messages over a connection of the process's own */
+
+/* Replies that arrived for another thread of this process, kept until it looks. */
+#define PREEMPT_MEM_DAEMON_MAX_REPLIES 64
+
+typedef struct preempt_mem_daemon {
+  pthread_mutex_t lock;     /* everything below */
+  pthread_cond_t arrived;   /* CLOCK_MONOTONIC: a reply was filed, or the connection ended */
+  int fd;                   /* -1: none */
+  int lost;                 /* the connection ended or failed after attaching: admission goes daemonless */
+  int receiving;            /* a thread is reading the socket for everybody */
+  int wants_readings;       /* the daemon has no NVML: RESERVEs carry the GPU's used memory */
+  uint32_t client_id;
+  int32_t priority;         /* granted */
+  uint32_t next_request_id;
+  uint32_t reply_count;
+  preempt_msg_mem_reply replies[PREEMPT_MEM_DAEMON_MAX_REPLIES];
+} preempt_mem_daemon;
+
+/* The GPU's reading, for a daemon without NVML: (total, used) of the current device; 0 on success. */
+typedef int (*preempt_mem_reading)(uint64_t *total_bytes, uint64_t *used_bytes, void *argument);
+
+/* Connects to preemptd at `path` and attaches. 0; 1 when no daemon listens there (no socket); -1 with `why`. */
+int preempt_mem_daemon_attach(preempt_mem_daemon *daemon, const char *path, int priority_requested, int32_t priority,
+                              char *why, size_t why_bytes);
+/* Asks for `bytes` on the GPU `uuid` and waits for the grant until the deadline (then withdraws the request).
+ * 0 granted; 1 timed out; 2 never fits; 3 refused (*answer says why); -1 the daemon is gone (`why`). *answer is
+ * the daemon's last word on the ledger. */
+int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char uuid[16], uint64_t bytes, uint32_t flags,
+                               preempt_mem_reading reading, void *reading_argument, uint64_t deadline_ns,
+                               preempt_msg_mem_reply *answer, char *why, size_t why_bytes);
+/* 0, or -1 when the daemon is gone. */
+int preempt_mem_daemon_release(preempt_mem_daemon *daemon, const unsigned char uuid[16], uint64_t bytes);
+int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uuid[16], preempt_msg_mem_reply *answer);
+/* At exit: the connection's end gives back everything at once. */
+void preempt_mem_daemon_close(preempt_mem_daemon *daemon);
+
 /* ---- the process's admission state (mem_admission.c) */
 
 /* What the wrappers tell admission about the GPU API they wrap. */
@@ -82,8 +120,11 @@ typedef struct preempt_mem_gpu {
 typedef enum preempt_mem_charge { PREEMPT_MEM_CHARGE_LEDGER = 0, PREEMPT_MEM_CHARGE_BUDGET = 1 } preempt_mem_charge;
 
 typedef struct preempt_mem_device {
-  int opened;               /* 1: segment open; -1: failed (said once), allocations pass unadmitted */
+  int opened;               /* 1: a ledger is in use; -1: failed (said once), allocations pass unadmitted */
+  int on_daemon;            /* 1: preemptd keeps the ledger; 0: the shared segment */
   unsigned char uuid[16];
+  uint64_t capacity_bytes;  /* the GPU's memory, as the API said when the device was opened */
+  uint64_t daemon_held_bytes; /* what this process holds in preemptd's ledger: carried into the segment if it goes */
   preempt_mem_segment segment;
   uint64_t budget_bytes;    /* reserved in the ledger by preempt_mem_budget / PREEMPT_MEM_BUDGET */
   uint64_t budget_used_bytes;
@@ -107,6 +148,13 @@ typedef struct preempt_memory {
   int32_t priority;         /* PREEMPT_PRIORITY, clamped as preemptd would */
   uint64_t environment_budget; /* PREEMPT_MEM_BUDGET */
   char segment_prefix[64];  /* PREEMPT_MEM_SEGMENT, default "/preempt-mem" */
+  int priority_requested;   /* PREEMPT_PRIORITY was given: preemptd is asked for priority_asked */
+  int32_t priority_asked;
+  int daemon_wanted;        /* PREEMPT_MEM_LEDGER=auto (the default): preemptd's ledger when it answers */
+  int daemon_state;         /* 0: not tried yet; 1: attached; -1: none, or gone (the shared segment from then on) */
+  char daemon_socket[108];  /* PREEMPT_DAEMON_SOCKET, else the default */
+  int daemon_socket_named;  /* PREEMPT_DAEMON_SOCKET was set: a daemon missing there is worth a message */
+  preempt_mem_daemon daemon;
   int exit_hook;
   preempt_mem_device devices[PREEMPT_MEM_MAX_DEVICES];
   preempt_mem_allocation *table;

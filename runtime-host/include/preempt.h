@@ -179,9 +179,12 @@ typedef struct preempt_mem_info {
   uint32_t lock_owner_deaths; /* times a process died holding the ledger's lock (and the next one recovered) */
   uint32_t lost_wakeups;      /* grants a waiter found only at its next poll (every 100 ms): nobody woke it */
   char policy[16];
+  char ledger[16];            /* who keeps it: "preemptd" (its socket answered) or "shared" (daemonless segment) */
 } preempt_mem_info;
 
-/* The current device's ledger as this process sees it. */
+/* The current device's ledger as this process sees it. Under preemptd, lock_owner_deaths, lost_wakeups and
+ * reinitializations are 0 (the daemon keeps the ledger in its own memory), and dead_clients counts connections
+ * that ended holding memory or waiting. */
 preempt_status preempt_mem_get_info(preempt_mem_info *info);
 
 #ifdef __cplusplus
