@@ -34,7 +34,7 @@ NO_PADDING(preempt_msg_mem_reserve, sizeof(preempt_msg_header) + 16 + 3 * 8 + 2 
 NO_PADDING(preempt_msg_mem_release, sizeof(preempt_msg_header) + 16 + 8);
 NO_PADDING(preempt_msg_mem_cancel, sizeof(preempt_msg_header) + 2 * 4);
 NO_PADDING(preempt_msg_mem_reading, sizeof(preempt_msg_header) + 16 + 2 * 8);
-NO_PADDING(preempt_msg_mem_query, sizeof(preempt_msg_header) + 16);
+NO_PADDING(preempt_msg_mem_query, sizeof(preempt_msg_header) + 16 + 2 * 8);
 NO_PADDING(preempt_msg_mem_reply, sizeof(preempt_msg_header) + 4 * 4 + 5 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
 NO_PADDING(preempt_stub, 4 * 4 + 6 * 4 + 2 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES + 2 * 4 +
                              PREEMPT_DAEMON_SM_MASK_WORDS * 4 + 2 * 4 + 8);
@@ -213,8 +213,8 @@ static const char *check_mem_reading(const preempt_msg_mem_reading *m) {
 }
 
 static const char *check_mem_query(const preempt_msg_mem_query *m) {
-  (void)m; /* any UUID: an unknown one is answered, not refused */
-  return NULL;
+  /* Any UUID: an unknown one is answered, not refused. */
+  return m->device_used_bytes > m->device_total_bytes ? "MEM_QUERY reading with more used than total" : NULL;
 }
 
 static const char *check_mem_reply(const preempt_msg_mem_reply *m) {

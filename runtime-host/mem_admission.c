@@ -762,7 +762,10 @@ preempt_status preempt_mem_get_info_with(const preempt_mem_gpu *gpu, preempt_mem
     info->budget_used_bytes = state->budget_used_bytes;
     unlock_memory(memory);
     preempt_msg_mem_reply answer;
-    if (preempt_mem_daemon_query(&memory->daemon, state->uuid, &answer) == 0) {
+    int answered = preempt_mem_daemon_query(&memory->daemon, state->uuid, read_gpu, (void *)gpu, &answer);
+    if (answered == 1)
+      return PREEMPT_ERROR_UNSUPPORTED;
+    if (answered == 0) {
       info->capacity_bytes = answer.capacity_bytes;
       info->external_bytes = answer.external_bytes;
       info->reserved_bytes = answer.reserved_bytes;

@@ -247,9 +247,13 @@ int preempt_mem_daemon_release(preempt_mem_daemon *daemon, const unsigned char u
   return -1;
 }
 
-int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uuid[16], preempt_msg_mem_reply *answer) {
+int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uuid[16], preempt_mem_reading reading,
+                             void *reading_argument, preempt_msg_mem_reply *answer) {
   preempt_msg_mem_query message;
   memset(&message, 0, sizeof message);
+  if (reading(&message.device_total_bytes, &message.device_used_bytes, reading_argument) != 0 ||
+      message.device_used_bytes > message.device_total_bytes)
+    message.device_total_bytes = message.device_used_bytes = 0;
   pthread_mutex_lock(&daemon->lock);
   uint32_t request_id = ++daemon->next_request_id;
   int lost = daemon->lost;
@@ -264,6 +268,8 @@ int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uui
   if (result != 0)
     mark_lost(daemon);
   pthread_mutex_unlock(&daemon->lock);
+  if (result == 0 && answer->result != PREEMPT_MEM_REPLY_LEDGER)
+    return 1;
   return result == 0 ? 0 : -1;
 }
 

@@ -96,7 +96,10 @@ int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char u
                                preempt_msg_mem_reply *answer, char *why, size_t why_bytes);
 /* 0, or -1 when the daemon is gone. */
 int preempt_mem_daemon_release(preempt_mem_daemon *daemon, const unsigned char uuid[16], uint64_t bytes);
-int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uuid[16], preempt_msg_mem_reply *answer);
+/* The ledger of the GPU `uuid` (the reading adds a GPU the daemon has not seen). 0; 1 when the daemon cannot
+ * tell (answer->result says why); -1 when the daemon is gone. */
+int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uuid[16], preempt_mem_reading reading,
+                             void *reading_argument, preempt_msg_mem_reply *answer);
 /* At exit: the connection's end gives back everything at once. */
 void preempt_mem_daemon_close(preempt_mem_daemon *daemon);
 

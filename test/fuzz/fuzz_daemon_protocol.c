@@ -195,6 +195,7 @@ static void check_accepted(const unsigned char *packet, size_t length, const pre
     check_reencoded_fixed(packet, length, msg, &msg->body.mem_cancel, sizeof msg->body.mem_cancel);
     return;
   case PREEMPT_MSG_MEM_QUERY:
+    REQUIRE(msg->body.mem_query.device_used_bytes <= msg->body.mem_query.device_total_bytes);
     check_reencoded_fixed(packet, length, msg, &msg->body.mem_query, sizeof msg->body.mem_query);
     return;
   case PREEMPT_MSG_MEM_READING: {

@@ -146,13 +146,14 @@ static int info(int repeat) {
       continue;
     }
     say("info capacity=%llu external=%llu reserved=%llu free=%llu held=%llu budget=%llu budget_used=%llu "
-        "dead_clients=%llu clients=%u waiting=%u reinitializations=%u lock_owner_deaths=%u lost_wakeups=%u policy=%s",
+        "dead_clients=%llu clients=%u waiting=%u reinitializations=%u lock_owner_deaths=%u lost_wakeups=%u policy=%s "
+        "ledger=%s",
         (unsigned long long)value.capacity_bytes, (unsigned long long)value.external_bytes,
         (unsigned long long)value.reserved_bytes, (unsigned long long)value.free_bytes,
         (unsigned long long)value.held_bytes, (unsigned long long)value.budget_bytes,
         (unsigned long long)value.budget_used_bytes, (unsigned long long)value.dead_clients, value.clients,
         value.waiting, value.reinitializations, value.lock_owner_deaths, value.lost_wakeups,
-        value.policy);
+        value.policy, value.ledger);
   } while (repeat && fgets(line, sizeof line, stdin));
   return 0;
 }

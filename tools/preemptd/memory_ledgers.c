@@ -48,6 +48,16 @@ static preemptd_mem_gpu *mem_gpu_for(preemptd_context *ctx, const uint8_t uuid[1
   return gpu;
 }
 
+/* After anything that changed what the ledger holds: the peak a client's reading is compared with. */
+static void note_used(preemptd_context *ctx, preemptd_mem_gpu *gpu) {
+  double now = preemptd_now_us(ctx);
+  uint64_t used = preempt_mem_ledger_used_bytes(gpu->ledger);
+  if (used >= gpu->peak_used_bytes || now - gpu->peak_since_us > PREEMPTD_MEM_READING_AGE_US) {
+    gpu->peak_used_bytes = used;
+    gpu->peak_since_us = now;
+  }
+}
+
 static uint32_t mem_gpu_index(const preemptd_context *ctx, const preemptd_mem_gpu *gpu) {
   return (uint32_t)(gpu - ctx->mem_gpus);
 }
@@ -63,6 +73,10 @@ static void learn_external(preemptd_context *ctx, preemptd_mem_gpu *gpu, uint64_
   if (total == 0)
     return; /* no reading */
   uint64_t accounted = preempt_mem_ledger_used_bytes(gpu->ledger);
+  /* NVML is read now, under the lock; a client's reading is older (see peak_used_bytes). Too small an external
+   * costs an allocation that fails and asks again (RESERVE_AFTER_OOM); too large, waiters held back. */
+  if (!gpu->nvml_device && gpu->peak_used_bytes > accounted)
+    accounted = gpu->peak_used_bytes;
   uint64_t external = used > accounted ? used - accounted : 0;
   if (external > gpu->ledger->capacity_bytes)
     external = gpu->ledger->capacity_bytes;
@@ -103,6 +117,7 @@ static preempt_daemon_status send_reply(preemptd_context *ctx, preemptd_client *
  * cannot take the reply is of no use connected: it is shut down, and its hang-up gives the bytes back. */
 static void deliver_grants(preemptd_context *ctx, preemptd_mem_gpu *gpu) {
   uint32_t gpu_index = mem_gpu_index(ctx, gpu);
+  note_used(ctx, gpu); /* every path that changes the ledger ends here */
   for (uint32_t index = 0; index < PREEMPTD_MAX_CONNECTIONS; index++) {
     preemptd_client *client = &ctx->clients[index];
     if (client->fd < 0 || !client->mem_attached || client->broken || !client->mem_waiting ||
@@ -191,6 +206,7 @@ preempt_daemon_status preemptd_mem_reserve(preemptd_context *ctx, preemptd_clien
     if (request->bytes > ledger->capacity_bytes - ledger->clients[slot].reserved_bytes)
       return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_NEVER_FITS);
     preempt_mem_ledger_restore(ledger, slot, request->bytes);
+    note_used(ctx, gpu);
     return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_GRANTED);
   }
   if (request->flags & PREEMPT_MEM_RESERVE_AFTER_OOM)
@@ -262,13 +278,14 @@ preempt_daemon_status preemptd_mem_cancel(preemptd_context *ctx, preemptd_client
 
 preempt_daemon_status preemptd_mem_query(preemptd_context *ctx, preemptd_client *client,
                                          const preempt_msg_mem_query *request, uint32_t request_id) {
-  preemptd_mem_gpu *gpu = NULL;
-  for (uint32_t index = 0; index < ctx->mem_gpu_count && !gpu; index++)
-    if (memcmp(ctx->mem_gpus[index].uuid, request->uuid, 16) == 0)
-      gpu = &ctx->mem_gpus[index];
   if (!client->mem_attached)
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "MEM_ATTACH first");
-  return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_LEDGER);
+  uint32_t result = PREEMPT_MEM_REPLY_LEDGER;
+  preemptd_mem_gpu *gpu = mem_gpu_for(ctx, request->uuid, request->device_total_bytes, &result);
+  /* Without a size for it (no NVML, no reading) or room for it, the answer says so with an empty ledger. */
+  if (gpu)
+    (void)slot_for(ctx, client, gpu);
+  return send_reply(ctx, client, gpu, request_id, gpu ? PREEMPT_MEM_REPLY_LEDGER : result);
 }
 
 preempt_daemon_status preemptd_mem_reading(preemptd_context *ctx, preemptd_client *client,

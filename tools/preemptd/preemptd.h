@@ -31,6 +31,8 @@
 #define PREEMPTD_IDLE_WAIT_NS 100000000LL
 /* Memory ledgers with waiters read NVML at least this often: memory freed outside them lets waiters go. */
 #define PREEMPTD_MEM_POLL_US 100000.0
+/* How old a client's reading may be when it arrives, for the ledger peak it is compared with. */
+#define PREEMPTD_MEM_READING_AGE_US 200000.0
 /* A client-reported eviction time above this is a lie or a bug; the sample is dropped. */
 #define PREEMPTD_MAX_EVICTION_NS 10000000000ULL
 
@@ -98,6 +100,11 @@ typedef struct preemptd_mem_gpu {
   preempt_mem_ledger *ledger;    /* malloc'd */
   void *nvml_device;             /* NULL: capacity and external come from the clients' readings */
   double last_reading_us;
+  /* The most the ledger held over the last PREEMPTD_MEM_READING_AGE_US: a client's reading was taken before its
+   * message arrived, when the ledger may have held more than now (a release since), so external is its used
+   * memory less this peak, never less what the ledger holds when the message arrives. */
+  uint64_t peak_used_bytes;
+  double peak_since_us;
 } preemptd_mem_gpu;
 
 /* One user's model of one kernel on one GPU: trained only by that user's clients (uid from SO_PEERCRED), so

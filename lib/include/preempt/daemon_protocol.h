@@ -265,9 +265,12 @@ typedef struct preempt_msg_mem_reading {
   uint64_t device_total_bytes, device_used_bytes;
 } preempt_msg_mem_reading;
 
+/* A client that asks about a GPU is in its ledger from then on (as one that opened the shared segment is): the
+ * GPU is added with the reading when the daemon has not seen it. */
 typedef struct preempt_msg_mem_query {
   preempt_msg_header header;
   uint8_t uuid[16];
+  uint64_t device_total_bytes, device_used_bytes; /* the client's reading; 0, 0: none */
 } preempt_msg_mem_query;
 
 typedef enum preempt_mem_reply_result {

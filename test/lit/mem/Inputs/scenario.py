@@ -11,7 +11,11 @@ removes them (/dev/shm/preempt-mem-test-<test>-<pid>-*) when it ends, whatever w
   scenario.py TOOLS... apis              each allocation API's accounting in the ledger
   scenario.py TOOLS... kill              kill -9 of a holder, of a waiter, of a holder inside the ledger's lock
   scenario.py TOOLS... chaos [options]   hundreds of kills at random points, then the survivors must finish
-TOOLS: --client PATH --preload PATH --work DIR
+TOOLS: --client PATH --preload PATH --work DIR [--daemon PATH]
+With --daemon, each run starts its own preemptd (its socket in the run's directory, --memory-policy the run's
+policy, no NVML: the clients' readings size the GPU) and the clients keep their ledger there; every view of the
+ledger must say so (ledger=preemptd). Cases that need the shared segment's lock are replaced by their daemon
+counterpart (kill: the daemon itself killed while a client waits).
 
 Output: lines for FileCheck. A check the driver makes itself prints "check <what>: ok" or
 "check <what>: FAILED (<why>)"; any failure also makes the exit status 1.
@@ -148,8 +152,16 @@ class Info(Client):
         line = self.lines[-1]
         if not line.startswith("info capacity="):
             raise Fatal(f"info: {line}")
-        return {key: (value if key == "policy" else int(value))
-                for key, value in (word.split("=", 1) for word in line.split()[1:])}
+        return parse_info(self.run, line)
+
+
+def parse_info(run, line):
+    state = {key: (value if key in ("policy", "ledger") else int(value))
+             for key, value in (word.split("=", 1) for word in line.split()[1:])}
+    expected = "preemptd" if run.daemon and not run.daemon_killed else "shared"
+    if state["ledger"] != expected:
+        raise Fatal(f"the ledger is kept by {state['ledger']}, not {expected}: {line}")
+    return state
 
 
 def info_once(run):
@@ -160,8 +172,7 @@ def info_once(run):
     line = client.line_starting("info capacity=")
     if not line:
         raise Fatal(f"info: {client.lines}")
-    return {key: (value if key == "policy" else int(value))
-            for key, value in (word.split("=", 1) for word in line.split()[1:])}
+    return parse_info(run, line)
 
 
 def gpu_once(run):
@@ -196,8 +207,35 @@ class Run:
             "PREEMPT_MEM_SEGMENT": self.prefix,
             "PREEMPT_MEM_POLICY": policy,
             "PREEMPT_MEM_TIMEOUT_MS": str(timeout_ms),
+            # Without a daemon of the run's own, a node's real preemptd must not be found either.
+            "PREEMPT_DAEMON_SOCKET": os.path.join(self.work, "preemptd.sock"),
         })
         self.remove_segments()
+        self.daemon = None
+        self.daemon_killed = False
+        if options.daemon:
+            self.start_daemon(options.daemon, policy)
+
+    def start_daemon(self, path, policy):
+        """preemptd in the foreground, on the run's socket; ready once it says it listens."""
+        self.daemon_log = open(os.path.join(self.work, "preemptd.stderr"), "w")
+        self.daemon = subprocess.Popen([path, "--foreground", "--socket", self.env["PREEMPT_DAEMON_SOCKET"],
+                                        "--memory-policy", policy, "--log", os.path.join(self.work, "preemptd.log")],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.daemon_log,
+                                       env=self.env)
+        deadline = time.monotonic() + 10
+        while True:
+            with open(self.daemon_log.name) as log:
+                if "listening on" in log.read():
+                    return
+            if self.daemon.poll() is not None or time.monotonic() > deadline:
+                raise Fatal(f"preemptd did not start (exit {self.daemon.poll()})")
+            time.sleep(0.01)
+
+    def kill_daemon(self):
+        self.daemon_killed = True
+        os.kill(self.daemon.pid, signal.SIGKILL)
+        self.daemon.wait()
 
     def remove_segments(self):
         for path in glob.glob(f"/dev/shm{self.prefix}-*"):
@@ -211,10 +249,23 @@ class Run:
             if client.proc.poll() is None:
                 client.kill()
             client.log.close()
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.terminate()
+            try:
+                self.daemon.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+        if self.daemon:
+            self.daemon_log.close()
+            self.daemon = None
         self.remove_segments()
         self.clients = []
 
     def dump_logs(self):
+        if self.daemon:
+            with open(os.path.join(self.work, "preemptd.log")) as log:
+                sys.stderr.write(f"--- preemptd log:\n{log.read()[-3000:]}\n")
         for client in self.clients:
             client.log.flush()
             with open(client.log.name) as log:
@@ -541,8 +592,42 @@ def kill_slow_driver(options):
         run.close()
 
 
+def kill_daemon(options):
+    """preemptd is killed (SIGKILL) while H holds 60M and W waits for 60M: W's request ends with the connection, W
+    moves to the shared segment, where H's 60M shows as used outside the ledger (the GPU's reading), so W waits
+    there; H frees (its own release finds the daemon gone too) and W is granted at its next poll."""
+    run = Run(options, "kill-daemon")
+    try:
+        info = Info(run)
+        holder = Client(run, "H", ["hold", "H", "60M"])
+        holder.wait_for(lambda: holder.granted_count, 10, "grant")
+        waiter = Client(run, "W", ["hold", "W", "60M"])
+        wait_waiting(info, 1)
+        info.proc.stdin.close()
+        info.wait_exit(10)
+        run.kill_daemon()
+        time.sleep(0.3)
+        say(f"daemon killed: W {'granted' if waiter.granted_count else 'waits'} while H holds; oom={waiter.oom}")
+        freed = time.monotonic_ns()
+        holder.send("free")
+        holder.wait_for(lambda: holder.line_starting("freed"), 10, "freed line")
+        report_latency("daemon killed, H frees", freed, waiter)
+        state = info_once(run)
+        say(f"daemon killed: shared ledger reserved={state['reserved'] // MIB}M waiting={state['waiting']} "
+            f"oom={waiter.oom}")
+        for client in (holder, waiter):
+            client.finish()
+        with open(waiter.log.name) as log:
+            said = "memory admission goes on in the shared ledger" in log.read()
+        say(f"daemon killed: W said it moved to the shared ledger: {'yes' if said else 'no'}")
+    finally:
+        run.close()
+
+
 def kill(options):
-    for case in (kill_holder, kill_waiter, kill_inside_lock, kill_slow_driver):
+    cases = (kill_holder, kill_waiter, kill_daemon, kill_slow_driver) if options.daemon else \
+        (kill_holder, kill_waiter, kill_inside_lock, kill_slow_driver)
+    for case in cases:
         try:
             case(options)
         except Fatal as problem:
@@ -664,8 +749,9 @@ def chaos(options):
         say(f"gpu: used={gpu['used']} allocations={gpu['allocations']} failures={gpu['failures']}")
         check("dead clients all reclaimed", attached_kills <= state["dead_clients"] <= kills,
               f"{attached_kills} <= {state['dead_clients']} <= {kills}")
-        check("kills inside the ledger's lock", state["lock_owner_deaths"] > 0,
-              f"lock_owner_deaths={state['lock_owner_deaths']}")
+        if not run.daemon:  # preemptd keeps its ledger in its own memory: no lock for a client to die in
+            check("kills inside the ledger's lock", state["lock_owner_deaths"] > 0,
+                  f"lock_owner_deaths={state['lock_owner_deaths']}")
         check("no lost wake-up", state["lost_wakeups"] == 0,
               f"{state['lost_wakeups']} grants were found by a waiter's poll, not by a wake-up")
         check("the simulated GPU never refused an admitted allocation", gpu["failures"] == 0 and gpu["used"] == 0,
@@ -684,6 +770,7 @@ def main():
     parser.add_argument("--client", required=True)
     parser.add_argument("--preload", required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--daemon", help="preemptd: keep the ledger there instead of the shared segment")
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("scenario")
     command.add_argument("policy", choices=["fifo", "mmu", "priority-fifo", "priority-mmu"])
@@ -703,6 +790,8 @@ def main():
     options = parser.parse_args()
     options.client = os.path.abspath(options.client)
     options.preload = os.path.abspath(options.preload)
+    if options.daemon:
+        options.daemon = os.path.abspath(options.daemon)
     os.makedirs(options.work, exist_ok=True)
     # lit's timeout (or a user's ^C) ends the driver with a signal: run the cleanups of `finally` on the way out.
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
