@@ -24,10 +24,12 @@ cc -O2 -shared -fPIC -fvisibility=hidden -Wall -Wextra -I"$cuda/include" -I"$roo
   -Wl,--version-script="$dir/obj/cudart.map" -lpthread
 ln -sf libcudart.so.13 "$bin/lib/libcudart.so"
 cp "$build/runtime-host/libpreempt_mem.so" "$bin/lib/"
+cp "$build/tools/preemptd/preemptd" "$bin/preemptd"
 # The runtime's memory admission, as libpreempt_runtime.a has it (preempt_cudaMalloc, ...), without the launch parts.
 objects=()
 for source in runtime-host/mem_intercept_cuda.c runtime-host/mem_admission.c runtime-host/mem_segment.c \
-              lib/mem_ledger.c lib/futex.c; do
+              runtime-host/mem_daemon.c runtime-host/daemon_socket.c lib/mem_ledger.c lib/futex.c lib/byte_count.c \
+              lib/daemon_protocol.c lib/packet_receive.c; do
   object=$dir/obj/$(basename "$source" .c).o
   cc -O2 -std=gnu11 -Wall -Wextra -I"$root/runtime-host/include" -I"$root/runtime-host" -I"$root/lib/include" \
     -I"$cuda/include" -c "$root/$source" -o "$object"

@@ -9,8 +9,11 @@
 #   preload_fifo         all at once, shared-runtime build with LD_PRELOAD=libpreempt_mem.so
 #   preempt_budget       all at once, runtime build, whole demand declared first (preempt_mem_budget: explicit
 #                        mode), then allocated in 4 pieces
+#   daemon_fifo          all at once, runtime build, the ledger kept by preemptd (schedGPU §3.1's client-server
+#                        mode: BIN_DIR/preemptd --memory-policy fifo on a socket of its own, NVML for the GPU's size)
 # and the cost of one admitted allocation: N cudaMalloc+cudaFree pairs timed one by one, with admission and with
-# PREEMPT_MEM=off, in the runtime build and in the preload build (and the original build as reference).
+# PREEMPT_MEM=off, in the runtime build and in the preload build (and the original build as reference), and in the
+# runtime build with preemptd's ledger (a socket round trip per allocation and a message per free).
 # The concurrent modes are repeated PRESSURE_REPS times while PRESSURE_BUDGET_S allows; serial runs once.
 # Every line of OUT_JSONL has a "kind": config, overhead, job (one per process), run (one per mode and rep), note.
 # bench/memory/report_memory.py turns it into the report.
@@ -36,8 +39,10 @@ for number in "$jobs" "$share" "$reps" "$budget_s" "$overhead_calls" "$overhead_
 done
 work=$(mktemp -d)
 running=() # the timeout processes now running
+daemon_pid=""
 cleanup() {
   for pid in "${running[@]}"; do kill "$pid" 2>/dev/null; done
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
   rm -f /dev/shm/preempt-mem-bench-*
   rm -rf "$work"
 }
@@ -51,7 +56,8 @@ rm -f /dev/shm/preempt-mem-bench-*
 # What every process gets: no admission settings from outside; 8 hardware queues and eager module loading in
 # every build (the runtime would ask for 32 queues, which costs its processes ~0.6 s each to start on the H100,
 # docs/daemon.md; nothing here evicts, so 8 are safe), so that the builds differ in their allocation path only.
-unset PREEMPT_MEM PREEMPT_MEM_BUDGET PREEMPT_MEM_POLICY PREEMPT_MEM_SEGMENT PREEMPT_MEM_TIMEOUT_MS LD_PRELOAD
+unset PREEMPT_MEM PREEMPT_MEM_BUDGET PREEMPT_MEM_POLICY PREEMPT_MEM_SEGMENT PREEMPT_MEM_TIMEOUT_MS LD_PRELOAD \
+  PREEMPT_MEM_LEDGER PREEMPT_DAEMON_SOCKET
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-8} CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 export PREEMPT_DAEMON=off LC_NUMERIC=C
 
@@ -175,8 +181,15 @@ wait_all() {
 }
 
 # The environment of a mode: admission settings and, for the preload build, the preloaded library.
-mode_env() { # mode_env RUN BUILD POLICY(off|fifo|mmu|...) PRELOAD(0|1): prints one assignment per line
+mode_env() { # mode_env RUN BUILD POLICY(off|fifo|mmu|...|daemon) PRELOAD(0|1): prints one assignment per line
   local run=$1 build=$2 policy=$3 preload=$4
+  if [ "$policy" = daemon ]; then
+    echo "PREEMPT_MEM=on"
+    echo "PREEMPT_DAEMON_SOCKET=$work/preemptd.sock"
+    echo "PREEMPT_MEM_TIMEOUT_MS=$(( (proc_timeout > 10 ? proc_timeout - 5 : proc_timeout) * 1000 ))"
+    return
+  fi
+  echo "PREEMPT_MEM_LEDGER=shared"
   if [ "$build" = preload ]; then
     echo "LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     [ "$preload" = 1 ] && echo "LD_PRELOAD=$lib/libpreempt_mem.so"
@@ -233,8 +246,32 @@ overhead() {
   wait_all "$dir" 0
   rm -f "/dev/shm/preempt-mem-bench-$mode"-*
   python3 "$work/assemble.py" overhead "{\"mode\": \"$mode\", \"build\": \"$build\", \"admission\": \
-\"$([ "$policy" = off ] && echo off || echo on)\", \"preload\": $preload}" "$dir" 1 "$began" "$(now_s)" \
+\"$(case $policy in off) echo off ;; daemon) echo preemptd ;; *) echo on ;; esac)\", \"preload\": $preload}" "$dir" 1 "$began" "$(now_s)" \
     "$proc_timeout" >> "$out"
+}
+
+# preemptd for the daemon modes, on a socket of its own; the memory policy named. 0 once it listens.
+start_daemon() {
+  stop_daemon
+  "$bin/preemptd" --foreground --socket "$work/preemptd.sock" --memory-policy "$1" --log "$work/preemptd.log" \
+    2> "$work/preemptd.stderr" &
+  daemon_pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$work/preemptd.stderr" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  emit "{\"kind\": \"note\", \"failed\": \"preemptd did not start: $(tr -d '\"\\' < "$work/preemptd.stderr" | head -c 300)\"}"
+  return 1
+}
+stop_daemon() {
+  [ -n "$daemon_pid" ] || return 0
+  # How the daemon saw its GPU (NVML or readings), for the report.
+  local nvml
+  nvml=$(grep -o 'memory policy=[a-z-]* nvml=[^ ]*' "$work/preemptd.log" 2>/dev/null | head -1)
+  [ -n "$nvml" ] && emit "{\"kind\": \"note\", \"daemon\": \"$nvml\"}"
+  kill "$daemon_pid" 2>/dev/null
+  wait "$daemon_pid" 2>/dev/null
+  daemon_pid=""
 }
 
 # fits SECONDS_NEEDED: whether a run of about that long still ends within the budget.
@@ -250,6 +287,10 @@ overhead overhead_preempt_on preempt fifo 0
 overhead overhead_preempt_off preempt off 0
 overhead overhead_preload_on preload fifo 1
 overhead overhead_preload_off preload off 1
+if [[ overhead_daemon_on =~ $only ]] && start_daemon fifo; then
+  overhead overhead_daemon_on preempt daemon 0
+  stop_daemon
+fi
 
 # 2. The baseline, one job at a time; its first job calibrates the passes every later job runs.
 passes=${PRESSURE_PASSES:-}
@@ -293,6 +334,10 @@ concurrent() { # concurrent REP MODE...: each mode once, if it fits the budget
       original_concurrent) run_jobs "${mode}_$rep" "$mode" "$rep" original off 0 "$jobs" ;;
       original_packed) run_jobs "${mode}_$rep" "$mode" "$rep" original off 0 "$packed" ;;
       preempt_budget) run_jobs "${mode}_$rep" "$mode" "$rep" preempt fifo 0 "$jobs" --budget --pieces 4 ;;
+      daemon_*) if start_daemon "${mode#daemon_}"; then
+          run_jobs "${mode}_$rep" "$mode" "$rep" preempt daemon 0 "$jobs"
+          stop_daemon
+        fi ;;
       preload_*) run_jobs "${mode}_$rep" "$mode" "$rep" preload "${mode#preload_}" 1 "$jobs" ;;
       preempt_*) run_jobs "${mode}_$rep" "$mode" "$rep" preempt "${mode#preempt_}" 0 "$jobs" ;;
     esac
@@ -303,7 +348,7 @@ first_policy=${policies%% *}
 other_policies=()
 for policy in $policies; do [ "$policy" = "$first_policy" ] || other_policies+=("preempt_$policy"); done
 # The admitted modes first: when time runs short, what is skipped is a repetition of the baseline.
-repeated=("preempt_$first_policy" "preload_$first_policy" preempt_budget original_concurrent)
+repeated=("preempt_$first_policy" "preload_$first_policy" "daemon_$first_policy" preempt_budget original_concurrent)
 concurrent 1 "${repeated[@]}"
 concurrent 1 "${other_policies[@]}" original_packed
 for rep in $(seq 2 "$reps"); do concurrent "$rep" "${repeated[@]}"; done

@@ -32,6 +32,8 @@ LABELS = {
     "preload_fifo": "all at once, shared-runtime build + LD_PRELOAD, fifo",
     "preload_mmu": "all at once, shared-runtime build + LD_PRELOAD, mmu",
     "preempt_budget": "all at once, runtime build, explicit budget (preempt_mem_budget), 4 cudaMalloc each, fifo",
+    "daemon_fifo": "all at once, plugin + runtime build, ledger kept by preemptd, fifo",
+    "daemon_mmu": "all at once, plugin + runtime build, ledger kept by preemptd, mmu",
 }
 BASELINES = ("original_concurrent", "original_packed")
 
@@ -54,7 +56,7 @@ def load(path):
 
 
 def admitted_mode(mode):
-    return mode.startswith("preempt_") or mode.startswith("preload_")
+    return mode.startswith(("preempt_", "preload_", "daemon_"))
 
 
 def spread(values, fmt="{:.2f}"):
@@ -143,8 +145,11 @@ def summarize(rows):
         checks.append({"check": "pressure.sh ran", "passed": False,
                        "problems": failed_notes or ["no run in the output"]})
     costs = {}
-    for build in ("preempt", "preload"):
-        on, off = overhead.get(f"overhead_{build}_on"), overhead.get(f"overhead_{build}_off")
+    # preemptd's ledger is compared with the same build's PREEMPT_MEM=off.
+    for build, on_mode, off_mode in (("preempt", "overhead_preempt_on", "overhead_preempt_off"),
+                                     ("preload", "overhead_preload_on", "overhead_preload_off"),
+                                     ("preemptd", "overhead_daemon_on", "overhead_preempt_off")):
+        on, off = overhead.get(on_mode), overhead.get(off_mode)
         if not on and not off:
             continue
         cost = {"on": on, "off": off}
@@ -217,7 +222,7 @@ def markdown(summary):
                 "| build | admission | admitted | cudaMalloc us median (p99) | cudaFree us median (p99) |",
                 "|---|---|---|---|---|"]
         for mode in ("overhead_original_off", "overhead_preempt_on", "overhead_preempt_off", "overhead_preload_on",
-                     "overhead_preload_off"):
+                     "overhead_preload_off", "overhead_daemon_on"):
             row = rows.get(mode)
             if not row:
                 continue
