@@ -128,8 +128,10 @@ static void deliver_grants(preemptd_context *ctx, preemptd_mem_gpu *gpu) {
       continue;
     preempt_mem_ledger_take(gpu->ledger, slot, client->mem_wait_entry);
     client->mem_waiting = false;
-    preemptd_log(ctx, "memory grant client=%u gpu=%u bytes=%llu waited_us=%.0f", client->id, gpu_index,
-                 (unsigned long long)client->mem_wait_bytes, preemptd_now_us(ctx) - client->mem_wait_since_us);
+    /* Only a grant that waited is logged: a flushed line per allocation would lengthen every round trip. */
+    if (client->mem_wait_logged)
+      preemptd_log(ctx, "memory grant client=%u gpu=%u bytes=%llu waited_us=%.0f", client->id, gpu_index,
+                   (unsigned long long)client->mem_wait_bytes, preemptd_now_us(ctx) - client->mem_wait_since_us);
     if (send_reply(ctx, client, gpu, client->mem_wait_request_id, PREEMPT_MEM_REPLY_GRANTED) != PREEMPT_DAEMON_OK) {
       preemptd_log(ctx, "memory client=%u pid=%d cannot take its grant: disconnecting", client->id, (int)client->pid);
       client->broken = true;
@@ -228,7 +230,8 @@ preempt_daemon_status preemptd_mem_reserve(preemptd_context *ctx, preemptd_clien
   client->mem_wait_request_id = request_id;
   client->mem_wait_bytes = request->bytes;
   client->mem_wait_since_us = preemptd_now_us(ctx);
-  if (ledger->waiters[entry].state == PREEMPT_MEM_WAITER_WAITING)
+  client->mem_wait_logged = ledger->waiters[entry].state == PREEMPT_MEM_WAITER_WAITING;
+  if (client->mem_wait_logged)
     preemptd_log(ctx, "memory wait client=%u gpu=%u bytes=%llu reserved=%llu external=%llu", client->id, gpu_index,
                  (unsigned long long)request->bytes, (unsigned long long)preempt_mem_ledger_used_bytes(ledger),
                  (unsigned long long)ledger->external_bytes);

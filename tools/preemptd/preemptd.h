@@ -81,6 +81,7 @@ typedef struct preemptd_client {
   int32_t mem_priority, mem_priority_limit;
   uint32_t mem_slot[PREEMPTD_MAX_GPUS]; /* its slot in each memory GPU's ledger; PREEMPT_MEM_NO_INDEX: none yet */
   bool mem_waiting;              /* one RESERVE waits in a ledger's queue */
+  bool mem_wait_logged;          /* it did not fit at once: its grant is logged too */
   uint32_t mem_wait_gpu, mem_wait_entry, mem_wait_request_id;
   uint64_t mem_wait_bytes;
   double mem_wait_since_us;
