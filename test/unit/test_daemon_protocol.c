@@ -828,8 +828,75 @@ static void test_futex(void) {
   CHECK(seconds_since(&start) < 5.0);
 }
 
+/* The memory messages: a sound one of each decodes to what was written; each field check refuses its bad value
+ * with its own reason. */
+static void test_memory_messages(void) {
+  const char *why = NULL;
+  preempt_msg_mem_reserve reserve;
+  memset(&reserve, 0, sizeof reserve);
+  preempt_msg_header_init(&reserve.header, PREEMPT_MSG_MEM_RESERVE, sizeof reserve, 41);
+  memset(reserve.uuid, 0x5a, sizeof reserve.uuid);
+  reserve.bytes = 3ull << 30;
+  reserve.device_total_bytes = 80ull << 30;
+  reserve.device_used_bytes = 80ull << 30; /* all used is a reading, not a lie */
+  reserve.flags = PREEMPT_MEM_RESERVE_NOW;
+  memcpy(packet, &reserve, sizeof reserve);
+  CHECK(preempt_msg_decode_why(packet, sizeof reserve, &decoded, &why) == PREEMPT_DAEMON_OK);
+  CHECK(decoded.type == PREEMPT_MSG_MEM_RESERVE && decoded.request_id == 41);
+  CHECK_EQ_U64(decoded.body.mem_reserve.bytes, 3ull << 30);
+  CHECK(decoded.body.mem_reserve.uuid[15] == 0x5a && decoded.body.mem_reserve.flags == PREEMPT_MEM_RESERVE_NOW);
+  /* Each bad field, one at a time, from the sound message. */
+#define REFUSED(field_assignment, reason)                                                                               \
+  do {                                                                                                                 \
+    preempt_msg_mem_reserve bad = reserve;                                                                             \
+    bad.field_assignment;                                                                                              \
+    memcpy(packet, &bad, sizeof bad);                                                                                  \
+    CHECK(preempt_msg_decode_why(packet, sizeof bad, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);                     \
+    CHECK(why != NULL && strcmp(why, reason) == 0);                                                                    \
+  } while (0)
+  REFUSED(bytes = 0, "MEM_RESERVE of 0 bytes");
+  REFUSED(device_used_bytes = (80ull << 30) + 1, "MEM_RESERVE reading with more used than total");
+  REFUSED(flags = 4, "MEM_RESERVE unknown flags");
+  REFUSED(reserved = 1, "MEM_RESERVE reserved field not 0");
+#undef REFUSED
+
+  preempt_msg_mem_reply reply;
+  memset(&reply, 0, sizeof reply);
+  preempt_msg_header_init(&reply.header, PREEMPT_MSG_MEM_REPLY, sizeof reply, 41);
+  reply.result = PREEMPT_MEM_REPLY_LEDGER;
+  reply.reserved_bytes = 10;
+  reply.held_bytes = 10;
+  preempt_copy_name(reply.policy, sizeof reply.policy, "mmu");
+  memcpy(packet, &reply, sizeof reply);
+  CHECK(preempt_msg_decode_why(packet, sizeof reply, &decoded, &why) == PREEMPT_DAEMON_OK);
+  CHECK(decoded.body.mem_reply.result == PREEMPT_MEM_REPLY_LEDGER && strcmp(decoded.body.mem_reply.policy, "mmu") == 0);
+  /* A client cannot hold more than every client together. */
+  reply.held_bytes = 11;
+  memcpy(packet, &reply, sizeof reply);
+  CHECK(preempt_msg_decode_why(packet, sizeof reply, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "MEM_REPLY holds more than the ledger has reserved") == 0);
+  reply.held_bytes = 10;
+  reply.result = PREEMPT_MEM_REPLY_LEDGER + 1;
+  memcpy(packet, &reply, sizeof reply);
+  CHECK(preempt_msg_decode_why(packet, sizeof reply, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "MEM_REPLY result unknown") == 0);
+
+  preempt_msg_mem_release release;
+  memset(&release, 0, sizeof release);
+  preempt_msg_header_init(&release.header, PREEMPT_MSG_MEM_RELEASE, sizeof release, 0);
+  memcpy(packet, &release, sizeof release);
+  CHECK(preempt_msg_decode_why(packet, sizeof release, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(why != NULL && strcmp(why, "MEM_RELEASE of 0 bytes") == 0);
+  /* A reply type is not a request, and a request one byte short is not that request. */
+  release.bytes = 1;
+  memcpy(packet, &release, sizeof release);
+  CHECK(preempt_msg_decode(packet, sizeof release - 1, &decoded) == PREEMPT_DAEMON_MALFORMED);
+  CHECK(preempt_msg_decode(packet, sizeof release, &decoded) == PREEMPT_DAEMON_OK);
+}
+
 int main(void) {
   test_round_trips();
+  test_memory_messages();
   test_alignment();
   test_header_malformations();
   test_body_malformations();
