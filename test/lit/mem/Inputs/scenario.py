@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """scenario.py: drives memory admission's lit tests with real processes on a simulated GPU.
 
-Every client is build/test/mem/mem_client, an unmodified program linked with libfakecuda.so (a GPU of
-FAKE_GPU_MEMORY bytes shared by all processes naming the same FAKE_GPU_NAME); admission reaches it only through
-LD_PRELOAD=libpreempt_mem.so. Each run uses its own ledger and simulated GPU (names carry the driver's pid), and
-removes them (/dev/shm/preempt-mem-test-<test>-<pid>-*) when it ends, whatever way it ends.
+Every client is build/test/mem/mem_client, an unmodified program linked with the simulated GPU
+(test/fake-gpu/libfakecuda.so: FAKE_GPU_MEMORY bytes shared by all processes naming the same FAKE_GPU_NAME);
+admission reaches it only through LD_PRELOAD=libpreempt_mem.so. Each run uses its own ledger and simulated GPU
+(names carry the driver's pid), and removes them (/dev/shm/preempt-mem-test-<test>-<pid>-*) when it ends, whatever way it ends.
 
   scenario.py TOOLS... scenario POLICY   the scripted admission order of one policy (test_mem_ledger.c's)
   scenario.py TOOLS... control           two clients over capacity: without admission one fails, with it none
@@ -366,7 +366,8 @@ def control(options):
 def apis(options):
     run = Run(options, "apis", timeout_ms=5000)
     try:
-        client = Client(run, "apis", ["apis"], extra_env={"FAKE_GPU_PITCH": "1024", "PREEMPT_QUIET": "1"})
+        client = Client(run, "apis", ["apis"], extra_env={"FAKE_GPU_PITCH": "1024", "FAKE_GPU_ALIAS_HANDLES": "1",
+                                                          "PREEMPT_QUIET": "1"})
         say(f"apis exited with {client.wait_exit(20)}")
         client.reader.join(5)
         for line in client.lines:
