@@ -6,7 +6,8 @@
  * It queues on the ledger's robust mutex as glibc's pthread_mutex_lock does (the futex word's waiters bit set, then
  * FUTEX_WAIT on the word, shared), but keeps no robust-list entry while it waits, so that nothing it does after its
  * wake-up reaches the kernel. When the holder dies the kernel marks the word OWNER_DIED and wakes exactly one
- * waiter, the first queued: queued first, this one prints "woken owner_died=1" and then sleeps until killed. It
+ * waiter, the first queued: queued first, this one prints "woken owner_died=1" (0 if another waiter took the lock
+ * before it looked) and then sleeps until killed. It
  * stands for a woken waiter that never takes the lock: one killed before it could on a kernel that does not wake
  * the next waiter for it (Linux before 5.6), one stopped or frozen, or descheduled for long. The waiters queued
  * after it sleep on until a process locks afresh; mem_segment.c's lock wakes them at the end of each slice.

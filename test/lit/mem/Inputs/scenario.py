@@ -11,7 +11,7 @@ admission reaches it only through LD_PRELOAD=libpreempt_mem.so. Each run uses it
   scenario.py TOOLS... apis              each allocation API's accounting in the ledger
   scenario.py TOOLS... kill              kill -9 of a holder, of a waiter, of a holder inside the ledger's lock
   scenario.py TOOLS... chaos [options]   hundreds of kills at random points, then the survivors must finish
-TOOLS: --client PATH --preload PATH --work DIR
+TOOLS: --client PATH --preload PATH --work DIR [--stalled-waiter PATH] (kill's last case needs the last)
 
 Output: lines for FileCheck. A check the driver makes itself prints "check <what>: ok" or
 "check <what>: FAILED (<why>)"; any failure also makes the exit status 1.
@@ -20,6 +20,7 @@ import argparse
 import glob
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -542,8 +543,68 @@ def kill_slow_driver(options):
         run.close()
 
 
+def kill_with_stalled_waiter(options):
+    """H frees with PREEMPT_MEM_TEST_HOLD_NS=3 s and is killed inside the ledger's lock, as above; but first a stalled
+    waiter (test/mem/stalled_waiter.c) queues on the lock, and then the info client. The kernel's one wake-up at H's
+    death goes to the first queued, the stalled waiter, which never takes the lock. No other process waits for memory,
+    so none locks afresh: only the info client's own bounded lock waits (mem_segment.c) can bring it the lock."""
+    run = Run(options, "stalled-waiter")
+    stalled = None
+    try:
+        info = Info(run)
+        holder = Client(run, "H", ["hold", "H", "80M"], extra_env={"PREEMPT_MEM_TEST_HOLD_NS": "3000000000"})
+        holder.wait_for(lambda: holder.granted_count, 10, "grant")
+        info.query()
+        ledgers = glob.glob(f"/dev/shm{run.prefix}-{os.geteuid()}-*")
+        if len(ledgers) != 1:
+            raise Fatal(f"expected one ledger, found {ledgers}")
+        holder.send("free")
+        holder.wait_for(lambda: holder.line_starting("freeing"), 10, "freeing line")
+        inside = wait_blocked(holder.proc.pid, "nanosleep", 0.5)
+        log = open(os.path.join(run.work, "stalled.stderr"), "w")
+        stalled = subprocess.Popen([options.stalled_waiter, ledgers[0][len("/dev/shm"):]], stdout=subprocess.PIPE,
+                                   stderr=log, env=run.env, text=True)
+        first = wait_blocked(stalled.pid, "futex", 0.2)
+        with run.cond:
+            seen = len(info.lines)
+        info.send("")  # its answer waits for the lock, behind the stalled waiter
+        second = wait_blocked(info.proc.pid, "futex", 0.2)
+        say(f"stalled waiter: H seen sleeping inside the lock: {inside}; queued: stalled waiter {first}, "
+            f"then info {second}")
+        killed = time.monotonic()
+        holder.kill()
+        woken = ""
+        if select.select([stalled.stdout], [], [], 3)[0]:
+            woken = stalled.stdout.readline().strip()
+        say(f"stalled waiter: {woken or 'no line (' + str(stalled.poll()) + ')'}")
+        deadline = killed + 3
+        with run.cond:
+            while len(info.lines) <= seen and time.monotonic() < deadline:
+                run.cond.wait(deadline - time.monotonic())
+            answered = len(info.lines) > seen
+        latency = time.monotonic() - killed
+        say(f"stalled waiter: the info client got the lock within 1 s of the kill: "
+            f"{'yes' if answered and latency < 1 else 'no'}")
+        if not answered:
+            check("the info client got the lock", False, "still blocked 3 s after the kill")
+            return
+        state = info.query()
+        say(f"stalled waiter: reserved={state['reserved']} waiting={state['waiting']} clients={state['clients']} "
+            f"dead_clients={state['dead_clients']} lock_owner_deaths={state['lock_owner_deaths']} "
+            f"reinitializations={state['reinitializations']}")
+    finally:
+        if stalled:
+            stalled.kill()
+            stalled.wait()
+            stalled.stdout.close()
+        run.close()
+
+
 def kill(options):
-    for case in (kill_holder, kill_waiter, kill_inside_lock, kill_slow_driver):
+    cases = [kill_holder, kill_waiter, kill_inside_lock, kill_slow_driver]
+    if options.stalled_waiter:
+        cases.append(kill_with_stalled_waiter)
+    for case in cases:
         try:
             case(options)
         except Fatal as problem:
@@ -685,6 +746,7 @@ def main():
     parser.add_argument("--client", required=True)
     parser.add_argument("--preload", required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--stalled-waiter", help="test/mem/stalled_waiter, for kill's last case")
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("scenario")
     command.add_argument("policy", choices=["fifo", "mmu", "priority-fifo", "priority-mmu"])
@@ -704,6 +766,8 @@ def main():
     options = parser.parse_args()
     options.client = os.path.abspath(options.client)
     options.preload = os.path.abspath(options.preload)
+    if options.stalled_waiter:
+        options.stalled_waiter = os.path.abspath(options.stalled_waiter)
     os.makedirs(options.work, exist_ok=True)
     # lit's timeout (or a user's ^C) ends the driver with a signal: run the cleanups of `finally` on the way out.
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
