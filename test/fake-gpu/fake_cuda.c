@@ -184,11 +184,20 @@ static int read_bytes(const char *variable, uint64_t *value) {
   return 0;
 }
 
+/* A job number (mem_pressure's seed, a 32-bit number), or -1 when the variable is unset. */
 static int read_job(const char *variable, int64_t *job) {
-  uint64_t value = UINT64_MAX;
+  const char *text = getenv(variable);
+  uint64_t value = 0;
+  *job = -1;
+  if (!text || !*text)
+    return 0;
   if (read_count(variable, &value) != 0)
     return -1;
-  *job = value == UINT64_MAX || value > INT32_MAX ? -1 : (int64_t)value;
+  if (value > UINT32_MAX) {
+    fprintf(stderr, "fakecuda: %s='%s' is not a job number (0..%u)\n", variable, text, UINT32_MAX);
+    return -1;
+  }
+  *job = (int64_t)value;
   return 0;
 }
 
@@ -222,8 +231,13 @@ static int parse_config(fake_config *config) {
     fprintf(stderr, "fakecuda: FAKE_GPU_PITCH=%llu is not a power of two\n", (unsigned long long)config->pitch);
     return -1;
   }
-  if (delay_ms > UINT64_MAX / 1000000 || alias > 1) {
-    fprintf(stderr, "fakecuda: FAKE_GPU_RELEASE_DELAY_MS or FAKE_GPU_ALIAS_HANDLES (0 or 1) out of range\n");
+  /* An hour at most: longer is a typo, and the nanoseconds must not overflow. */
+  if (delay_ms > 3600000 || config->pass_ms > 3600000) {
+    fprintf(stderr, "fakecuda: FAKE_GPU_RELEASE_DELAY_MS and FAKE_GPU_PASS_MS are at most 3600000 (an hour)\n");
+    return -1;
+  }
+  if (alias > 1) {
+    fprintf(stderr, "fakecuda: FAKE_GPU_ALIAS_HANDLES is 0 or 1\n");
     return -1;
   }
   config->release_delay_ns = delay_ms * 1000000;

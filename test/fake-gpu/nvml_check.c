@@ -260,9 +260,11 @@ static int run(const char *library_path, uint64_t bytes) {
   if (answer(&allocator_process, "alloc", "allocated", NULL, &cuda_free, &cuda_total) != 0)
     return 1;
   compare("allocated again", device, cuda_free, cuda_total);
-  kill(allocator_process.pid, SIGKILL);
   int status = 0;
-  waitpid(allocator_process.pid, &status, 0);
+  if (kill(allocator_process.pid, SIGKILL) != 0 || waitpid(allocator_process.pid, &status, 0) != allocator_process.pid) {
+    printf("cannot kill the allocator: %s\n", strerror(errno));
+    return 1;
+  }
   check_code("killed: nvmlDeviceGetMemoryInfo", nvml.memory_info(device, &memory), 0);
   printf("killed: nvml total=%llu used=%llu free=%llu\n", memory.total, memory.used, memory.free);
   check("killed: the dead allocator holds nothing", memory.used == 0 && memory.free == memory.total,
