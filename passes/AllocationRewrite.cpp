@@ -35,16 +35,21 @@ static cl::opt<bool> MemoryAdmission("preempt-memory-admission",
                                      cl::init(true));
 
 // The exact names the runtime wraps: each wrapper has the original's
-// signature, so only these may be routed. The per-thread-stream spellings
-// (cudaMallocAsync_ptsz, ...) have no wrapper and stay as they are.
+// signature, so only these may be routed. The _ptsz names are what
+// cuda_runtime_api.h and cuda.h call the stream-ordered APIs under
+// CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc --default-stream per-thread);
+// HIP has no per-thread spellings of its allocation calls.
 static constexpr StringLiteral AllocationApis[] = {
     // CUDA runtime
-    "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cudaMallocPitch", "cudaMalloc3D",
-    "cudaMallocManaged",
+    "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cudaMallocFromPoolAsync", "cudaMallocPitch",
+    "cudaMalloc3D", "cudaMallocManaged", "cudaMallocAsync_ptsz", "cudaFreeAsync_ptsz", "cudaMallocFromPoolAsync_ptsz",
     // CUDA driver (cuda.h maps cuMemAlloc, cuMemAllocPitch and cuMemFree to _v2)
-    "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemAllocAsync", "cuMemAllocManaged", "cuMemFree_v2", "cuMemFreeAsync",
+    "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemAllocManaged",
+    "cuMemFree_v2", "cuMemFreeAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync_ptsz",
+    "cuMemCreate", "cuMemRelease",
     // HIP
-    "hipMalloc", "hipFree", "hipMallocAsync", "hipFreeAsync", "hipMallocPitch", "hipMalloc3D", "hipMallocManaged"};
+    "hipMalloc", "hipFree", "hipMallocAsync", "hipFreeAsync", "hipMallocFromPoolAsync", "hipMallocPitch",
+    "hipMalloc3D", "hipMallocManaged", "hipMemCreate", "hipMemRelease"};
 
 static std::string wrapperName(StringRef Api) { return ("preempt_" + Api).str(); }
 

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "mem_handle_key.h"
 #include "memory.h"
 
 #ifdef PREEMPT_MEM_PRELOAD
@@ -31,12 +32,38 @@
 #define EXPORTED
 #endif
 
+/* The per-thread default stream's spellings of the stream-ordered calls: cuda_runtime_api.h renames the calls to
+ * them under CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc --default-stream per-thread) and declares them only then. */
+extern cudaError_t CUDARTAPI cudaMallocAsync_ptsz(void **, size_t, cudaStream_t);
+extern cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void **, size_t, cudaMemPool_t, cudaStream_t);
+extern cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *, cudaStream_t);
+extern cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t, enum cudaStreamCaptureStatus *);
+extern cudaError_t CUDARTAPI cudaLaunchHostFunc_ptsz(cudaStream_t, cudaHostFn_t, void *);
+
+/* The stream-ordered calls of one default-stream spelling: legacy (cudaMallocAsync, ...) or per-thread
+ * (cudaMallocAsync_ptsz, ...). A wrapper asks the capture state and enqueues its give-back with the spelling of
+ * the call it wraps: stream 0 is the legacy default stream to one and this thread's own to the other. */
+typedef struct runtime_stream_api {
+  cudaError_t (*malloc_async)(void **, size_t, cudaStream_t);
+  cudaError_t (*malloc_from_pool_async)(void **, size_t, cudaMemPool_t, cudaStream_t);
+  cudaError_t (*free_async)(void *, cudaStream_t);
+  cudaError_t (*is_capturing)(cudaStream_t, enum cudaStreamCaptureStatus *);
+  cudaError_t (*launch_host_func)(cudaStream_t, cudaHostFn_t, void *);
+} runtime_stream_api;
+
+typedef struct driver_stream_api {
+  CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*mem_alloc_from_pool_async)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+  CUresult (*mem_free_async)(CUdeviceptr, CUstream);
+  CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *);
+  CUresult (*launch_host_func)(CUstream, CUhostFn, void *);
+} driver_stream_api;
+
 /* The real functions, looked up once. */
 static struct {
   cudaError_t (*cudaMalloc)(void **, size_t);
   cudaError_t (*cudaFree)(void *);
-  cudaError_t (*cudaMallocAsync)(void **, size_t, cudaStream_t);
-  cudaError_t (*cudaFreeAsync)(void *, cudaStream_t);
+  runtime_stream_api runtime_legacy, runtime_per_thread;
   cudaError_t (*cudaMallocPitch)(void **, size_t *, size_t, size_t);
   cudaError_t (*cudaMalloc3D)(struct cudaPitchedPtr *, struct cudaExtent);
   cudaError_t (*cudaMallocManaged)(void **, size_t, unsigned int);
@@ -45,19 +72,16 @@ static struct {
   cudaError_t (*cudaMemGetInfo)(size_t *, size_t *);
   cudaError_t (*cudaPeekAtLastError)(void);
   cudaError_t (*cudaGetLastError)(void);
-  cudaError_t (*cudaLaunchHostFunc)(cudaStream_t, cudaHostFn_t, void *);
-  cudaError_t (*cudaStreamIsCapturing)(cudaStream_t, enum cudaStreamCaptureStatus *);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
   CUresult (*cuMemAllocPitch_v2)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
-  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned int);
   CUresult (*cuMemFree_v2)(CUdeviceptr);
-  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  driver_stream_api driver_legacy, driver_per_thread;
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
   CUresult (*cuCtxGetDevice)(CUdevice *);
   CUresult (*cuDeviceGetUuid)(CUuuid *, CUdevice);
   CUresult (*cuMemGetInfo_v2)(size_t *, size_t *);
-  CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void *);
-  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
 } real;
 
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
@@ -65,8 +89,15 @@ static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static void load_real(void) {
   real.cudaMalloc = RUNTIME_SYMBOL(cudaMalloc);
   real.cudaFree = RUNTIME_SYMBOL(cudaFree);
-  real.cudaMallocAsync = RUNTIME_SYMBOL(cudaMallocAsync);
-  real.cudaFreeAsync = RUNTIME_SYMBOL(cudaFreeAsync);
+  real.runtime_legacy = (runtime_stream_api){
+      .malloc_async = RUNTIME_SYMBOL(cudaMallocAsync), .malloc_from_pool_async = RUNTIME_SYMBOL(cudaMallocFromPoolAsync),
+      .free_async = RUNTIME_SYMBOL(cudaFreeAsync), .is_capturing = RUNTIME_SYMBOL(cudaStreamIsCapturing),
+      .launch_host_func = RUNTIME_SYMBOL(cudaLaunchHostFunc)};
+  real.runtime_per_thread = (runtime_stream_api){
+      .malloc_async = RUNTIME_SYMBOL(cudaMallocAsync_ptsz),
+      .malloc_from_pool_async = RUNTIME_SYMBOL(cudaMallocFromPoolAsync_ptsz),
+      .free_async = RUNTIME_SYMBOL(cudaFreeAsync_ptsz), .is_capturing = RUNTIME_SYMBOL(cudaStreamIsCapturing_ptsz),
+      .launch_host_func = RUNTIME_SYMBOL(cudaLaunchHostFunc_ptsz)};
   real.cudaMallocPitch = RUNTIME_SYMBOL(cudaMallocPitch);
   real.cudaMalloc3D = RUNTIME_SYMBOL(cudaMalloc3D);
   real.cudaMallocManaged = RUNTIME_SYMBOL(cudaMallocManaged);
@@ -75,19 +106,24 @@ static void load_real(void) {
   real.cudaMemGetInfo = RUNTIME_SYMBOL(cudaMemGetInfo);
   real.cudaPeekAtLastError = RUNTIME_SYMBOL(cudaPeekAtLastError);
   real.cudaGetLastError = RUNTIME_SYMBOL(cudaGetLastError);
-  real.cudaLaunchHostFunc = RUNTIME_SYMBOL(cudaLaunchHostFunc);
-  real.cudaStreamIsCapturing = RUNTIME_SYMBOL(cudaStreamIsCapturing);
   real.cuMemAlloc_v2 = DRIVER_SYMBOL(cuMemAlloc_v2);
   real.cuMemAllocPitch_v2 = DRIVER_SYMBOL(cuMemAllocPitch_v2);
-  real.cuMemAllocAsync = DRIVER_SYMBOL(cuMemAllocAsync);
   real.cuMemAllocManaged = DRIVER_SYMBOL(cuMemAllocManaged);
   real.cuMemFree_v2 = DRIVER_SYMBOL(cuMemFree_v2);
-  real.cuMemFreeAsync = DRIVER_SYMBOL(cuMemFreeAsync);
+  real.driver_legacy = (driver_stream_api){
+      .mem_alloc_async = DRIVER_SYMBOL(cuMemAllocAsync), .mem_alloc_from_pool_async = DRIVER_SYMBOL(cuMemAllocFromPoolAsync),
+      .mem_free_async = DRIVER_SYMBOL(cuMemFreeAsync), .is_capturing = DRIVER_SYMBOL(cuStreamIsCapturing),
+      .launch_host_func = DRIVER_SYMBOL(cuLaunchHostFunc)};
+  real.driver_per_thread = (driver_stream_api){
+      .mem_alloc_async = DRIVER_SYMBOL(cuMemAllocAsync_ptsz),
+      .mem_alloc_from_pool_async = DRIVER_SYMBOL(cuMemAllocFromPoolAsync_ptsz),
+      .mem_free_async = DRIVER_SYMBOL(cuMemFreeAsync_ptsz), .is_capturing = DRIVER_SYMBOL(cuStreamIsCapturing_ptsz),
+      .launch_host_func = DRIVER_SYMBOL(cuLaunchHostFunc_ptsz)};
+  real.cuMemCreate = DRIVER_SYMBOL(cuMemCreate);
+  real.cuMemRelease = DRIVER_SYMBOL(cuMemRelease);
   real.cuCtxGetDevice = DRIVER_SYMBOL(cuCtxGetDevice);
   real.cuDeviceGetUuid = DRIVER_SYMBOL(cuDeviceGetUuid);
   real.cuMemGetInfo_v2 = DRIVER_SYMBOL(cuMemGetInfo_v2);
-  real.cuLaunchHostFunc = DRIVER_SYMBOL(cuLaunchHostFunc);
-  real.cuStreamIsCapturing = DRIVER_SYMBOL(cuStreamIsCapturing);
 }
 
 static void ensure_real(void) { pthread_once(&real_once, load_real); }
@@ -175,6 +211,9 @@ typedef struct {
   void **pointer;
   size_t bytes;
   cudaStream_t stream;
+  const runtime_stream_api *api;
+  int from_pool;
+  cudaMemPool_t pool;
   unsigned int flags;
   size_t *pitch, width, height;
   struct cudaPitchedPtr *pitched;
@@ -197,27 +236,56 @@ EXPORTED cudaError_t WRAPPER(cudaMalloc)(void **pointer, size_t bytes) {
   return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc, &call);
 }
 
-static int call_cuda_malloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
+static cudaError_t runtime_malloc_in_stream(const runtime_call *c) {
+  return c->from_pool ? c->api->malloc_from_pool_async(c->pointer, c->bytes, c->pool, c->stream)
+                      : c->api->malloc_async(c->pointer, c->bytes, c->stream);
+}
+
+static int call_cuda_malloc_in_stream(void *call, uint64_t *address, uint64_t *actual_bytes) {
   runtime_call *c = call;
   (void)actual_bytes;
-  cudaError_t status = real.cudaMallocAsync(c->pointer, c->bytes, c->stream);
+  cudaError_t status = runtime_malloc_in_stream(c);
   *address = status == cudaSuccess ? (uint64_t)(uintptr_t)*c->pointer : 0;
   return status;
 }
 
-static int runtime_capturing(cudaStream_t stream) {
+static int runtime_capturing(const runtime_stream_api *api, cudaStream_t stream) {
   enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  return real.cudaStreamIsCapturing && real.cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+  return api->is_capturing && api->is_capturing(stream, &capture) == cudaSuccess &&
          capture != cudaStreamCaptureStatusNone;
 }
 
-EXPORTED cudaError_t WRAPPER(cudaMallocAsync)(void **pointer, size_t bytes, cudaStream_t stream) {
+/* cudaMallocAsync and cudaMallocFromPoolAsync, in either spelling. A pool's memory is counted on the current
+ * device, as every runtime allocation is (a pool of another device is counted there too: docs/memory.md). */
+static cudaError_t malloc_in_stream(const runtime_stream_api *api, void **pointer, size_t bytes, int from_pool,
+                                    cudaMemPool_t pool, cudaStream_t stream) {
   ensure_real();
+  runtime_call call = {.pointer = pointer, .bytes = bytes, .stream = stream, .api = api, .from_pool = from_pool,
+                       .pool = pool};
+  if (from_pool ? !api->malloc_from_pool_async : !api->malloc_async)
+    return cudaErrorInitializationError; /* the program's CUDA runtime lacks it: nothing to wrap */
   /* Captured into a graph, the allocation happens at each launch of the graph, not here: not admitted. */
-  if (!pointer || bytes == 0 || runtime_capturing(stream))
-    return real.cudaMallocAsync(pointer, bytes, stream);
-  runtime_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
-  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc_async, &call);
+  if (!pointer || bytes == 0 || runtime_capturing(api, stream))
+    return runtime_malloc_in_stream(&call);
+  return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc_in_stream, &call);
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMallocAsync)(void **pointer, size_t bytes, cudaStream_t stream) {
+  return malloc_in_stream(&real.runtime_legacy, pointer, bytes, 0, NULL, stream);
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMallocAsync_ptsz)(void **pointer, size_t bytes, cudaStream_t stream) {
+  return malloc_in_stream(&real.runtime_per_thread, pointer, bytes, 0, NULL, stream);
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMallocFromPoolAsync)(void **pointer, size_t bytes, cudaMemPool_t pool,
+                                                      cudaStream_t stream) {
+  return malloc_in_stream(&real.runtime_legacy, pointer, bytes, 1, pool, stream);
+}
+
+EXPORTED cudaError_t WRAPPER(cudaMallocFromPoolAsync_ptsz)(void **pointer, size_t bytes, cudaMemPool_t pool,
+                                                           cudaStream_t stream) {
+  return malloc_in_stream(&real.runtime_per_thread, pointer, bytes, 1, pool, stream);
 }
 
 static int call_cuda_malloc_pitch(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -282,16 +350,26 @@ EXPORTED cudaError_t WRAPPER(cudaFree)(void *pointer) {
   return status;
 }
 
-EXPORTED cudaError_t WRAPPER(cudaFreeAsync)(void *pointer, cudaStream_t stream) {
+static cudaError_t free_in_stream(const runtime_stream_api *api, void *pointer, cudaStream_t stream) {
   ensure_real();
-  int capturing = runtime_capturing(stream);
-  cudaError_t status = real.cudaFreeAsync(pointer, stream);
+  if (!api->free_async)
+    return cudaErrorInitializationError;
+  int capturing = runtime_capturing(api, stream);
+  cudaError_t status = api->free_async(pointer, stream);
   if (status != cudaSuccess || !pointer || capturing)
     return status;
   preempt_mem_allocation *freed = preempt_mem_take((uint64_t)(uintptr_t)pointer);
-  if (freed && (!real.cudaLaunchHostFunc || real.cudaLaunchHostFunc(stream, give_back_in_stream, freed) != cudaSuccess))
+  if (freed && (!api->launch_host_func || api->launch_host_func(stream, give_back_in_stream, freed) != cudaSuccess))
     give_back_in_stream(freed); /* no host function in the stream: given back now rather than leaked */
   return status;
+}
+
+EXPORTED cudaError_t WRAPPER(cudaFreeAsync)(void *pointer, cudaStream_t stream) {
+  return free_in_stream(&real.runtime_legacy, pointer, stream);
+}
+
+EXPORTED cudaError_t WRAPPER(cudaFreeAsync_ptsz)(void *pointer, cudaStream_t stream) {
+  return free_in_stream(&real.runtime_per_thread, pointer, stream);
 }
 
 /* ---- the CUDA driver API */
@@ -300,9 +378,15 @@ typedef struct {
   CUdeviceptr *pointer;
   size_t bytes;
   CUstream stream;
+  const driver_stream_api *api;
+  int from_pool;
+  CUmemoryPool pool;
   unsigned int flags;
   size_t *pitch, width, height;
   unsigned int element_bytes;
+  CUmemGenericAllocationHandle *handle;
+  const CUmemAllocationProp *properties;
+  unsigned long long create_flags;
 } driver_call;
 
 static int call_cu_mem_alloc(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -345,28 +429,54 @@ EXPORTED CUresult WRAPPER(cuMemAllocPitch_v2)(CUdeviceptr *pointer, size_t *pitc
   return (CUresult)preempt_mem_allocate(&driver_gpu, estimate, call_cu_mem_alloc_pitch, &call);
 }
 
-static int call_cu_mem_alloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
+static CUresult driver_alloc_in_stream(const driver_call *c) {
+  return c->from_pool ? c->api->mem_alloc_from_pool_async(c->pointer, c->bytes, c->pool, c->stream)
+                      : c->api->mem_alloc_async(c->pointer, c->bytes, c->stream);
+}
+
+static int call_cu_mem_alloc_in_stream(void *call, uint64_t *address, uint64_t *actual_bytes) {
   driver_call *c = call;
   (void)actual_bytes;
-  CUresult status = real.cuMemAllocAsync(c->pointer, c->bytes, c->stream);
+  CUresult status = driver_alloc_in_stream(c);
   *address = status == CUDA_SUCCESS ? (uint64_t)*c->pointer : 0;
   return status;
 }
 
-static int driver_capturing(CUstream stream) {
+static int driver_capturing(const driver_stream_api *api, CUstream stream) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  return real.cuStreamIsCapturing && real.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+  return api->is_capturing && api->is_capturing(stream, &capture) == CUDA_SUCCESS &&
          capture != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-EXPORTED CUresult WRAPPER(cuMemAllocAsync)(CUdeviceptr *pointer, size_t bytes, CUstream stream) {
+/* cuMemAllocAsync and cuMemAllocFromPoolAsync, in either spelling; pools as in the runtime's malloc_in_stream. */
+static CUresult alloc_in_driver_stream(const driver_stream_api *api, CUdeviceptr *pointer, size_t bytes, int from_pool,
+                                       CUmemoryPool pool, CUstream stream) {
   ensure_real();
-  if (!real.cuMemAllocAsync)
+  if (from_pool ? !api->mem_alloc_from_pool_async : !api->mem_alloc_async)
     return CUDA_ERROR_NOT_INITIALIZED;
-  if (!pointer || bytes == 0 || driver_capturing(stream))
-    return real.cuMemAllocAsync(pointer, bytes, stream);
-  driver_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
-  return (CUresult)preempt_mem_allocate(&driver_gpu, bytes, call_cu_mem_alloc_async, &call);
+  driver_call call = {.pointer = pointer, .bytes = bytes, .stream = stream, .api = api, .from_pool = from_pool,
+                      .pool = pool};
+  if (!pointer || bytes == 0 || driver_capturing(api, stream))
+    return driver_alloc_in_stream(&call);
+  return (CUresult)preempt_mem_allocate(&driver_gpu, bytes, call_cu_mem_alloc_in_stream, &call);
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocAsync)(CUdeviceptr *pointer, size_t bytes, CUstream stream) {
+  return alloc_in_driver_stream(&real.driver_legacy, pointer, bytes, 0, NULL, stream);
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocAsync_ptsz)(CUdeviceptr *pointer, size_t bytes, CUstream stream) {
+  return alloc_in_driver_stream(&real.driver_per_thread, pointer, bytes, 0, NULL, stream);
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocFromPoolAsync)(CUdeviceptr *pointer, size_t bytes, CUmemoryPool pool,
+                                                   CUstream stream) {
+  return alloc_in_driver_stream(&real.driver_legacy, pointer, bytes, 1, pool, stream);
+}
+
+EXPORTED CUresult WRAPPER(cuMemAllocFromPoolAsync_ptsz)(CUdeviceptr *pointer, size_t bytes, CUmemoryPool pool,
+                                                        CUstream stream) {
+  return alloc_in_driver_stream(&real.driver_per_thread, pointer, bytes, 1, pool, stream);
 }
 
 static int call_cu_mem_alloc_managed(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -399,18 +509,66 @@ EXPORTED CUresult WRAPPER(cuMemFree_v2)(CUdeviceptr pointer) {
 
 static void CUDA_CB give_back_in_driver_stream(void *allocation) { give_back_in_stream(allocation); }
 
-EXPORTED CUresult WRAPPER(cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) {
+static CUresult free_in_driver_stream(const driver_stream_api *api, CUdeviceptr pointer, CUstream stream) {
   ensure_real();
-  if (!real.cuMemFreeAsync)
+  if (!api->mem_free_async)
     return CUDA_ERROR_NOT_INITIALIZED;
-  int capturing = driver_capturing(stream);
-  CUresult status = real.cuMemFreeAsync(pointer, stream);
+  int capturing = driver_capturing(api, stream);
+  CUresult status = api->mem_free_async(pointer, stream);
   if (status != CUDA_SUCCESS || !pointer || capturing)
     return status;
   preempt_mem_allocation *freed = preempt_mem_take((uint64_t)pointer);
   if (freed &&
-      (!real.cuLaunchHostFunc || real.cuLaunchHostFunc(stream, give_back_in_driver_stream, freed) != CUDA_SUCCESS))
+      (!api->launch_host_func || api->launch_host_func(stream, give_back_in_driver_stream, freed) != CUDA_SUCCESS))
     give_back_in_stream(freed);
+  return status;
+}
+
+EXPORTED CUresult WRAPPER(cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) {
+  return free_in_driver_stream(&real.driver_legacy, pointer, stream);
+}
+
+EXPORTED CUresult WRAPPER(cuMemFreeAsync_ptsz)(CUdeviceptr pointer, CUstream stream) {
+  return free_in_driver_stream(&real.driver_per_thread, pointer, stream);
+}
+
+/* Virtual memory management: the physical allocation is what takes the GPU's memory (mapping it takes none), so
+ * it is admitted at its size and keyed by its handle (mem_handle_key.h), not by an address. */
+static int call_cu_mem_create(void *call, uint64_t *key, uint64_t *actual_bytes) {
+  driver_call *c = call;
+  CUresult status = real.cuMemCreate(c->handle, c->bytes, c->properties, c->create_flags);
+  *key = 0;
+  if (status == CUDA_SUCCESS && preempt_mem_handle_key((uint64_t)*c->handle, key) != 0) {
+    /* A handle no key can tell from an address: given back at once (preempt_mem_adjust) and never recorded. */
+    *actual_bytes = 0;
+    preempt_mem_say_unkeyable_handle("cuMemCreate", (uint64_t)*c->handle);
+  }
+  return status;
+}
+
+EXPORTED CUresult WRAPPER(cuMemCreate)(CUmemGenericAllocationHandle *handle, size_t bytes,
+                                       const CUmemAllocationProp *properties, unsigned long long flags) {
+  ensure_real();
+  if (!real.cuMemCreate)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  /* Admission asks about the context's device: physical memory on the host, or on another device, is not admitted
+   * here (docs/memory.md). */
+  int device = -1;
+  if (!handle || bytes == 0 || !properties || properties->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+      driver_current_device(&device) != 0 || properties->location.id != device)
+    return real.cuMemCreate(handle, bytes, properties, flags);
+  driver_call call = {.handle = handle, .bytes = bytes, .properties = properties, .create_flags = flags};
+  return (CUresult)preempt_mem_allocate(&driver_gpu, bytes, call_cu_mem_create, &call);
+}
+
+EXPORTED CUresult WRAPPER(cuMemRelease)(CUmemGenericAllocationHandle handle) {
+  ensure_real();
+  if (!real.cuMemRelease)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult status = real.cuMemRelease(handle);
+  uint64_t key;
+  if (status == CUDA_SUCCESS && preempt_mem_handle_key((uint64_t)handle, &key) == 0)
+    preempt_mem_freed(key);
   return status;
 }
 

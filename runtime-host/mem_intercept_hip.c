@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "mem_handle_key.h"
 #include "memory.h"
 
 static int hip_current_device(int *device) { return hipGetDevice(device); }
@@ -38,10 +39,14 @@ typedef struct {
   void **pointer;
   size_t bytes;
   hipStream_t stream;
+  hipMemPool_t pool; /* hipMallocFromPoolAsync; NULL for hipMallocAsync */
   unsigned int flags;
   size_t *pitch, width, height;
   hipPitchedPtr *pitched;
   hipExtent extent;
+  hipMemGenericAllocationHandle_t *handle;
+  const hipMemAllocationProp *properties;
+  unsigned long long create_flags;
 } hip_call;
 
 static uint64_t address_of(hipError_t status, void *pointer) {
@@ -68,19 +73,35 @@ static int hip_capturing(hipStream_t stream) {
   return hipStreamIsCapturing(stream, &capture) == hipSuccess && capture != hipStreamCaptureStatusNone;
 }
 
-static int call_hip_malloc_async(void *call, uint64_t *address, uint64_t *actual_bytes) {
+static hipError_t hip_malloc_in_stream(const hip_call *c) {
+  return c->pool ? hipMallocFromPoolAsync(c->pointer, c->bytes, c->pool, c->stream)
+                 : hipMallocAsync(c->pointer, c->bytes, c->stream);
+}
+
+static int call_hip_malloc_in_stream(void *call, uint64_t *address, uint64_t *actual_bytes) {
   hip_call *c = call;
   (void)actual_bytes;
-  hipError_t status = hipMallocAsync(c->pointer, c->bytes, c->stream);
+  hipError_t status = hip_malloc_in_stream(c);
   *address = address_of(status, status == hipSuccess ? *c->pointer : NULL);
   return status;
 }
 
-hipError_t preempt_hipMallocAsync(void **pointer, size_t bytes, hipStream_t stream) {
+/* hipMallocAsync and hipMallocFromPoolAsync (a pool's memory counted on the current device, as in CUDA). */
+static hipError_t malloc_in_stream(void **pointer, size_t bytes, hipMemPool_t pool, hipStream_t stream) {
+  hip_call call = {.pointer = pointer, .bytes = bytes, .stream = stream, .pool = pool};
   if (!pointer || bytes == 0 || hip_capturing(stream))
-    return hipMallocAsync(pointer, bytes, stream);
-  hip_call call = {.pointer = pointer, .bytes = bytes, .stream = stream};
-  return (hipError_t)preempt_mem_allocate(&hip_gpu, bytes, call_hip_malloc_async, &call);
+    return hip_malloc_in_stream(&call);
+  return (hipError_t)preempt_mem_allocate(&hip_gpu, bytes, call_hip_malloc_in_stream, &call);
+}
+
+hipError_t preempt_hipMallocAsync(void **pointer, size_t bytes, hipStream_t stream) {
+  return malloc_in_stream(pointer, bytes, NULL, stream);
+}
+
+hipError_t preempt_hipMallocFromPoolAsync(void **pointer, size_t bytes, hipMemPool_t pool, hipStream_t stream) {
+  if (!pool) /* the API's own error, not hipMallocAsync's pool-less call */
+    return hipMallocFromPoolAsync(pointer, bytes, pool, stream);
+  return malloc_in_stream(pointer, bytes, pool, stream);
 }
 
 static int call_hip_malloc_pitch(void *call, uint64_t *address, uint64_t *actual_bytes) {
@@ -150,6 +171,37 @@ hipError_t preempt_hipFreeAsync(void *pointer, hipStream_t stream) {
   preempt_mem_allocation *freed = preempt_mem_take((uint64_t)(uintptr_t)pointer);
   if (freed && hipLaunchHostFunc(stream, give_back_in_stream, freed) != hipSuccess)
     preempt_mem_give_back_taken(freed); /* no host function in the stream: given back now rather than leaked */
+  return status;
+}
+
+/* Virtual memory management, as the CUDA wrappers do it: the physical allocation is admitted at its size and keyed
+ * by its handle, tagged apart from addresses (mem_handle_key.h). */
+static int call_hip_mem_create(void *call, uint64_t *key, uint64_t *actual_bytes) {
+  hip_call *c = call;
+  hipError_t status = hipMemCreate(c->handle, c->bytes, c->properties, c->create_flags);
+  *key = 0;
+  if (status == hipSuccess && preempt_mem_handle_key((uint64_t)(uintptr_t)*c->handle, key) != 0) {
+    *actual_bytes = 0; /* given back at once, never recorded */
+    preempt_mem_say_unkeyable_handle("hipMemCreate", (uint64_t)(uintptr_t)*c->handle);
+  }
+  return status;
+}
+
+hipError_t preempt_hipMemCreate(hipMemGenericAllocationHandle_t *handle, size_t bytes,
+                                const hipMemAllocationProp *properties, unsigned long long flags) {
+  int device = -1;
+  if (!handle || bytes == 0 || !properties || properties->location.type != hipMemLocationTypeDevice ||
+      hip_current_device(&device) != hipSuccess || properties->location.id != device)
+    return hipMemCreate(handle, bytes, properties, flags);
+  hip_call call = {.handle = handle, .bytes = bytes, .properties = properties, .create_flags = flags};
+  return (hipError_t)preempt_mem_allocate(&hip_gpu, bytes, call_hip_mem_create, &call);
+}
+
+hipError_t preempt_hipMemRelease(hipMemGenericAllocationHandle_t handle) {
+  hipError_t status = hipMemRelease(handle);
+  uint64_t key;
+  if (status == hipSuccess && preempt_mem_handle_key((uint64_t)(uintptr_t)handle, &key) == 0)
+    preempt_mem_freed(key);
   return status;
 }
 

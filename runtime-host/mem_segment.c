@@ -165,9 +165,34 @@ static void recover(preempt_mem_segment *segment) {
   }
 }
 
+/* How long one wait for the ledger's lock lasts before the waiter looks at the lock again. When a holder dies the
+ * kernel marks the lock's word and wakes exactly one waiter; one that never takes the lock after that (killed on a
+ * kernel that does not wake the next for it, before Linux 5.6; stopped; frozen; descheduled for long) would leave
+ * the others asleep until some process locks afresh, and while every client waits for the lock none does. A wait
+ * that ends finds the dead holder's mark the next time round and takes the lock with EOWNERDEAD. */
+#define LOCK_SLICE_NS 100000000L
+
+/* pthread_mutex_lock, in bounded waits (pthread_mutex_timedlock's deadline is on CLOCK_REALTIME, as POSIX has
+ * it; a clock step only lengthens or shortens one slice). Returns what pthread_mutex_lock would. */
+static int lock_in_slices(pthread_mutex_t *lock) {
+  for (;;) {
+    struct timespec deadline;
+    if (clock_gettime(CLOCK_REALTIME, &deadline) != 0)
+      return pthread_mutex_lock(lock); /* no clock: one unbounded wait rather than none */
+    deadline.tv_nsec += LOCK_SLICE_NS;
+    if (deadline.tv_nsec >= 1000000000L) {
+      deadline.tv_sec++;
+      deadline.tv_nsec -= 1000000000L;
+    }
+    int status = pthread_mutex_timedlock(lock, &deadline);
+    if (status != ETIMEDOUT)
+      return status;
+  }
+}
+
 int preempt_mem_segment_lock(preempt_mem_segment *segment, char *why, size_t why_bytes) {
   preempt_mem_shared *shared = segment->shared;
-  int status = pthread_mutex_lock(&shared->lock);
+  int status = lock_in_slices(&shared->lock);
   if (status == EOWNERDEAD) {
     recover(segment);
     pthread_mutex_consistent(&shared->lock);

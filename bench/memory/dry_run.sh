@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # dry_run.sh: checks bench/memory/pressure.sh and report_memory.py end to end on a machine WITHOUT a GPU (the build
-# machine): mem_pressure.cu built against a fake CUDA runtime (fake_cudart.c: kernels run on the host, a 1 GiB fake
-# GPU memory shared by the processes) and a fake nvidia-smi. The preload build gets the real libpreempt_mem.so and
-# the "preempt" build the runtime's real admission code (its memory objects), with cudaMalloc/cudaFree renamed to
-# preempt_cudaMalloc/preempt_cudaFree by the preprocessor, standing in for the host pass. Never a measurement.
+# machine): mem_pressure.cu built against the simulated GPU (test/fake-gpu/fake_cuda.c as libcudart.so.13: its
+# kernels run on the host, 1 GiB of device memory shared by the processes, 8 MiB of context each) and a fake
+# nvidia-smi that reads the same simulated GPU through its NVML. The preload build gets the real libpreempt_mem.so
+# and the "preempt" build the runtime's real admission code (its memory objects), with cudaMalloc/cudaFree renamed
+# to preempt_cudaMalloc/preempt_cudaFree by the preprocessor, standing in for the host pass. Never a measurement.
 # Scenarios: 1. everything, expecting every check to pass and out of memory without admission; 2. a wrong value
 # and a hang injected, expecting failed checks; 3. the plugin build without the rewrite, expecting "not admitted".
-# Usage: bench/memory/dry_run.sh [KEEP_DIR]   (needs clang++-22, CUDA headers and build/runtime-host/libpreempt_mem.so)
+# Usage: bench/memory/dry_run.sh [KEEP_DIR]   (needs clang++-22, CUDA headers, python3 and a build of the project:
+#        build/runtime-host/libpreempt_mem.so and build/lib/libpreempt_core.a)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${PREEMPT_BUILD_DIR:-$root/build}
@@ -15,21 +17,24 @@ dir=${1:-$(mktemp -d)}
 mkdir -p "$dir"
 bin=$dir/bench
 mkdir -p "$bin/lib" "$bin/original" "$bin/preempt" "$bin/preempt-no-rewrite" "$bin/preload" "$dir/fakebin" "$dir/obj"
-[ -f "$build/runtime-host/libpreempt_mem.so" ] || { echo "dry_run.sh: build the project first" >&2; exit 1; }
+core=$build/lib/libpreempt_core.a # lib/: the ledger, byte counts, the priority rule, futexes
+for needed in "$build/runtime-host/libpreempt_mem.so" "$core"; do
+  [ -f "$needed" ] || { echo "dry_run.sh: $needed is missing: build the project first" >&2; exit 1; }
+done
 
-# The fake runtime, under the real one's name and symbol version.
+# The simulated GPU, under the real runtime's name and symbol version; its NVML is the same library.
 echo 'libcudart.so.13 { global: *; };' > "$dir/obj/cudart.map"
-cc -O2 -shared -fPIC -fvisibility=hidden -Wall -Wextra -I"$cuda/include" -I"$root/bench/memory" \
-  "$root/bench/memory/fake_cudart.c" -o "$bin/lib/libcudart.so.13" -Wl,-soname,libcudart.so.13 \
-  -Wl,--version-script="$dir/obj/cudart.map" -lpthread
+cc -O2 -std=gnu11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -I"$cuda/include" -I"$root/bench/memory" \
+  -I"$root/lib/include" "$root/test/fake-gpu/fake_cuda.c" "$core" -o "$bin/lib/libcudart.so.13" \
+  -Wl,-soname,libcudart.so.13 -Wl,--version-script="$dir/obj/cudart.map" -lpthread -lrt
 ln -sf libcudart.so.13 "$bin/lib/libcudart.so"
 cp "$build/runtime-host/libpreempt_mem.so" "$bin/lib/"
 cp "$build/tools/preemptd/preemptd" "$bin/preemptd"
-# The runtime's memory admission, as libpreempt_runtime.a has it (preempt_cudaMalloc, ...), without the launch parts.
+# The runtime's memory admission, as libpreempt_runtime.a has it (preempt_cudaMalloc, ...), without the launch
+# parts; lib/ comes from the build's own archive, so that this list cannot fall behind what admission needs.
 objects=()
 for source in runtime-host/mem_intercept_cuda.c runtime-host/mem_admission.c runtime-host/mem_segment.c \
-              runtime-host/mem_daemon.c runtime-host/daemon_socket.c lib/mem_ledger.c lib/futex.c lib/byte_count.c \
-              lib/daemon_protocol.c lib/packet_receive.c; do
+              runtime-host/mem_daemon.c runtime-host/daemon_socket.c; do
   object=$dir/obj/$(basename "$source" .c).o
   cc -O2 -std=gnu11 -Wall -Wextra -I"$root/runtime-host/include" -I"$root/runtime-host" -I"$root/lib/include" \
     -I"$cuda/include" -c "$root/$source" -o "$object"
@@ -46,34 +51,47 @@ pids+=($!)
 clang++-22 "${flags[@]}" -DMEM_PRESSURE_BUILD='"preload"' "$source" -o "$bin/preload/mem_pressure" "${link[@]}" &
 pids+=($!)
 clang++-22 "${flags[@]}" -DPREEMPT_API -DMEM_PRESSURE_BUILD='"preempt"' -DcudaMalloc=preempt_cudaMalloc \
-  -DcudaFree=preempt_cudaFree "$source" -o "$bin/preempt/mem_pressure" -x none "$dir/obj/libmem_admission.a" "${link[@]}" &
+  -DcudaFree=preempt_cudaFree "$source" -o "$bin/preempt/mem_pressure" -x none "$dir/obj/libmem_admission.a" "$core" \
+  "${link[@]}" &
 pids+=($!)
 clang++-22 "${flags[@]}" -DPREEMPT_API -DMEM_PRESSURE_BUILD='"preempt"' "$source" \
-  -o "$bin/preempt-no-rewrite/mem_pressure" -x none "$dir/obj/libmem_admission.a" "${link[@]}" &
+  -o "$bin/preempt-no-rewrite/mem_pressure" -x none "$dir/obj/libmem_admission.a" "$core" "${link[@]}" &
 pids+=($!)
-for pid in "${pids[@]}"; do wait "$pid"; done
+built=0
+for pid in "${pids[@]}"; do wait "$pid" || built=1; done
+[ $built = 0 ] || { echo "dry_run.sh: building mem_pressure failed" >&2; exit 1; }
 
-cat > "$dir/fakebin/nvidia-smi" <<'EOF'
-#!/usr/bin/env bash
-# A fake nvidia-smi for dry_run.sh: --query-gpu=name|memory.total|memory.used only.
-query=""
-for arg in "$@"; do case $arg in --query-gpu=*) query=${arg#--query-gpu=} ;; esac; done
-case $query in
-  name) echo "Fake GPU (dry run)" ;;
-  memory.total) echo "${FAKE_GPU_TOTAL_MIB:-1024}" ;;
-  memory.used) total=0
-               for f in "${FAKE_GPU_DIR:-/tmp/fake-gpu}"/[0-9]*; do
-                 [ -f "$f" ] && kill -0 "$(basename "$f")" 2>/dev/null && total=$((total + $(cat "$f")))
-               done
-               echo $((total / 1048576)) ;;
-  *) echo "fake nvidia-smi: unsupported query '$query'" >&2; exit 1 ;;
-esac
-EOF
+# The simulated GPU every process of this run shares (test/fake-gpu/fake_cuda.c says what each variable does).
+export FAKE_GPU_NAME=/fake-gpu-dry-run-$$ FAKE_GPU_MEMORY=1G FAKE_GPU_CONTEXT_MEMORY=8M
+export FAKE_GPU_UUID=f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff FAKE_GPU_PASS_MS=30
+trap 'rm -f "/dev/shm$FAKE_GPU_NAME"' EXIT
+rm -f "/dev/shm$FAKE_GPU_NAME"
+# A fake nvidia-smi: --query-gpu=name|memory.total|memory.used only, in MiB, read through the simulated GPU's NVML
+# (as the real one reads the driver's), which counts what every live process holds, contexts included.
+cat > "$dir/fakebin/nvidia-smi" <<END_OF_SCRIPT
+#!/usr/bin/env python3
+import ctypes, sys
+query = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--query-gpu=")), "")
+if query == "name":
+    print("Fake GPU (dry run)")
+    sys.exit(0)
+if query not in ("memory.total", "memory.used"):
+    sys.exit(f"fake nvidia-smi: unsupported query '{query}'")
+class Memory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+nvml = ctypes.CDLL("$bin/lib/libcudart.so.13")
+uuid = "$FAKE_GPU_UUID"
+text = "GPU-" + "-".join(uuid[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
+device, memory = ctypes.c_void_p(), Memory()
+for status in (nvml.nvmlInit_v2(), nvml.nvmlDeviceGetHandleByUUID(text.encode(), ctypes.byref(device)),
+               nvml.nvmlDeviceGetMemoryInfo(device, ctypes.byref(memory))):
+    if status != 0:
+        sys.exit(f"fake nvidia-smi: NVML error {status}")
+print((memory.total if query == "memory.total" else memory.used) // 1048576)
+END_OF_SCRIPT
 chmod +x "$dir/fakebin/nvidia-smi"
-export PATH=$dir/fakebin:$PATH FAKE_GPU_TOTAL_MIB=1024 FAKE_GPU_DIR=$dir/gpu
-mkdir -p "$FAKE_GPU_DIR"
+export PATH=$dir/fakebin:$PATH
 export PRESSURE_T_MS=${PRESSURE_T_MS:-100} PRESSURE_BUDGET_S=${PRESSURE_BUDGET_S:-150} PRESSURE_OVERHEAD_CALLS=500
-export FAKE_GPU_PASS_MS=30
 status=0
 expect() { # expect WHAT COMMAND...: runs the check, says ok or FAILED
   if "${@:2}"; then echo "dry_run.sh: ok: $1"; else echo "dry_run.sh: FAILED: $1" >&2; status=1; fi

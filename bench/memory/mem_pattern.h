@@ -1,4 +1,4 @@
-// mem_pattern.h: the values mem_pressure.cu writes, transforms and checks; shared with bench/memory/fake_cudart.c
+// mem_pattern.h: the values mem_pressure.cu writes, transforms and checks; shared with test/fake-gpu/fake_cuda.c
 // (the dry run's stand-in for the CUDA runtime), so that both compute the same words.
 #ifndef MEM_PATTERN_H
 #define MEM_PATTERN_H

@@ -40,6 +40,12 @@ config.substitutions += [
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%preempt_mem_lib", os.path.join(config.preempt_binary_root, "runtime-host", "libpreempt_mem.so")),
     ("%mem_client", os.path.join(config.preempt_binary_root, "test", "mem", "mem_client")),
+    ("%stalled_waiter", os.path.join(config.preempt_binary_root, "test", "mem", "stalled_waiter")),
+    # The simulated GPU (test/fake-gpu/fake_cuda.c): the library itself, the folder where it is libnvidia-ml.so.1
+    # (LD_LIBRARY_PATH=%fake_nvml_dir lets dlopen("libnvidia-ml.so.1") find it), and NVML's own check.
+    ("%fake_cuda_lib", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "libfakecuda.so")),
+    ("%fake_nvml_dir", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "nvml")),
+    ("%nvml_check", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "nvml_check")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
 ]

@@ -1,5 +1,5 @@
 /* mem_client.c: an "unmodified" CUDA program for memory admission's tests (test/lit/mem/). It is linked with
- * the simulated GPU (libfakecuda.so), never with preempt: admission reaches it only through
+ * the simulated GPU (test/fake-gpu/libfakecuda.so), never with preempt: admission reaches it only through
  * LD_PRELOAD=libpreempt_mem.so, as it would reach a real application. Every line it prints is flushed at once,
  * so that a driver reading its output sees each step as it happens; times are CLOCK_MONOTONIC nanoseconds.
  *
@@ -17,11 +17,14 @@
  *   mem_client gpu
  *       The simulated GPU itself: "gpu capacity=... used=... allocations=... failures=... ...".
  *   mem_client apis
- *       Each allocation API once (cudaMalloc, cudaMallocAsync/cudaFreeAsync, cudaMallocManaged, cudaMallocPitch,
- *       cudaMalloc3D, an allocation larger than the GPU, a free of an unknown pointer), printing what the ledger
- *       reserves after each call.
+ *       Each allocation and release API of the CUDA runtime and driver once, the per-thread default stream's
+ *       spellings included (per_thread_stream.c), then an allocation larger than the GPU and a free of an unknown
+ *       pointer, printing what the ledger reserves after each call; and a physical allocation (cuMemCreate)
+ *       made while a cudaMalloc allocation is live, whose handle may equal that allocation's address
+ *       (FAKE_GPU_ALIAS_HANDLES=1), released before it.
  *   BYTES take K, M, G suffixes (powers of 1024). */
 #define _GNU_SOURCE
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -33,6 +36,7 @@
 #include <time.h>
 #include "preempt/byte_count.h"
 
+#include "per_thread_stream.h"
 #include "preempt.h"
 
 static uint64_t now_ns(void) {
@@ -158,6 +162,11 @@ static int info(int repeat) {
   return 0;
 }
 
+static const char *driver_error(CUresult status) {
+  const char *text = NULL;
+  return cuGetErrorString(status, &text) == CUDA_SUCCESS && text ? text : "unknown driver error";
+}
+
 /* Each allocation API once, with what the ledger then holds for this process. */
 static int apis(void) {
   preempt_status (*get_info)(preempt_mem_info *) = find_get_info();
@@ -166,18 +175,31 @@ static int apis(void) {
     return 2;
   }
   preempt_mem_info info;
-#define SHOW(what, status)                                                                                            \
+#define SHOW_AS(what, text)                                                                                           \
   do {                                                                                                                \
-    cudaError_t status_ = (status);                                                                                   \
-    get_info(&info);                                                                                                  \
-    say("%s: %s reserved=%llu held=%llu", what, cudaGetErrorString(status_),                                         \
-        (unsigned long long)info.reserved_bytes, (unsigned long long)info.held_bytes);                               \
+    const char *text_ = (text);                                                                                       \
+    if (get_info(&info) != PREEMPT_OK) {                                                                              \
+      say("%s: %s, and preempt_mem_get_info failed", what, text_);                                                    \
+      return 1;                                                                                                       \
+    }                                                                                                                 \
+    say("%s: %s reserved=%llu held=%llu", what, text_, (unsigned long long)info.reserved_bytes,                       \
+        (unsigned long long)info.held_bytes);                                                                         \
   } while (0)
+#define SHOW(what, status) SHOW_AS(what, cudaGetErrorString(status))
+#define SHOW_DRIVER(what, status) SHOW_AS(what, driver_error(status))
   void *pointer = NULL;
   SHOW("cudaMalloc 1M", cudaMalloc(&pointer, 1 << 20));
   SHOW("cudaFree", cudaFree(pointer));
   SHOW("cudaMallocAsync 2M", cudaMallocAsync(&pointer, 2 << 20, 0));
   SHOW("cudaFreeAsync", cudaFreeAsync(pointer, 0));
+  SHOW("cudaMallocAsync_ptsz 2M", per_thread_malloc_async(&pointer, 2 << 20));
+  SHOW("cudaFreeAsync_ptsz", per_thread_free_async(pointer));
+  cudaMemPool_t pool = NULL;
+  SHOW("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&pool, 0));
+  SHOW("cudaMallocFromPoolAsync 3M", cudaMallocFromPoolAsync(&pointer, 3 << 20, pool, 0));
+  SHOW("cudaFreeAsync", cudaFreeAsync(pointer, 0));
+  SHOW("cudaMallocFromPoolAsync_ptsz 3M", per_thread_malloc_from_pool_async(&pointer, 3 << 20, pool));
+  SHOW("cudaFreeAsync_ptsz", per_thread_free_async(pointer));
   SHOW("cudaMallocManaged 3M", cudaMallocManaged(&pointer, 3 << 20, cudaMemAttachGlobal));
   SHOW("cudaFree", cudaFree(pointer));
   size_t pitch = 0;
@@ -188,12 +210,48 @@ static int apis(void) {
   SHOW("cudaMalloc3D 1100x10x2", cudaMalloc3D(&pitched, (struct cudaExtent){.width = 1100, .height = 10, .depth = 2}));
   say("pitch %zu", pitched.pitch);
   SHOW("cudaFree", cudaFree(pitched.ptr));
+
+  CUdeviceptr device_pointer = 0;
+  SHOW_DRIVER("cuMemAlloc_v2 4M", cuMemAlloc(&device_pointer, 4 << 20));
+  SHOW_DRIVER("cuMemFree_v2", cuMemFree(device_pointer));
+  SHOW_DRIVER("cuMemAllocPitch_v2 1100x10", cuMemAllocPitch(&device_pointer, &pitch, 1100, 10, 4));
+  say("pitch %zu", pitch);
+  SHOW_DRIVER("cuMemFree_v2", cuMemFree(device_pointer));
+  SHOW_DRIVER("cuMemAllocManaged 5M", cuMemAllocManaged(&device_pointer, 5 << 20, CU_MEM_ATTACH_GLOBAL));
+  SHOW_DRIVER("cuMemFree_v2", cuMemFree(device_pointer));
+  SHOW_DRIVER("cuMemAllocAsync 6M", cuMemAllocAsync(&device_pointer, 6 << 20, 0));
+  SHOW_DRIVER("cuMemFreeAsync", cuMemFreeAsync(device_pointer, 0));
+  SHOW_DRIVER("cuMemAllocAsync_ptsz 6M", per_thread_mem_alloc_async(&device_pointer, 6 << 20));
+  SHOW_DRIVER("cuMemFreeAsync_ptsz", per_thread_mem_free_async(device_pointer));
+  CUmemoryPool driver_pool = NULL;
+  SHOW_DRIVER("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool(&driver_pool, 0));
+  SHOW_DRIVER("cuMemAllocFromPoolAsync 7M", cuMemAllocFromPoolAsync(&device_pointer, 7 << 20, driver_pool, 0));
+  SHOW_DRIVER("cuMemFreeAsync", cuMemFreeAsync(device_pointer, 0));
+  SHOW_DRIVER("cuMemAllocFromPoolAsync_ptsz 7M",
+              per_thread_mem_alloc_from_pool_async(&device_pointer, 7 << 20, driver_pool));
+  SHOW_DRIVER("cuMemFreeAsync_ptsz", per_thread_mem_free_async(device_pointer));
+  CUmemAllocationProp properties = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  CUmemGenericAllocationHandle handle = 0;
+  SHOW_DRIVER("cuMemCreate 8M", cuMemCreate(&handle, 8 << 20, &properties, 0));
+  SHOW_DRIVER("cuMemRelease", cuMemRelease(handle));
+
+  /* A handle with the value of a live allocation's address must still be told apart from it. */
+  SHOW("cudaMalloc 1M", cudaMalloc(&pointer, 1 << 20));
+  SHOW_DRIVER("cuMemCreate 2M", cuMemCreate(&handle, 2 << 20, &properties, 0));
+  say("handle equals the live allocation's address: %s", handle == (CUmemGenericAllocationHandle)(uintptr_t)pointer
+                                                             ? "yes" : "no");
+  SHOW_DRIVER("cuMemRelease", cuMemRelease(handle));
+  SHOW("cudaFree", cudaFree(pointer));
+
   pointer = NULL;
   uint64_t start = now_ns();
   SHOW("cudaMalloc 200M", cudaMalloc(&pointer, 200u << 20));
   say("failed in %s", now_ns() - start < 1000000000ull ? "under 1 s" : "1 s or more");
   SHOW("cudaFree unknown pointer", cudaFree((void *)(uintptr_t)0x1234000));
+#undef SHOW_DRIVER
 #undef SHOW
+#undef SHOW_AS
   return 0;
 }
 

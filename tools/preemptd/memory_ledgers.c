@@ -48,14 +48,24 @@ static preemptd_mem_gpu *mem_gpu_for(preemptd_context *ctx, const uint8_t uuid[1
   return gpu;
 }
 
-/* After anything that changed what the ledger holds: the peak a client's reading is compared with. */
+/* After anything that changed what the ledger holds: the peak a client's reading is compared with. The level
+ * before this change was held until now, so it counts as recent as now. */
 static void note_used(preemptd_context *ctx, preemptd_mem_gpu *gpu) {
   double now = preemptd_now_us(ctx);
   uint64_t used = preempt_mem_ledger_used_bytes(gpu->ledger);
-  if (used >= gpu->peak_used_bytes || now - gpu->peak_since_us > PREEMPTD_MEM_READING_AGE_US) {
+  if (gpu->last_used_bytes >= gpu->peak_used_bytes || now - gpu->peak_since_us > PREEMPTD_MEM_READING_AGE_US)
+    gpu->peak_used_bytes = gpu->last_used_bytes;
+  if (used >= gpu->peak_used_bytes)
     gpu->peak_used_bytes = used;
-    gpu->peak_since_us = now;
-  }
+  gpu->peak_since_us = now;
+  gpu->last_used_bytes = used;
+}
+
+/* The most the ledger held over the last PREEMPTD_MEM_READING_AGE_US, what it holds now included. */
+static uint64_t recent_peak(preemptd_context *ctx, const preemptd_mem_gpu *gpu) {
+  uint64_t used = preempt_mem_ledger_used_bytes(gpu->ledger);
+  bool recent = preemptd_now_us(ctx) - gpu->peak_since_us <= PREEMPTD_MEM_READING_AGE_US;
+  return recent && gpu->peak_used_bytes > used ? gpu->peak_used_bytes : used;
 }
 
 static uint32_t mem_gpu_index(const preemptd_context *ctx, const preemptd_mem_gpu *gpu) {
@@ -75,8 +85,8 @@ static void learn_external(preemptd_context *ctx, preemptd_mem_gpu *gpu, uint64_
   uint64_t accounted = preempt_mem_ledger_used_bytes(gpu->ledger);
   /* NVML is read now, under the lock; a client's reading is older (see peak_used_bytes). Too small an external
    * costs an allocation that fails and asks again (RESERVE_AFTER_OOM); too large, waiters held back. */
-  if (!gpu->nvml_device && gpu->peak_used_bytes > accounted)
-    accounted = gpu->peak_used_bytes;
+  if (!gpu->nvml_device)
+    accounted = recent_peak(ctx, gpu);
   uint64_t external = used > accounted ? used - accounted : 0;
   if (external > gpu->ledger->capacity_bytes)
     external = gpu->ledger->capacity_bytes;

@@ -31,8 +31,10 @@
 #define PREEMPTD_IDLE_WAIT_NS 100000000LL
 /* Memory ledgers with waiters read NVML at least this often: memory freed outside them lets waiters go. */
 #define PREEMPTD_MEM_POLL_US 100000.0
-/* How old a client's reading may be when it arrives, for the ledger peak it is compared with. */
-#define PREEMPTD_MEM_READING_AGE_US 200000.0
+/* How old a client's reading may be when it arrives, for the ledger peak it is compared with: generous, since a
+ * peak too high only makes external look smaller (an allocation that fails asks again), one too low holds
+ * waiters back until the next reading. */
+#define PREEMPTD_MEM_READING_AGE_US 1000000.0
 /* A client-reported eviction time above this is a lie or a bug; the sample is dropped. */
 #define PREEMPTD_MAX_EVICTION_NS 10000000000ULL
 
@@ -105,7 +107,8 @@ typedef struct preemptd_mem_gpu {
    * message arrived, when the ledger may have held more than now (a release since), so external is its used
    * memory less this peak, never less what the ledger holds when the message arrives. */
   uint64_t peak_used_bytes;
-  double peak_since_us;
+  double peak_since_us;          /* when a level of peak_used_bytes or more was last held */
+  uint64_t last_used_bytes;      /* what the ledger held after its last change */
 } preemptd_mem_gpu;
 
 /* One user's model of one kernel on one GPU: trained only by that user's clients (uid from SO_PEERCRED), so

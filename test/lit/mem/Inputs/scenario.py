@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """scenario.py: drives memory admission's lit tests with real processes on a simulated GPU.
 
-Every client is build/test/mem/mem_client, an unmodified program linked with libfakecuda.so (a GPU of
-FAKE_GPU_MEMORY bytes shared by all processes naming the same FAKE_GPU_NAME); admission reaches it only through
-LD_PRELOAD=libpreempt_mem.so. Each run uses its own ledger and simulated GPU (names carry the driver's pid), and
-removes them (/dev/shm/preempt-mem-test-<test>-<pid>-*) when it ends, whatever way it ends.
+Every client is build/test/mem/mem_client, an unmodified program linked with the simulated GPU
+(test/fake-gpu/libfakecuda.so: FAKE_GPU_MEMORY bytes shared by all processes naming the same FAKE_GPU_NAME);
+admission reaches it only through LD_PRELOAD=libpreempt_mem.so. Each run uses its own ledger and simulated GPU
+(names carry the driver's pid), and removes them (/dev/shm/preempt-mem-test-<test>-<pid>-*) when it ends, whatever way it ends.
 
   scenario.py TOOLS... scenario POLICY   the scripted admission order of one policy (test_mem_ledger.c's)
   scenario.py TOOLS... control           two clients over capacity: without admission one fails, with it none
   scenario.py TOOLS... apis              each allocation API's accounting in the ledger
   scenario.py TOOLS... kill              kill -9 of a holder, of a waiter, of a holder inside the ledger's lock
   scenario.py TOOLS... chaos [options]   hundreds of kills at random points, then the survivors must finish
-TOOLS: --client PATH --preload PATH --work DIR [--daemon PATH]
+TOOLS: --client PATH --preload PATH --work DIR [--daemon PATH] [--stalled-waiter PATH] (kill's last
+shared-segment case needs the last)
 With --daemon, each run starts its own preemptd (its socket in the run's directory, --memory-policy the run's
 policy, no NVML: the clients' readings size the GPU) and the clients keep their ledger there; every view of the
 ledger must say so (ledger=preemptd). Cases that need the shared segment's lock are replaced by their daemon
@@ -24,6 +25,7 @@ import argparse
 import glob
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -214,19 +216,27 @@ class Run:
         self.daemon = None
         self.daemon_killed = False
         if options.daemon:
-            self.start_daemon(options.daemon, policy)
+            self.start_daemon(options.daemon, policy, options.nvml)
 
-    def start_daemon(self, path, policy):
-        """preemptd in the foreground, on the run's socket; ready once it says it listens."""
+    def start_daemon(self, path, policy, nvml):
+        """preemptd in the foreground, on the run's socket; ready once it says it listens. With `nvml`, the daemon
+        loads the simulated GPU's NVML from there and must say so in its log."""
         self.daemon_log = open(os.path.join(self.work, "preemptd.stderr"), "w")
+        env = dict(self.env)
+        if nvml:
+            env["LD_LIBRARY_PATH"] = nvml + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
         self.daemon = subprocess.Popen([path, "--foreground", "--socket", self.env["PREEMPT_DAEMON_SOCKET"],
                                         "--memory-policy", policy, "--log", os.path.join(self.work, "preemptd.log")],
                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.daemon_log,
-                                       env=self.env)
+                                       env=env)
         deadline = time.monotonic() + 10
         while True:
             with open(self.daemon_log.name) as log:
                 if "listening on" in log.read():
+                    with open(os.path.join(self.work, "preemptd.log")) as decisions:
+                        loaded = "nvml=libnvidia-ml.so.1" in decisions.read()
+                    if loaded != bool(nvml):
+                        raise Fatal(f"preemptd {'did not load' if nvml else 'loaded'} NVML")
                     return
             if self.daemon.poll() is not None or time.monotonic() > deadline:
                 raise Fatal(f"preemptd did not start (exit {self.daemon.poll()})")
@@ -417,7 +427,8 @@ def control(options):
 def apis(options):
     run = Run(options, "apis", timeout_ms=5000)
     try:
-        client = Client(run, "apis", ["apis"], extra_env={"FAKE_GPU_PITCH": "1024", "PREEMPT_QUIET": "1"})
+        client = Client(run, "apis", ["apis"], extra_env={"FAKE_GPU_PITCH": "1024", "FAKE_GPU_ALIAS_HANDLES": "1",
+                                                          "PREEMPT_QUIET": "1"})
         say(f"apis exited with {client.wait_exit(20)}")
         client.reader.join(5)
         for line in client.lines:
@@ -624,9 +635,70 @@ def kill_daemon(options):
         run.close()
 
 
+def kill_with_stalled_waiter(options):
+    """H frees with PREEMPT_MEM_TEST_HOLD_NS=3 s and is killed inside the ledger's lock, as above; but first a stalled
+    waiter (test/mem/stalled_waiter.c) queues on the lock, and then the info client. The kernel's one wake-up at H's
+    death goes to the first queued, the stalled waiter, which never takes the lock. No other process waits for memory,
+    so none locks afresh: only the info client's own bounded lock waits (mem_segment.c) can bring it the lock."""
+    run = Run(options, "stalled-waiter")
+    stalled = None
+    try:
+        info = Info(run)
+        holder = Client(run, "H", ["hold", "H", "80M"], extra_env={"PREEMPT_MEM_TEST_HOLD_NS": "3000000000"})
+        holder.wait_for(lambda: holder.granted_count, 10, "grant")
+        info.query()
+        ledgers = glob.glob(f"/dev/shm{run.prefix}-{os.geteuid()}-*")
+        if len(ledgers) != 1:
+            raise Fatal(f"expected one ledger, found {ledgers}")
+        holder.send("free")
+        holder.wait_for(lambda: holder.line_starting("freeing"), 10, "freeing line")
+        inside = wait_blocked(holder.proc.pid, "nanosleep", 0.5)
+        log = open(os.path.join(run.work, "stalled.stderr"), "w")
+        stalled = subprocess.Popen([options.stalled_waiter, ledgers[0][len("/dev/shm"):]], stdout=subprocess.PIPE,
+                                   stderr=log, env=run.env, text=True)
+        first = wait_blocked(stalled.pid, "futex", 0.2)
+        with run.cond:
+            seen = len(info.lines)
+        info.send("")  # its answer waits for the lock, behind the stalled waiter
+        second = wait_blocked(info.proc.pid, "futex", 0.2)
+        say(f"stalled waiter: H seen sleeping inside the lock: {inside}; queued: stalled waiter {first}, "
+            f"then info {second}")
+        killed = time.monotonic()
+        holder.kill()
+        woken = ""
+        if select.select([stalled.stdout], [], [], 3)[0]:
+            woken = stalled.stdout.readline().strip()
+        say(f"stalled waiter: {woken or 'no line (' + str(stalled.poll()) + ')'}")
+        deadline = killed + 3
+        with run.cond:
+            while len(info.lines) <= seen and time.monotonic() < deadline:
+                run.cond.wait(deadline - time.monotonic())
+            answered = len(info.lines) > seen
+        latency = time.monotonic() - killed
+        say(f"stalled waiter: the info client got the lock within 1 s of the kill: "
+            f"{'yes' if answered and latency < 1 else 'no'}")
+        if not answered:
+            check("the info client got the lock", False, "still blocked 3 s after the kill")
+            return
+        state = info.query()
+        say(f"stalled waiter: reserved={state['reserved']} waiting={state['waiting']} clients={state['clients']} "
+            f"dead_clients={state['dead_clients']} lock_owner_deaths={state['lock_owner_deaths']} "
+            f"reinitializations={state['reinitializations']}")
+    finally:
+        if stalled:
+            stalled.kill()
+            stalled.wait()
+            stalled.stdout.close()
+        run.close()
+
+
 def kill(options):
-    cases = (kill_holder, kill_waiter, kill_daemon, kill_slow_driver) if options.daemon else \
-        (kill_holder, kill_waiter, kill_inside_lock, kill_slow_driver)
+    if options.daemon:
+        cases = [kill_holder, kill_waiter, kill_daemon, kill_slow_driver]
+    else:
+        cases = [kill_holder, kill_waiter, kill_inside_lock, kill_slow_driver]
+        if options.stalled_waiter:
+            cases.append(kill_with_stalled_waiter)
     for case in cases:
         try:
             case(options)
@@ -771,6 +843,8 @@ def main():
     parser.add_argument("--preload", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--daemon", help="preemptd: keep the ledger there instead of the shared segment")
+    parser.add_argument("--nvml", help="a folder with libnvidia-ml.so.1 (the simulated GPU's) for the daemon")
+    parser.add_argument("--stalled-waiter", help="test/mem/stalled_waiter, for kill's last case")
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser("scenario")
     command.add_argument("policy", choices=["fifo", "mmu", "priority-fifo", "priority-mmu"])
@@ -792,6 +866,10 @@ def main():
     options.preload = os.path.abspath(options.preload)
     if options.daemon:
         options.daemon = os.path.abspath(options.daemon)
+    if options.nvml:
+        options.nvml = os.path.abspath(options.nvml)
+    if options.stalled_waiter:
+        options.stalled_waiter = os.path.abspath(options.stalled_waiter)
     os.makedirs(options.work, exist_ok=True)
     # lit's timeout (or a user's ^C) ends the driver with a signal: run the cleanups of `finally` on the way out.
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
