@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -209,9 +210,12 @@ class Run:
             "PREEMPT_MEM_SEGMENT": self.prefix,
             "PREEMPT_MEM_POLICY": policy,
             "PREEMPT_MEM_TIMEOUT_MS": str(timeout_ms),
-            # Without a daemon of the run's own, a node's real preemptd must not be found either.
-            "PREEMPT_DAEMON_SOCKET": os.path.join(self.work, "preemptd.sock"),
         })
+        # The run's own socket, in a short folder of its own (a Unix socket's path is at most 107 bytes, and lit's
+        # work folders in a fresh clone under /tmp come near that); without a daemon of the run's own, a node's
+        # real preemptd must not be found either.
+        self.socket_dir = tempfile.mkdtemp(prefix="pmt")
+        self.env["PREEMPT_DAEMON_SOCKET"] = os.path.join(self.socket_dir, "preemptd.sock")
         self.remove_segments()
         self.daemon = None
         self.daemon_killed = False
@@ -269,6 +273,7 @@ class Run:
         if self.daemon:
             self.daemon_log.close()
             self.daemon = None
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
         self.remove_segments()
         self.clients = []
 
