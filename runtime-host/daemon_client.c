@@ -198,17 +198,6 @@ static void build_register(preempt_daemon_client *client, preempt_msg_register *
 }
 
 /* /proc/self/comm is what ps and the daemon's own /proc reads show. */
-static void read_program_name(char *field, size_t field_bytes) {
-  char name[64] = "";
-  FILE *comm = fopen("/proc/self/comm", "re");
-  if (comm) {
-    if (fgets(name, sizeof name, comm))
-      name[strcspn(name, "\n")] = '\0';
-    fclose(comm);
-  }
-  preempt_copy_name(field, field_bytes, name[0] ? name : program_invocation_short_name);
-}
-
 /* Every device's UUID and SM count, once: they do not change. Devices past
  * PREEMPT_DAEMON_MAX_GPUS are left out (their launches run unscheduled). */
 static int describe_gpus(preempt_runtime *runtime) {
@@ -362,7 +351,7 @@ static void daemon_start(preempt_runtime *runtime) {
   snprintf(client->socket_path, sizeof client->socket_path, "%s", named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT);
   read_priority_variable(client);
   read_weight_variable(client);
-  read_program_name(client->program, sizeof client->program);
+  preempt_program_name(client->program, sizeof client->program);
   if (describe_gpus(runtime) != 0)
     return;
   preempt_msg_register request;

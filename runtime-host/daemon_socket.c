@@ -1,6 +1,6 @@
 /* daemon_socket.c: the runtime's end of preemptd's socket, shared by kernel scheduling and memory admission.
  * FLEP §3 (one scheduler per node), schedGPU §3.1 (its client-server mode over a Unix socket). */
-#define _GNU_SOURCE /* MSG_CMSG_CLOEXEC */
+#define _GNU_SOURCE /* MSG_CMSG_CLOEXEC, program_invocation_short_name */
 #include "daemon_socket.h"
 
 #include <errno.h>
@@ -18,6 +18,17 @@ uint64_t preempt_monotonic_ns(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+void preempt_program_name(char *field, size_t field_bytes) {
+  char name[64] = "";
+  FILE *comm = fopen("/proc/self/comm", "re");
+  if (comm) {
+    if (fgets(name, sizeof name, comm))
+      name[strcspn(name, "\n")] = '\0';
+    fclose(comm);
+  }
+  preempt_copy_name(field, field_bytes, name[0] ? name : program_invocation_short_name);
 }
 
 int preempt_daemon_connect(const char *path, int *socket_fd, char *why, size_t why_bytes) {

@@ -16,6 +16,9 @@ enum { PREEMPT_LINK_OK = 0, PREEMPT_LINK_ABSENT = 1, PREEMPT_LINK_FAILED = -1 };
 
 uint64_t preempt_monotonic_ns(void);
 
+/* This process's name as preemptd shows it (/proc/self/comm, else the invocation's), truncated to the field. */
+void preempt_program_name(char *field, size_t field_bytes);
+
 /* A non-blocking SOCK_SEQPACKET connection to `path`: PREEMPT_LINK_OK with *socket_fd, PREEMPT_LINK_ABSENT when
  * nobody listens there (no socket file, or a stale one), PREEMPT_LINK_FAILED with `why`. */
 int preempt_daemon_connect(const char *path, int *socket_fd, char *why, size_t why_bytes);

@@ -229,7 +229,7 @@ uint64_t preempt_mem_deadline_ns(void) {
   preempt_memory *memory = lock_memory();
   int64_t timeout_ms = memory->timeout_ms;
   unlock_memory(memory);
-  return timeout_ms < 0 ? UINT64_MAX : preempt_mem_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  return timeout_ms < 0 ? UINT64_MAX : preempt_monotonic_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
 /* What the GPU says is used, less what the ledger accounts for, is used outside it (other users, programs
@@ -239,15 +239,14 @@ uint64_t preempt_mem_deadline_ns(void) {
  * before the lock would, whenever a client freed in between, and would hold back waiters until the next
  * quiet poll. */
 static void learn_external(preempt_mem_device *state, const preempt_mem_gpu *gpu) {
-  uint64_t free_bytes = 0, total_bytes = 0;
+  uint64_t total_bytes = 0, device_used = 0;
   if (preempt_mem_segment_lock(&state->segment, NULL, 0) != 0)
     return;
-  if (gpu->memory_info(&free_bytes, &total_bytes) != 0 || total_bytes < free_bytes) {
+  if (read_gpu(&total_bytes, &device_used, (void *)gpu) != 0) {
     preempt_mem_segment_unlock(&state->segment);
     return;
   }
   preempt_mem_ledger *ledger = &state->segment.shared->ledger;
-  uint64_t device_used = total_bytes - free_bytes;
   uint64_t ledger_used = preempt_mem_ledger_used_bytes(ledger);
   uint64_t external = device_used > ledger_used ? device_used - ledger_used : 0;
   if (external > ledger->capacity_bytes)
@@ -304,7 +303,7 @@ static int wait_in_segment(const preempt_memory *memory, preempt_mem_device *sta
         preempt_mem_segment_unlock(segment);
         return 0;
       }
-      uint64_t now = preempt_mem_now_ns();
+      uint64_t now = preempt_monotonic_ns();
       if (now >= deadline_ns) {
         preempt_mem_ledger_cancel(ledger, segment->client, waiter);
         preempt_mem_segment_ring(segment); /* a FIFO head leaving may let others go */
@@ -534,7 +533,7 @@ void preempt_mem_adjust(int device, uint64_t admitted_bytes, uint64_t actual_byt
     preempt_msg_mem_reply answer;
     char why[256];
     int result = preempt_mem_daemon_reserve(&memory->daemon, state->uuid, more, PREEMPT_MEM_RESERVE_NOW, read_gpu,
-                                            NULL, preempt_mem_now_ns() + 1000000000ull, &answer, why, sizeof why);
+                                            NULL, preempt_monotonic_ns() + 1000000000ull, &answer, why, sizeof why);
     if (result == 0) {
       lock_memory();
       state->daemon_held_bytes += more;
@@ -647,7 +646,7 @@ int preempt_mem_allocate(const preempt_mem_gpu *gpu, uint64_t bytes, preempt_mem
       preempt_mem_record(address, charge == PREEMPT_MEM_CHARGE_BUDGET ? bytes : actual_bytes, device, charge);
       return 0;
     }
-    if (status != gpu->out_of_memory || device < 0 || preempt_mem_now_ns() >= deadline) {
+    if (status != gpu->out_of_memory || device < 0 || preempt_monotonic_ns() >= deadline) {
       preempt_mem_give_back(device, bytes, charge);
       return status;
     }

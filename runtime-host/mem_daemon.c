@@ -27,8 +27,13 @@ static void mark_lost(preempt_mem_daemon *daemon) {
   pthread_cond_broadcast(&daemon->arrived);
 }
 
+/* What await_reply saw. */
+enum { REPLY_LOST = -1, REPLY_ARRIVED = 0, REPLY_DEADLINE = 1, REPLY_QUIET = 2 };
+
 /* Waits (daemon->lock held) for the MEM_REPLY to `request_id`, reading the socket for every thread while no other
- * thread does. 0 with *answer; 1 at the deadline; -1 when the connection ended, failed or broke the protocol. */
+ * thread does. REPLY_ARRIVED with *answer; REPLY_DEADLINE; REPLY_QUIET after READING_PERIOD_NS with nothing for
+ * us (the caller may send a reading, then wait again); REPLY_LOST when the connection ended, failed or broke the
+ * protocol. */
 static int await_reply(preempt_mem_daemon *daemon, uint32_t request_id, uint64_t deadline_ns,
                        preempt_msg_mem_reply *answer) {
   for (;;) {
@@ -36,25 +41,25 @@ static int await_reply(preempt_mem_daemon *daemon, uint32_t request_id, uint64_t
       if (daemon->replies[index].header.request_id == request_id) {
         *answer = daemon->replies[index];
         daemon->replies[index] = daemon->replies[--daemon->reply_count];
-        return 0;
+        return REPLY_ARRIVED;
       }
     if (daemon->lost)
-      return -1;
+      return REPLY_LOST;
     uint64_t now = preempt_monotonic_ns();
     if (now >= deadline_ns)
-      return 1;
+      return REPLY_DEADLINE;
+    uint64_t until = deadline_ns - now < READING_PERIOD_NS ? deadline_ns : now + READING_PERIOD_NS;
     if (daemon->receiving || daemon->reply_count == PREEMPT_MEM_DAEMON_MAX_REPLIES) {
       /* Another thread reads for us (or our table is full until its owners look): wait for what it files. */
-      uint64_t until = deadline_ns - now < READING_PERIOD_NS ? deadline_ns : now + READING_PERIOD_NS;
       struct timespec at = {.tv_sec = (time_t)(until / 1000000000ull), .tv_nsec = (long)(until % 1000000000ull)};
-      pthread_cond_timedwait(&daemon->arrived, &daemon->lock, &at);
-      return 1 + (preempt_monotonic_ns() < deadline_ns) * 2; /* 3: look again */
+      if (pthread_cond_timedwait(&daemon->arrived, &daemon->lock, &at) == ETIMEDOUT)
+        return REPLY_QUIET;
+      continue;
     }
     daemon->receiving = 1;
     pthread_mutex_unlock(&daemon->lock);
     preempt_reply_buffer buffer;
     size_t length = 0;
-    uint64_t until = deadline_ns - now < READING_PERIOD_NS ? deadline_ns : now + READING_PERIOD_NS;
     int received = preempt_daemon_receive(daemon->fd, &buffer, &length, NULL, NULL, until);
     preempt_msg message;
     int broken = received == 2 || received < 0 ||
@@ -65,22 +70,22 @@ static int await_reply(preempt_mem_daemon *daemon, uint32_t request_id, uint64_t
     if (broken) {
       /* A STATUS here is the daemon hanging up on us (it said why); anything else is not this protocol. */
       mark_lost(daemon);
-      return -1;
+      return REPLY_LOST;
     }
     if (received == 0) {
       daemon->replies[daemon->reply_count++] = message.body.mem_reply;
       pthread_cond_broadcast(&daemon->arrived);
     }
     if (received == 1)
-      return 3; /* a quiet period: the caller may send a reading, then look again */
+      return REPLY_QUIET;
   }
 }
 
-/* await_reply, looping over its quiet periods (3) until the reply, the deadline or the end. */
+/* await_reply, through its quiet periods, until the reply, the deadline or the end. */
 static int await_reply_until(preempt_mem_daemon *daemon, uint32_t request_id, uint64_t deadline_ns,
                              preempt_msg_mem_reply *answer) {
   int result;
-  while ((result = await_reply(daemon, request_id, deadline_ns, answer)) == 3)
+  while ((result = await_reply(daemon, request_id, deadline_ns, answer)) == REPLY_QUIET)
     ;
   return result;
 }
@@ -104,14 +109,7 @@ int preempt_mem_daemon_attach(preempt_mem_daemon *daemon, const char *path, int 
   preempt_msg_header_init(&request.header, PREEMPT_MSG_MEM_ATTACH, sizeof request, ++daemon->next_request_id);
   request.priority = priority;
   request.priority_requested = priority_requested ? 1 : 0;
-  char program[PREEMPT_DAEMON_PROGRAM_BYTES] = "";
-  FILE *comm = fopen("/proc/self/comm", "re");
-  if (comm) {
-    if (fgets(program, sizeof program, comm))
-      program[strcspn(program, "\n")] = '\0';
-    fclose(comm);
-  }
-  preempt_copy_name(request.program, sizeof request.program, program);
+  preempt_program_name(request.program, sizeof request.program);
   uint64_t deadline = preempt_monotonic_ns() + ANSWER_TIMEOUT_NS;
   preempt_reply_buffer buffer;
   size_t length = 0;
@@ -185,7 +183,7 @@ int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char u
   int result;
   for (;;) {
     result = await_reply(daemon, request_id, deadline_ns, answer);
-    if (result != 3)
+    if (result != REPLY_QUIET)
       break;
     if (wants_readings) {
       /* Without NVML, the daemon learns of memory freed outside its ledger only from its clients. */
@@ -196,7 +194,7 @@ int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char u
         mark_lost(daemon);
     }
   }
-  if (result == 1) {
+  if (result == REPLY_DEADLINE) {
     /* Our timeout: withdraw. The daemon answers the RESERVE itself, CANCELLED or (when its grant came first)
      * GRANTED, which we keep: the bytes are ours either way. */
     pthread_mutex_unlock(&daemon->lock);
@@ -209,11 +207,11 @@ int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char u
     if (sent != 0)
       mark_lost(daemon);
     result = await_reply_until(daemon, request_id, preempt_monotonic_ns() + ANSWER_TIMEOUT_NS, answer);
-    if (result == 1)
+    if (result == REPLY_DEADLINE)
       mark_lost(daemon); /* it did not answer: hung, or not the daemon we know */
   }
   pthread_mutex_unlock(&daemon->lock);
-  if (result != 0) {
+  if (result != REPLY_ARRIVED) {
     snprintf(why, why_bytes, "the connection to preemptd ended while waiting for memory");
     return -1;
   }
@@ -264,13 +262,14 @@ int preempt_mem_daemon_query(preempt_mem_daemon *daemon, const unsigned char uui
   memcpy(message.uuid, uuid, 16);
   int sent = send_packet(daemon, &message, sizeof message);
   pthread_mutex_lock(&daemon->lock);
-  int result = sent == 0 ? await_reply_until(daemon, request_id, preempt_monotonic_ns() + ANSWER_TIMEOUT_NS, answer) : -1;
-  if (result != 0)
+  int result = sent == 0 ? await_reply_until(daemon, request_id, preempt_monotonic_ns() + ANSWER_TIMEOUT_NS, answer)
+                          : REPLY_LOST;
+  if (result != REPLY_ARRIVED)
     mark_lost(daemon);
   pthread_mutex_unlock(&daemon->lock);
-  if (result == 0 && answer->result != PREEMPT_MEM_REPLY_LEDGER)
-    return 1;
-  return result == 0 ? 0 : -1;
+  if (result != REPLY_ARRIVED)
+    return -1;
+  return answer->result == PREEMPT_MEM_REPLY_LEDGER ? 0 : 1;
 }
 
 void preempt_mem_daemon_close(preempt_mem_daemon *daemon) {

@@ -16,12 +16,6 @@
 
 #include "preempt/daemon_protocol.h" /* preempt_futex_wait / ring */
 
-uint64_t preempt_mem_now_ns(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 #define SAY(...)                                                                                                      \
   do {                                                                                                                \
     if (why && why_bytes)                                                                                             \
@@ -122,7 +116,7 @@ int preempt_mem_segment_open(preempt_mem_segment *segment, const char *name, uin
   /* Bytes above the segment's own size, so that no two clients of any ledger generation share one. */
   uint64_t random_bits = 0;
   if (getrandom(&random_bits, sizeof random_bits, 0) != sizeof random_bits)
-    random_bits = preempt_mem_now_ns() ^ ((uint64_t)getpid() << 32);
+    random_bits = preempt_monotonic_ns() ^ ((uint64_t)getpid() << 32);
   segment->liveness_key = (1ull << 20) + (random_bits & ((1ull << 60) - 1));
   if (lock_liveness_byte(fd, segment->liveness_key) != 0) {
     SAY("cannot lock a liveness byte of /dev/shm%s: %s", name, strerror(errno));
@@ -258,7 +252,7 @@ uint32_t preempt_mem_segment_reclaim_dead(preempt_mem_segment *segment) {
     ledger->dead_clients++;
     reclaimed++;
   }
-  segment->last_reclaim_ns = preempt_mem_now_ns();
+  segment->last_reclaim_ns = preempt_monotonic_ns();
   if (reclaimed)
     preempt_mem_segment_ring(segment);
   return reclaimed;

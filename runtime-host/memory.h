@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "daemon_socket.h" /* preempt_monotonic_ns */
 #include "preempt.h"
 #include "preempt/daemon_protocol.h"
 #include "preempt/mem_ledger.h"
@@ -61,7 +62,6 @@ uint32_t preempt_mem_segment_reclaim_dead(preempt_mem_segment *segment);
 /* Frees this process's slot with all it holds. Lock held. */
 void preempt_mem_segment_detach(preempt_mem_segment *segment);
 
-uint64_t preempt_mem_now_ns(void);
 
 /* ---- the daemon-kept ledger (mem_daemon.c): preemptd's MEM_* messages over a connection of the process's own */
 

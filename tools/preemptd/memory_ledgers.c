@@ -7,13 +7,20 @@
 #include <string.h>
 #include <sys/socket.h>
 
+static preemptd_mem_gpu *find_mem_gpu(preemptd_context *ctx, const uint8_t uuid[16]) {
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++)
+    if (memcmp(ctx->mem_gpus[index].uuid, uuid, 16) == 0)
+      return &ctx->mem_gpus[index];
+  return NULL;
+}
+
 /* The ledger's entry for this GPU, added on first use: capacity from NVML when it knows the GPU, else the
  * client's reading. NULL with *result set when neither gives one or the table is full. */
 static preemptd_mem_gpu *mem_gpu_for(preemptd_context *ctx, const uint8_t uuid[16], uint64_t reading_total,
                                      uint32_t *result) {
-  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++)
-    if (memcmp(ctx->mem_gpus[index].uuid, uuid, 16) == 0)
-      return &ctx->mem_gpus[index];
+  preemptd_mem_gpu *known = find_mem_gpu(ctx, uuid);
+  if (known)
+    return known;
   if (ctx->mem_gpu_count == PREEMPTD_MAX_GPUS) {
     *result = PREEMPT_MEM_REPLY_FULL;
     return NULL;
@@ -257,10 +264,7 @@ preempt_daemon_status preemptd_mem_release(preemptd_context *ctx, preemptd_clien
     return preemptd_send_status(client->fd, request->header.request_id, PREEMPT_DAEMON_NOT_REGISTERED,
                                 "MEM_ATTACH first");
   }
-  preemptd_mem_gpu *gpu = NULL;
-  for (uint32_t index = 0; index < ctx->mem_gpu_count && !gpu; index++)
-    if (memcmp(ctx->mem_gpus[index].uuid, request->uuid, 16) == 0)
-      gpu = &ctx->mem_gpus[index];
+  preemptd_mem_gpu *gpu = find_mem_gpu(ctx, request->uuid);
   uint32_t slot = gpu ? client->mem_slot[mem_gpu_index(ctx, gpu)] : PREEMPT_MEM_NO_INDEX;
   /* Giving back what it does not hold is a broken client: it would free memory that is another's. */
   if (slot == PREEMPT_MEM_NO_INDEX || preempt_mem_ledger_release(gpu->ledger, slot, request->bytes) != PREEMPT_MEM_OK) {
@@ -303,16 +307,12 @@ preempt_daemon_status preemptd_mem_query(preemptd_context *ctx, preemptd_client 
 
 preempt_daemon_status preemptd_mem_reading(preemptd_context *ctx, preemptd_client *client,
                                            const preempt_msg_mem_reading *request) {
-  if (!client->mem_attached)
+  preemptd_mem_gpu *gpu = find_mem_gpu(ctx, request->uuid);
+  /* NVML's reading, when the daemon has one, is not to be overridden by a client's. */
+  if (!client->mem_attached || !gpu || gpu->nvml_device)
     return PREEMPT_DAEMON_OK;
-  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
-    preemptd_mem_gpu *gpu = &ctx->mem_gpus[index];
-    /* NVML's reading, when the daemon has one, is not to be overridden by a client's. */
-    if (memcmp(gpu->uuid, request->uuid, 16) != 0 || gpu->nvml_device)
-      continue;
-    learn_external(ctx, gpu, request->device_total_bytes, request->device_used_bytes);
-    deliver_grants(ctx, gpu);
-  }
+  learn_external(ctx, gpu, request->device_total_bytes, request->device_used_bytes);
+  deliver_grants(ctx, gpu);
   return PREEMPT_DAEMON_OK;
 }
 
@@ -339,21 +339,18 @@ void preemptd_mem_detach(preemptd_context *ctx, preemptd_client *client) {
   }
 }
 
-bool preemptd_mem_poll(preemptd_context *ctx) {
-  bool waiting = false;
+void preemptd_mem_poll(preemptd_context *ctx) {
   double now = preemptd_now_us(ctx);
   for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
     preemptd_mem_gpu *gpu = &ctx->mem_gpus[index];
-    if (preempt_mem_ledger_waiting(gpu->ledger, PREEMPT_MEM_NO_INDEX) == 0)
+    /* The clock first: this runs at every scheduler wake-up, and a ledger's waiters take a scan to count. */
+    if (!gpu->nvml_device || now - gpu->last_reading_us < PREEMPTD_MEM_POLL_US ||
+        preempt_mem_ledger_waiting(gpu->ledger, PREEMPT_MEM_NO_INDEX) == 0)
       continue;
-    waiting = true;
     /* Memory freed outside the ledger (another program, a client's context going away) lets waiters go. */
-    if (gpu->nvml_device && now - gpu->last_reading_us >= PREEMPTD_MEM_POLL_US) {
-      learn_external(ctx, gpu, 0, 0);
-      deliver_grants(ctx, gpu);
-    }
+    learn_external(ctx, gpu, 0, 0);
+    deliver_grants(ctx, gpu);
   }
-  return waiting;
 }
 
 void preemptd_mem_free(preemptd_context *ctx) {

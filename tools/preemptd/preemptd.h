@@ -278,8 +278,8 @@ preempt_daemon_status preemptd_mem_reading(preemptd_context *ctx, preemptd_clien
                                            const preempt_msg_mem_reading *request);
 /* The connection ended: everything the client held or waited for goes back, and waiters that now fit are told. */
 void preemptd_mem_detach(preemptd_context *ctx, preemptd_client *client);
-/* Rereads NVML for ledgers with waiters (at most every PREEMPTD_MEM_POLL_US); whether any ledger has waiters. */
-bool preemptd_mem_poll(preemptd_context *ctx);
+/* Rereads NVML for ledgers with waiters, at most every PREEMPTD_MEM_POLL_US. */
+void preemptd_mem_poll(preemptd_context *ctx);
 void preemptd_mem_free(preemptd_context *ctx);
 
 /* ---- LIST (listing.c) */
