@@ -19,11 +19,12 @@ namespace {
 
 namespace preempt {
 
-// The unconverted copies of converted kernels share the "__preempt_" prefix
-// but are kernels, not helpers: never internalized, inlined or deleted.
+// The unconverted copies and drain forms of converted kernels share the
+// "__preempt_" prefix but are kernels, not helpers: never internalized,
+// inlined or deleted.
 static bool isHelperName(StringRef Name) {
   return Name.starts_with("__preempt_") && Name != "__preempt_task_ctx" &&
-         !Name.starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX);
+         !Name.starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_DRAIN_KERNEL_PREFIX);
 }
 
 Error linkDeviceHelpers(Module &M, GpuTarget Target) {

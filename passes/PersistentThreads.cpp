@@ -20,7 +20,9 @@
 #include "PersistentThreads.h"
 
 #include "DeviceHelpers.h"
+#include "DrainForm.h"
 #include "GpuTarget.h"
+#include "KernelCopy.h"
 #include "KernelSafety.h"
 
 #include "preempt/control_block.h"
@@ -432,55 +434,12 @@ static void addKernelMarker(Module &M, StringRef KernelName) {
 // Keeps `Kernel` as written, before conversion, under the name the runtime
 // looks up (control_block.h, PREEMPT_ORIGINAL_KERNEL_PREFIX): a launch whose
 // grid fits in one wave of persistent CTAs runs this copy, since no CTA would
-// ever reach a task boundary at which to yield. What makes it a kernel comes
-// along with the clone: the calling convention (ptx_kernel, amdgpu_kernel;
-// LLVM 22 keeps no NVVM kernel annotations) and the function attributes
-// (launch bounds are "nvvm.maxntid"/"nvvm.minctasm", AMDGPU's
-// "amdgpu-flat-work-group-size"...). Its calls keep going to the original
-// callees: only the converted kernel is redirected to the clones that read
-// the task context. It gets no marker, so the runtime never takes it for a
-// converted kernel, and the pass skips it if it runs again.
-//
-// Shared-memory variables of the kernel's own (local, used by no other
-// function) get a twin for the copy: NVPTX declares a shared variable inside
-// the one kernel that uses it, and one left at module scope because two
-// kernels used it made ptxas build matmul_tiled's converted kernel 25%
-// slower on the H100, with PTX otherwise identical.
-static bool onlyUsedIn(const Value &V, const Function &F) {
-  for (const User *U : V.users()) {
-    if (const auto *I = dyn_cast<Instruction>(U)) {
-      if (I->getFunction() != &F)
-        return false;
-    } else if (!isa<ConstantExpr>(U) || !onlyUsedIn(*U, F)) {
-      return false;
-    }
-  }
-  return true;
-}
-
+// ever reach a task boundary at which to yield (KernelCopy.cpp says what
+// comes along). It gets no marker, so the runtime never takes it for a
+// converted kernel, and the pass skips it if it runs again. A taken name
+// means no copy: the launch stays persistent.
 static void addOriginalCopy(Function &Kernel) {
-  Module &M = *Kernel.getParent();
-  std::string Name = (PREEMPT_ORIGINAL_KERNEL_PREFIX + Kernel.getName()).str();
-  if (M.getNamedValue(Name))
-    return; // taken (names of this prefix are the implementation's): no copy, the launch stays persistent
-  ValueToValueMapTy Map;
-  SmallVector<GlobalVariable *, 4> KernelShared;
-  for (GlobalVariable &Global : M.globals())
-    if (Global.getAddressSpace() == 3 && Global.hasLocalLinkage() && onlyUsedIn(Global, Kernel))
-      KernelShared.push_back(&Global);
-  for (GlobalVariable *Global : KernelShared) {
-    auto *Twin = new GlobalVariable(M, Global->getValueType(), Global->isConstant(), Global->getLinkage(),
-                                    Global->hasInitializer() ? Global->getInitializer() : nullptr,
-                                    Global->getName() + ".original", Global, Global->getThreadLocalMode(),
-                                    Global->getAddressSpace());
-    Twin->copyAttributesFrom(Global);
-    Map[Global] = Twin;
-  }
-  Function *Copy = CloneFunction(&Kernel, Map);
-  Copy->setName(Name);
-  // Whatever keeps a local kernel alive until code generation must keep its copy too.
-  if (Copy->hasLocalLinkage())
-    appendToCompilerUsed(M, {Copy});
+  copyKernel(Kernel, (PREEMPT_ORIGINAL_KERNEL_PREFIX + Kernel.getName()).str(), ".original");
 }
 
 PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &MAM) {
@@ -493,7 +452,8 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   for (Function &F : M) {
     // The unconverted copy of a kernel a previous run converted is not a
     // kernel of the program's own: leave it as it is, without a remark.
-    if (!isKernel(F, Target) || F.getName().starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX))
+    if (!isKernel(F, Target) || F.getName().starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) ||
+        F.getName().starts_with(PREEMPT_DRAIN_KERNEL_PREFIX))
       continue;
     OptimizationRemarkEmitter Remarks(&F);
     std::string Reason;
@@ -529,8 +489,10 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   // only: the HIP runtime path cannot launch a copy yet (gpu_hip.c), and on
   // AMDGPU a copy would only lengthen the code and CTXBack's reports.
   if (Target == GpuTarget::NVPTX)
-    for (Function *Kernel : Convertible)
+    for (Function *Kernel : Convertible) {
       addOriginalCopy(*Kernel);
+      addDrainForm(*Kernel);
+    }
 
   DenseMap<Function *, Function *> Clones;
   for (Function *F : functionsNeedingClones(Convertible, Target)) {

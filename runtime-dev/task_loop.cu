@@ -120,6 +120,8 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 // tasks run out, so that no CTA is left with a long batch at the end
 // (guided self-scheduling over the CTA's own view of the counter).
 PREEMPT_LOCAL unsigned int batch_size(void) {
+  if (__preempt_task_ctx.relaunched == PREEMPT_RELAUNCH_UNDONE)
+    return 1; // next_undone_task skips ahead one task id at a time
   unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
                                ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
                                : 1;
@@ -174,6 +176,9 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   __preempt_task_ctx.check_interval = check_interval ? check_interval : 1;
   __preempt_task_ctx.batch_next = __preempt_task_ctx.batch_end = 0;
   __preempt_task_ctx.tasks_run = 0;
+  __preempt_task_ctx.tasks_skipped = 0;
+  if (relaunched == PREEMPT_RELAUNCH_UNDONE)
+    __preempt_task_ctx.undone = __scoped_atomic_load_n(&control->undone, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
   return issue_fetch(control, yield_word(control));
 }
 
@@ -230,6 +235,20 @@ PREEMPT_DEVICE unsigned long long __preempt_batch_prefetch(preempt_control_block
   return fetch_batch(control, yield_seen);
 }
 
+// Thread 0 only, in a drained launch's relaunch (control_block.h): from the
+// task id just taken, takes ids one at a time until one whose block left the
+// drain form's gate without running, counting those it passes as done (their
+// blocks ran in the first wave, or an earlier relaunch took them). The first
+// wave has ended before any relaunch starts, so every bit is final.
+PREEMPT_LOCAL unsigned int next_undone_task(preempt_control_block *control, unsigned int task) {
+  const unsigned int *undone = __preempt_task_ctx.undone;
+  while (task < __preempt_task_ctx.task_count && !((undone[task / 32] >> (task % 32)) & 1u)) {
+    __preempt_task_ctx.tasks_skipped++;
+    task = tagged_add(&control->task_word[lane()], __preempt_task_ctx.generation, 1);
+  }
+  return task;
+}
+
 // Thread 0 only: resolves its fetch to a task id and decomposes it over the
 // original grid (x fastest, as lib/task_grid.c) into `published`. Returns
 // whether there is a task.
@@ -250,6 +269,8 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
       task = tagged_add_slow(&control->task_word[lane()], generation, taken);
       preinstall_generation(&control->done_word[lane()], generation);
     }
+    if (__preempt_task_ctx.relaunched == PREEMPT_RELAUNCH_UNDONE)
+      task = next_undone_task(control, task); // batches of one (batch_size)
     unsigned int end = task + taken;
     __preempt_task_ctx.batch_next = task + 1;
     __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;
@@ -360,17 +381,17 @@ PREEMPT_DEVICE void __preempt_kernel_end(preempt_control_block *control) {
   device_fence();
 #endif
   cta_barrier();
-  if (!is_first_thread() || __preempt_task_ctx.tasks_run == 0)
+  unsigned int tasks_done = __preempt_task_ctx.tasks_run + __preempt_task_ctx.tasks_skipped;
+  if (!is_first_thread() || tasks_done == 0)
     return;
   unsigned int generation = __preempt_task_ctx.generation;
 #if defined(__NVPTX__)
   if (__preempt_task_ctx.relaunched) {
-    tagged_add(&control->relaunch_word[lane()], generation, __preempt_task_ctx.tasks_run);
+    tagged_add(&control->relaunch_word[lane()], generation, tasks_done);
     return;
   }
 #endif
-  unsigned int finished = tagged_add(&control->done_word[lane()], generation, __preempt_task_ctx.tasks_run) +
-                          __preempt_task_ctx.tasks_run;
+  unsigned int finished = tagged_add(&control->done_word[lane()], generation, tasks_done) + tasks_done;
   if (finished == __preempt_task_ctx.task_count) {
     preset_next_lane(control, generation);
 #if !defined(__NVPTX__)

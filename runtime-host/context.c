@@ -75,6 +75,19 @@ static void configure(preempt_runtime *runtime) {
                      "persistent",
                      one_wave);
   }
+  /* Which form converted launches take (launch.c, choose_drain): "auto"
+   * (the default: the faster, measured per kernel), "persistent" or
+   * "drain". Anything else is said, and auto kept. */
+  runtime->form = PREEMPT_FORM_AUTO;
+  const char *form = getenv("PREEMPT_FORM");
+  if (form && *form && strcmp(form, "auto") != 0) {
+    if (strcmp(form, "persistent") == 0)
+      runtime->form = PREEMPT_FORM_PERSISTENT;
+    else if (strcmp(form, "drain") == 0)
+      runtime->form = PREEMPT_FORM_DRAIN;
+    else
+      preempt_report("PREEMPT_FORM='%s' is none of 'auto', 'persistent', 'drain': auto", form);
+  }
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   const char *stress = getenv("PREEMPT_STRESS");

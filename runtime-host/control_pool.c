@@ -77,7 +77,12 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
     destroy_events(record, gpu);
     free(record->values);
     free(record->params);
+    if (record->undone)
+      gpu->device_free(record->undone);
   }
+  for (uint32_t index = 0; index < pool->retired_count; index++)
+    gpu->device_free(pool->retired_undone[index]);
+  free(pool->retired_undone);
   if (pool->device_blocks)
     gpu->device_free(pool->device_blocks);
   free(pool->records);
@@ -146,6 +151,55 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
     return take(pool, gpu, candidate, slot);
   }
   return gpu->not_ready;
+}
+
+int preempt_launch_record_grow_undone(preempt_control_pool *pool, const preempt_gpu_ops *gpu,
+                                      preempt_launch_record *record, uint32_t task_count) {
+  size_t needed = ((size_t)task_count + 31) / 32 * sizeof(uint32_t);
+  if (record->undone_bytes >= needed)
+    return 0;
+  if (pool->retired_count == pool->retired_capacity) {
+    uint32_t capacity = pool->retired_capacity ? 2 * pool->retired_capacity : 8;
+    void **grown = realloc(pool->retired_undone, capacity * sizeof *grown);
+    if (!grown)
+      return -1;
+    pool->retired_undone = grown;
+    pool->retired_capacity = capacity;
+  }
+  /* Doubling, from 8 KiB (65,536 blocks): few regrowths per block. */
+  size_t bytes = record->undone_bytes ? 2 * record->undone_bytes : 8192;
+  while (bytes < needed)
+    bytes *= 2;
+  void *bitmap = NULL;
+  int status = gpu->device_alloc(&bitmap, bytes);
+  if (status != 0)
+    return status;
+  if (record->undone)
+    pool->retired_undone[pool->retired_count++] = record->undone;
+  record->undone = bitmap;
+  record->undone_bytes = bytes;
+  record->undone_moved = 1;
+  record->undone_dirty = 1;
+  return 0;
+}
+
+int preempt_launch_record_reset_undone(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *stream) {
+  if (record->undone_moved) {
+    preempt_control_block *control = record->control;
+    uint64_t address = (uint64_t)(uintptr_t)record->undone;
+    uint32_t halves[2] = {(uint32_t)address, (uint32_t)(address >> 32)};
+    int status = gpu->stream_write_words(stream, (uint32_t *)&control->undone, halves, 2);
+    if (status != 0)
+      return status;
+    record->undone_moved = 0;
+  }
+  if (record->undone_dirty) {
+    int status = gpu->device_zero_async(record->undone, record->undone_bytes, stream);
+    if (status != 0)
+      return status;
+    record->undone_dirty = 0;
+  }
+  return 0;
 }
 
 int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t param_count, const size_t *sizes,

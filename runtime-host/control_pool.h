@@ -69,6 +69,18 @@ typedef struct preempt_launch_record {
   int held_unstarted;
   /* The pending relaunch must wait for yield-word clears on the control stream. */
   int relaunch_after_clear;
+  /* The first wave ran the drain form (control_block.h): the application's
+   * grid, gated at block entry; the stream waits for drain_hold = 0. */
+  int drained;
+  int drain_held; /* an eviction wrote drain_hold = 1 (once per launch) */
+  /* The control block's bitmap of undone blocks (device memory, `undone`
+   * there too), its size, and whether an evicted drained launch may have
+   * left bits set: cleared on the application's stream before the block's
+   * next drained launch. */
+  void *undone;
+  size_t undone_bytes;
+  int undone_dirty;
+  int undone_moved; /* a new bitmap whose address the control block does not hold yet */
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {
@@ -79,6 +91,10 @@ typedef struct preempt_control_pool {
    * of it is busy; their events exist, the others' not yet. */
   uint32_t in_use;
   uint32_t next_slot;
+  /* Bitmaps outgrown by a larger drained launch, freed with the pool: a free
+   * now may wait for the whole device, evicted launches' held streams too. */
+  void **retired_undone;
+  uint32_t retired_count, retired_capacity;
 } preempt_control_pool;
 
 /* All return the GPU API's code (0 = success; -1: host out of memory). */
@@ -101,6 +117,15 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
 
 /* Makes room for `param_count` parameters of the given sizes, plus the
  * control_block.h ones, in the slot's record, and points them at its copies. */
+/* The drain form's bitmap of undone blocks (control_block.h), in two steps:
+ * with the context locked, makes the record's bitmap hold `task_count` bits
+ * (a new one, when it grows); then, unlocked, since enqueueing may block,
+ * enqueues on the launch's stream what makes it all zero and points the
+ * control block at it when the launch runs. Both return the API's code. */
+int preempt_launch_record_grow_undone(preempt_control_pool *pool, const preempt_gpu_ops *gpu,
+                                      preempt_launch_record *record, uint32_t task_count);
+int preempt_launch_record_reset_undone(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *stream);
+
 int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t param_count, const size_t *sizes,
                                        void *const *args);
 

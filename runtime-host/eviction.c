@@ -105,6 +105,21 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
     requested = *sms;
   else
     full_mask(&requested);
+  /* A drained launch's stream must hold before any block can skip: the
+   * hold lands first on the control stream, and a block skips only once it
+   * sees a yield bit written after it (stream writes carry a memory barrier
+   * unless told otherwise). Once per launch: its publisher clears it. */
+  if (record->drained && !record->drain_held) {
+    preempt_control_block *control = record->control;
+    uint32_t hold = 1;
+    int status = gpu->stream_write_words(device->control_stream, &control->drain_hold, &hold, 1);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "holding the drained launch's stream", record->desc->name);
+      return PREEMPT_ERROR_GPU;
+    }
+    record->drain_held = 1;
+    record->undone_dirty = 1;
+  }
   uint32_t wanted[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     wanted[word] = record->yield_mask[word] | requested.words[word];
@@ -132,7 +147,9 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
   if (status == 0 && record->time_first_relaunch && record->relaunches == 0)
     status = gpu->event_record(record->relaunch_start_event, device->resume_stream);
-  record->relaunched = 1; /* the kernel's last parameter, read by the launch call */
+  /* The kernel's last parameter, read by the launch call: a drained
+   * launch's relaunches run only the blocks its gate turned away. */
+  record->relaunched = record->drained ? PREEMPT_RELAUNCH_UNDONE : 1;
   if (status == 0)
     status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
                          device->resume_stream);
@@ -180,8 +197,12 @@ static void enqueue_if_ready(preempt_runtime *runtime, preempt_device_state *dev
   (void)slot;
   if (!record->relaunch_pending)
     return;
-  /* The launch's start event: the work queued ahead of it is done. */
-  if (runtime->gpu->event_query(record->ready_event) != 0 || enqueue_relaunch_on_device(runtime, device, record) != 0)
+  /* The launch's start event: the work queued ahead of it is done. A
+   * drained launch's relaunch waits for its whole first wave instead: a
+   * block may still be about to set its bit in the bitmap, which the
+   * relaunch reads once (task_loop.cu, next_undone_task). */
+  void *started = record->drained ? record->wave_done_event : record->ready_event;
+  if (runtime->gpu->event_query(started) != 0 || enqueue_relaunch_on_device(runtime, device, record) != 0)
     ++*(uint32_t *)waiting;
 }
 

@@ -33,6 +33,8 @@ typedef struct preempt_gpu_ops {
   int (*device_alloc)(void **pointer, size_t bytes);
   int (*device_free)(void *pointer);
   int (*device_zero)(void *pointer, size_t bytes); /* synchronous; used once per pool */
+  /* Zeroes on `stream`, in its order, without waiting. */
+  int (*device_zero_async)(void *pointer, size_t bytes, void *stream);
   /* A non-blocking stream; `urgent` asks for the highest priority. */
   int (*stream_create)(void **stream, int urgent);
   int (*stream_destroy)(void *stream);
@@ -50,10 +52,12 @@ typedef struct preempt_gpu_ops {
   int (*event_elapsed_ms)(void *start, void *end, float *milliseconds);
   int (*launch)(const void *host_stub, preempt_dim3 grid, preempt_dim3 block, void **args,
                 size_t dynamic_shared_bytes, void *stream);
-  /* The unconverted copy of a converted kernel (control_block.h,
-   * PREEMPT_ORIGINAL_KERNEL_PREFIX), `name` in the module of the kernel whose
+  /* A copy kept beside a converted kernel (control_block.h: the unconverted
+   * copy, PREEMPT_ORIGINAL_KERNEL_PREFIX, or the drain form,
+   * PREEMPT_DRAIN_KERNEL_PREFIX), `name` in the module of the kernel whose
    * stub is given: *function = NULL when the module has none (a plugin older
-   * than the copies). not_supported where the API cannot look it up. */
+   * than the copies, or a kernel the pass kept none for). not_supported where
+   * the API cannot look it up. */
   int (*original_kernel)(const void *host_stub, const char *name, void **function);
   /* Launches such a copy with the application's own arguments. Attributes
    * the application set through the API reached the converted kernel

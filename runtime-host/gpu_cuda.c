@@ -157,6 +157,10 @@ static int cuda_device_zero(void *pointer, size_t bytes) {
   return status != cudaSuccess ? status : cudaDeviceSynchronize();
 }
 
+static int cuda_device_zero_async(void *pointer, size_t bytes, void *stream) {
+  return cudaMemsetAsync(pointer, 0, bytes, (cudaStream_t)stream);
+}
+
 static int cuda_stream_create(void **stream, int urgent) {
   int least = 0, greatest = 0;
   cudaError_t status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
@@ -292,6 +296,7 @@ static const preempt_gpu_ops cuda_ops = {
     .device_alloc = cuda_device_alloc,
     .device_free = cuda_device_free,
     .device_zero = cuda_device_zero,
+    .device_zero_async = cuda_device_zero_async,
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
     .stream_write_words = cuda_stream_write_words,

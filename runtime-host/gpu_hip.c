@@ -66,6 +66,10 @@ static int hip_device_zero(void *pointer, size_t bytes) {
   return status != hipSuccess ? status : hipDeviceSynchronize();
 }
 
+static int hip_device_zero_async(void *pointer, size_t bytes, void *stream) {
+  return hipMemsetAsync(pointer, 0, bytes, (hipStream_t)stream);
+}
+
 static int hip_stream_create(void **stream, int urgent) {
   int least = 0, greatest = 0;
   hipError_t status = hipDeviceGetStreamPriorityRange(&least, &greatest);
@@ -145,6 +149,7 @@ static const preempt_gpu_ops hip_ops = {
     .device_alloc = hip_device_alloc,
     .device_free = hip_device_free,
     .device_zero = hip_device_zero,
+    .device_zero_async = hip_device_zero_async,
     .stream_create = hip_stream_create,
     .stream_destroy = hip_stream_destroy,
     .stream_write_words = hip_stream_write_words,

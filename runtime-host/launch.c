@@ -36,12 +36,13 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[4096], original_name[4096];
+  char marker_name[4096], original_name[4096], drain_name[4096];
   int length = snprintf(marker_name, sizeof marker_name, "%s%s", PREEMPT_KERNEL_MARKER_PREFIX, desc->name);
   int original_length =
       snprintf(original_name, sizeof original_name, "%s%s", PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name);
+  int drain_length = snprintf(drain_name, sizeof drain_name, "%s%s", PREEMPT_DRAIN_KERNEL_PREFIX, desc->name);
   if (length < 0 || (size_t)length >= sizeof marker_name || original_length < 0 ||
-      (size_t)original_length >= sizeof original_name) {
+      (size_t)original_length >= sizeof original_name || drain_length < 0 || (size_t)drain_length >= sizeof drain_name) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }
@@ -86,6 +87,16 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
       preempt_report_gpu(gpu, status, "looking up the unconverted copy (one-wave launches stay persistent)",
                          desc->name);
   }
+  /* Likewise the drain form: without one, launches stay persistent. */
+  on_device->drain_function = NULL;
+  if (abi_version != 0 && gpu->original_kernel) {
+    void *function = NULL;
+    status = gpu->original_kernel(desc->host_stub, drain_name, &function);
+    if (status == 0)
+      on_device->drain_function = function;
+    else if (status != gpu->not_supported)
+      preempt_report_gpu(gpu, status, "looking up the drain form (launches stay persistent)", desc->name);
+  }
   on_device->converted = abi_version != 0;
   on_device->resolved = 1;
   return 0;
@@ -113,8 +124,35 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
                              float milliseconds) {
   if (sample->task_count == 0 || milliseconds <= 0)
     return;
-  on_device->task_nanoseconds = milliseconds * 1e6 * sample->full_ctas / sample->task_count;
+  double per_task = milliseconds * 1e6 / sample->task_count;
+  if (sample->drained) {
+    on_device->drain_ns_per_task = per_task;
+    return;
+  }
+  on_device->persistent_ns_per_task = per_task;
+  on_device->task_nanoseconds = per_task * sample->full_ctas;
   on_device->task_samples++;
+}
+
+/* Which form a converted launch takes (docs/preemption.md, "Drain form").
+ * Both are evictable; they differ in cost, which depends on the kernel: the
+ * persistent form's task loop costs short blocks with barriers 10-20% on the
+ * H100, while it balances load the hardware's block order does not (spmv_csr
+ * ran in 0.64x the original's time). So, unless PREEMPT_FORM says which,
+ * each kernel is timed in the persistent form first (its task length sets
+ * the check interval, two samples), then once in the drain form, and the
+ * launch after takes whichever ran faster per task. Persistent always under
+ * preemptd, whose held launches start through the relaunch path. */
+static int choose_drain(preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
+  if (!on_device->drain_function || runtime->form == PREEMPT_FORM_PERSISTENT || preempt_daemon_active(runtime))
+    return 0;
+  if (runtime->form == PREEMPT_FORM_DRAIN)
+    return 1;
+  if (on_device->task_samples < PREEMPT_TASK_SAMPLES)
+    return 0;
+  if (on_device->drain_ns_per_task <= 0)
+    return !on_device->sampling; /* the next sample is the drained one */
+  return on_device->drain_ns_per_task <= on_device->persistent_ns_per_task;
 }
 
 /* EffiSha §6.3's adaptive checking: a yield check every `period / task
@@ -213,6 +251,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->relaunch_after_clear = 0;
   record->time_first_relaunch = 0;
   record->relaunches = 0;
+  record->drain_held = 0;
+  record->drained = 0;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */
@@ -221,7 +261,9 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (preempt_daemon_active(runtime))
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
   int held = stub >= 0;
-  int sample = !on_device->sampling && on_device->task_samples < PREEMPT_TASK_SAMPLES;
+  int drain = !held && choose_drain(runtime, on_device);
+  int sample = !on_device->sampling && (drain ? on_device->drain_ns_per_task <= 0
+                                              : on_device->task_samples < PREEMPT_TASK_SAMPLES);
   if (sample) {
     on_device->sampling = 1;
     on_device->sample_slot = slot;
@@ -230,6 +272,11 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
      * relaunch, the whole grid when nothing evicts it, is timed instead. */
     record->time_first_relaunch = held;
   }
+  if (drain && (status = preempt_launch_record_grow_undone(&device->control_pool, gpu, record,
+                                                           (uint32_t)task_count)) != 0) {
+    preempt_report_gpu(gpu, status, "allocating the drain form's bitmap (this launch runs persistent)", desc->name);
+    drain = 0;
+  }
   /* Enqueue with the context unlocked: a launch call can block while the
    * GPU's queue is full, and the queue may drain only once another thread
    * (the stress thread, or the application's) resumes an evicted launch. */
@@ -237,22 +284,34 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   preempt_runtime_unlock(runtime);
   const char *failed = NULL;
   preempt_dim3 persistent_grid = {ctas, 1, 1};
+  preempt_dim3 original_grid = {grid.x, grid.y, grid.z};
+  preempt_control_block *control = record->control;
   int launched = 0, waiting = 0;
   /* Only the sampled launch pays for timed events (control_pool.h). */
   int time_wave = sample && !held;
+  /* A drain form that cannot be launched (gpu.h's launch_function) leaves
+   * the launch to the persistent form, as a one-wave copy does. */
   if ((status = gpu->event_record(record->ready_event, stream)) != 0 ||
       (time_wave && (status = gpu->event_record(record->sample_start_event, stream)) != 0)) {
     failed = "recording the launch's start";
-  } else if (!held && (status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
-                                            stream)) != 0) {
+  } else if (!held &&
+             !(record->drained = drain && preempt_launch_record_reset_undone(gpu, record, stream) == 0 &&
+                                 gpu->launch_function(desc->host_stub, on_device->drain_function, original_grid,
+                                                      block, record->params, shared_bytes, stream) == 0) &&
+             (status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
+                                   stream)) != 0) {
     failed = "launching the persistent grid";
   } else if ((launched = !held, status = gpu->event_record(record->wave_done_event, stream)) != 0 ||
              (time_wave && (status = gpu->event_record(record->sample_end_event, stream)) != 0)) {
     failed = "recording the launch's first wave";
-  } else if ((status = gpu->stream_wait_u32(stream, &((preempt_control_block *)record->control)->done_generation,
-                                            record->generation)) != 0) {
+  } else if ((status = record->drained ? gpu->stream_wait_u32(stream, &control->drain_hold, 0)
+                                       : gpu->stream_wait_u32(stream, &control->done_generation, record->generation)) !=
+             0) {
     /* Stream order: the application's later work waits until every task is
-     * done, however often the launch is evicted and resumed (DESIGN.md). */
+     * done, however often the launch is evicted and resumed (DESIGN.md). A
+     * drained launch's stream waits only while an eviction holds it: its
+     * first wave publishes nothing, and its relaunches' publisher clears
+     * drain_hold once every block has run (control_block.h). */
     failed = "ordering the stream after the launch";
   } else if ((waiting = 1, status = gpu->event_record(record->done_event, stream)) != 0) {
     failed = "recording the launch's completion";
@@ -289,6 +348,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   on_device->last_persistent_ctas = ctas;
   on_device->last_check_interval = interval;
   on_device->launches++;
+  on_device->drain_launches += record->drained;
   last_launch = preempt_launch_id_make(device_index, slot, record->generation);
   return 0;
 }
@@ -405,6 +465,7 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->last_persistent_ctas = on_device->last_persistent_ctas;
     info->launches = on_device->launches;
     info->one_wave_launches = on_device->one_wave_launches;
+    info->drain_launches = on_device->drain_launches;
     info->check_interval = on_device->last_check_interval;
     info->task_microseconds = on_device->task_nanoseconds / 1000.0;
   }

@@ -13,6 +13,7 @@ _Static_assert(offsetof(preempt_control_block, task_word) == 0, "publisher PTX: 
 _Static_assert(offsetof(preempt_control_block, done_word) == 16, "publisher PTX: done_word at 16");
 _Static_assert(offsetof(preempt_control_block, relaunch_word) == 32, "publisher PTX: relaunch_word at 32");
 _Static_assert(offsetof(preempt_control_block, done_generation) == 48, "publisher PTX: done_generation at 48");
+_Static_assert(offsetof(preempt_control_block, drain_hold) == 52, "publisher PTX: drain_hold at 52");
 _Static_assert(PREEMPT_CONTROL_LANES == 2, "publisher PTX: lane = generation & 1");
 
 static struct {

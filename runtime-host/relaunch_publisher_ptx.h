@@ -4,7 +4,7 @@
 #define PREEMPT_RELAUNCH_PUBLISHER_PTX_H
 
 /* Control-block offsets it hard-codes: task_word 0, done_word 16,
- * relaunch_word 32, done_generation 48; lane = generation & 1; tags are
+ * relaunch_word 32, done_generation 48, drain_hold 52; lane = generation & 1; tags are
  * generation << 32 (control_block.h; relaunch_publisher_cuda.c asserts them). */
 /* One thread, enqueued after a relaunch on the same stream, so every write
  * of the relaunch's tasks is visible when it runs. It takes the relaunch's
@@ -12,7 +12,8 @@
  * 0), adds it to done_word[lane] (installing the generation there if the
  * first wave never did, as the kernels' tagged add does), and if that
  * completes the launch presets the other lane for the next generation and
- * publishes done_generation after a fence. Written as PTX so that the
+ * publishes done_generation after a fence, then clears drain_hold (0 already
+ * unless the launch ran in the drain form and was evicted). Written as PTX so that the
  * runtime stays a C library; the driver compiles it for the GPU at hand. */
 static const char publisher_ptx[] =
     ".version 7.0\n"
@@ -78,6 +79,8 @@ static const char publisher_ptx[] =
     "PUBLISH:\n"
     "  membar.gl;\n"
     "  st.relaxed.gpu.global.u32 [%rd1+48], %r1;\n"
+    "  mov.u32 %r9, 0;\n"
+    "  st.relaxed.gpu.global.u32 [%rd1+52], %r9;\n" /* drain_hold: the drained launch's stream moves on */
     "DONE:\n"
     "  ret;\n"
     "}\n";

@@ -16,6 +16,13 @@
 #define PREEMPT_MAX_KERNEL_PARAMS 8192
 #define PREEMPT_CONTROL_POOL_CAPACITY 1024
 
+/* PREEMPT_FORM (launch.c, choose_form). */
+typedef enum preempt_form {
+  PREEMPT_FORM_AUTO = 0,   /* the faster of the two, measured per kernel */
+  PREEMPT_FORM_PERSISTENT, /* persistent threads always */
+  PREEMPT_FORM_DRAIN,      /* the drain form wherever the kernel has one */
+} preempt_form;
+
 typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
@@ -24,6 +31,14 @@ typedef struct preempt_kernel_on_device {
    * if none: launches whose grid fits in one wave run it (launch.c). */
   void *original_function;
   uint64_t one_wave_launches; /* launches that ran it */
+  /* The kernel's drain form (control_block.h), NULL if the pass kept none:
+   * launches run it where launch.c's choose_form says so. */
+  void *drain_function;
+  uint64_t drain_launches; /* launches that ran it */
+  /* Each form's whole-launch time per task, from a timed launch of each (0:
+   * not measured yet), and whether the sample in flight is a drained one. */
+  double persistent_ns_per_task, drain_ns_per_task;
+  int sample_drained;
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
@@ -126,6 +141,7 @@ typedef struct preempt_runtime {
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
   int one_wave_persistent;       /* PREEMPT_ONE_WAVE=persistent: one-wave launches stay converted */
+  preempt_form form;             /* PREEMPT_FORM: which form converted launches take */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];

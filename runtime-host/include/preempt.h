@@ -52,6 +52,9 @@ typedef struct preempt_kernel_info {
    * under preemptd, with PREEMPT_ONE_WAVE=persistent, or for a kernel built
    * by a plugin that kept no copy. */
   uint64_t one_wave_launches;
+  /* Launches that ran the kernel's drain form (PREEMPT_FORM, docs/preemption.md):
+   * the application's grid with a yield gate at each block's entry. */
+  uint64_t drain_launches;
 } preempt_kernel_info;
 
 /* A converted launch: valid from its launch until the runtime reuses its

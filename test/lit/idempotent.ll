@@ -1,6 +1,6 @@
 ; Running the pass on a module it already converted leaves converted kernels alone (no
 ; second control parameter, no second loop) and says so, and leaves the unconverted copies
-; alone; a module without kernels is untouched.
+; and drain forms alone; a module without kernels is untouched.
 ; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -S %s -o %t.once.ll
 ; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -pass-remarks-missed=preempt -S %t.once.ll -o %t.twice.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
 ; RUN: %FileCheck %s < %t.twice.ll
@@ -11,12 +11,16 @@
 ; CHECK: define ptx_kernel void @scale(ptr %data, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 ; CHECK-COUNT-1: preempt.task:
 ; CHECK-NOT: preempt.task1:
-; The unconverted copy kept by the first run is neither converted nor copied again by the second.
+; The unconverted copy and the drain form kept by the first run are neither converted nor copied
+; again by the second.
 ; REMARK-NOT: __preempt_original_
-; COPY-NOT: @__preempt_kernel___preempt_original_
+; REMARK-NOT: __preempt_drain_
+; COPY-NOT: @__preempt_kernel___preempt_
 ; COPY: define ptx_kernel void @__preempt_original_scale(ptr %data)
 ; COPY-NOT: preempt.control
+; COPY: define ptx_kernel void @__preempt_drain_scale(ptr %data, ptr noundef %preempt.control)
 ; COPY-NOT: __preempt_original_
+; COPY-NOT: __preempt_drain_
 ; NOKERNELS: define void @helper(ptr %p)
 ; NOKERNELS-NOT: preempt
 

@@ -53,6 +53,12 @@ static int fake_device_zero(void *pointer, size_t bytes) {
   fake_gpu.zeroed_bytes += bytes;
   return 0;
 }
+static int fake_device_zero_async(void *pointer, size_t bytes, void *stream) {
+  (void)stream;
+  memset(pointer, 0, bytes);
+  fake_gpu.zeroed_async_bytes += bytes;
+  return 0;
+}
 static int fake_stream_create(void **stream, int urgent) {
   (void)urgent;
   *stream = calloc(1, 1);
@@ -142,9 +148,15 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
 }
 
 int fake_original_function;
+int fake_drain_function;
 
 static int fake_original_kernel(const void *stub, const char *name, void **function) {
   (void)stub;
+  if (strncmp(name, PREEMPT_DRAIN_KERNEL_PREFIX, strlen(PREEMPT_DRAIN_KERNEL_PREFIX)) == 0) {
+    fake_gpu.drain_lookups++;
+    *function = fake_gpu.has_drain ? &fake_drain_function : NULL;
+    return 0;
+  }
   fake_gpu.original_lookups++;
   strncpy(fake_gpu.last_original_name, name, sizeof fake_gpu.last_original_name - 1);
   *function = NULL;
@@ -171,6 +183,9 @@ static int fake_launch_function(const void *host_stub, void *function, preempt_d
   last->stream = stream;
   if (args)
     last->first_param = *(long long *)args[0];
+  /* A drain form takes the control block after the kernel's own parameters. */
+  if (function == &fake_drain_function && args && fake_gpu.expected_params >= 0)
+    last->control = *(preempt_control_block **)args[fake_gpu.expected_params];
   fake_gpu.function_launches++;
   __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE);
   return 0;
@@ -214,6 +229,7 @@ static const preempt_gpu_ops fake_ops = {
     .device_alloc = fake_device_alloc,
     .device_free = fake_free,
     .device_zero = fake_device_zero,
+    .device_zero_async = fake_device_zero_async,
     .stream_create = fake_stream_create,
     .stream_destroy = fake_free,
     .stream_write_words = fake_stream_write,

@@ -49,7 +49,7 @@ typedef struct fake_gpu_state {
   void *last_wait_stream, *last_wait_word;
   uint32_t last_wait_value;
   fake_launch last;
-  size_t zeroed_bytes;
+  size_t zeroed_bytes, zeroed_async_bytes;
   char last_marker_name[256];
   /* Unconverted copies (one-wave launches): whether kernels have one, what a
    * lookup answers instead (an error code, 0: the lookup works), launches of
@@ -57,10 +57,14 @@ typedef struct fake_gpu_state {
   int has_original, original_lookup_error, fail_function_launch;
   int original_lookups, function_launches; /* function_launches count in `launches` too */
   char last_original_name[256];
+  /* Drain forms: whether kernels have one, and how often one was looked up. */
+  int has_drain, drain_lookups;
 } fake_gpu_state;
 
 /* The handle original_kernel gives for a kernel's copy. */
 extern int fake_original_function;
+/* The handle original_kernel gives for a kernel's drain form. */
+extern int fake_drain_function;
 
 extern fake_gpu_state fake_gpu;
 

@@ -206,6 +206,122 @@ static void test_one_wave_launches(void) {
   preempt_shutdown();
 }
 
+/* The drain form (control_block.h): the application's grid runs the kernel's drain form, with the control block
+ * after its own parameters; the stream waits for drain_hold = 0; an eviction writes drain_hold = 1 before the
+ * yield mask, and the relaunch is the persistent form walking the bitmap of undone blocks. PREEMPT_FORM=auto
+ * times both forms and keeps the faster; a failed drain launch runs persistent. */
+static void test_drain_form(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  static const preempt_dim3 grid = {5000, 3, 1}; /* 15000 blocks: many waves */
+  long long first = 77, second = 8;
+  void *args[] = {&first, &second};
+  void *app_stream = &second;
+
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  setenv("PREEMPT_FORM", "drain", 1);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5drainPxx", 2);
+    fake_gpu.has_drain = 1;
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 32, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.drain_lookups, 1);
+    CHECK_EQ_U64(fake_gpu.function_launches, 1);
+    CHECK(fake_gpu.last.function == &fake_drain_function);
+    CHECK(fake_gpu.last.grid.x == 5000 && fake_gpu.last.grid.y == 3 && fake_gpu.last.grid.z == 1);
+    CHECK(fake_gpu.last.stream == app_stream && fake_gpu.last.shared == 32);
+    CHECK_EQ_U64(fake_gpu.last.first_param, 77);
+    preempt_control_block *control = fake_gpu.last.control;
+    CHECK(control != NULL);
+    /* Its bitmap: one bit per block, addressed by the control block, zeroed on the application's stream. */
+    CHECK(control->undone != NULL);
+    CHECK(fake_gpu.zeroed_async_bytes >= 15000 / 8);
+    CHECK_EQ_U64(fake_gpu.stream_waits, 1);
+    CHECK(fake_gpu.last_wait_word == &control->drain_hold && fake_gpu.last_wait_value == 0);
+    CHECK(fake_gpu.last_wait_stream == app_stream);
+    preempt_launch_id launch = preempt_last_launch();
+    CHECK(launch != 0);
+
+    /* Evicted while it runs: the hold first, then every mask word. */
+    fake_gpu.events_pending = 1;
+    int writes_before = fake_gpu.mask_writes;
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(control->drain_hold, 1);
+    CHECK_EQ_U64(fake_gpu.mask_writes - writes_before, 1 + PREEMPT_YIELD_MASK_WORDS);
+    /* A second eviction writes no second hold. */
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(fake_gpu.mask_writes - writes_before, 1 + PREEMPT_YIELD_MASK_WORDS);
+    /* Resumed: nothing is relaunched while the first wave has not ended. */
+    int launches_before = fake_gpu.launches;
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    usleep(50000);
+    CHECK_EQ_U64(fake_gpu.launches, launches_before);
+    fake_gpu.events_pending = 0;
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+    CHECK(fake_gpu.last.persistent);
+    CHECK_EQ_U64(fake_gpu.last.relaunched, PREEMPT_RELAUNCH_UNDONE);
+    CHECK_EQ_U64(fake_gpu.last.task_count, 15000);
+    CHECK(fake_gpu.last.control == control);
+    CHECK_EQ_U64(fake_gpu.publishes, 1);
+
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.launches == 1 && info.drain_launches == 1);
+
+    /* The drain form fails to launch: the persistent form runs instead, ordered on done_generation. */
+    fake_gpu.fail_function_launch = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 32, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.last.grid.x == 8 * 132 && fake_gpu.last.relaunched == 0);
+    CHECK(fake_gpu.last_wait_word == &fake_gpu.last.control->done_generation);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.launches == 2 && info.drain_launches == 1);
+    fake_gpu.fail_function_launch = 0;
+  }
+
+  /* Without a drain form, or with PREEMPT_FORM=persistent, every launch is persistent. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5drainPxx", 2);
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && fake_gpu.function_launches == 0);
+  }
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  setenv("PREEMPT_FORM", "persistent", 1);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5drainPxx", 2);
+    fake_gpu.has_drain = 1;
+    fake_gpu.expected_params = 2;
+    for (int launch = 0; launch < 5; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+  }
+
+  /* auto (a mistaken value reads as auto, and is said): two persistent samples, then one drained, then the form
+   * whose time per task was lower; the fake's timed pairs measure elapsed_ms. */
+  for (int drain_faster = 0; drain_faster <= 1; drain_faster++) {
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    setenv("PREEMPT_FORM", "fastest", 1);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5drainPxx", 2);
+    fake_gpu.has_drain = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.elapsed_ms = 2.0f;
+    for (int launch = 0; launch < 3; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_FORM='fastest'") != NULL);
+    CHECK_EQ_U64(fake_gpu.function_launches, 1); /* the third, the drained sample */
+    CHECK(fake_gpu.last.function == &fake_drain_function);
+    /* The drained sample measures (at the next launch's look) 1 or 3 ms against the persistent 2 ms. */
+    fake_gpu.elapsed_ms = drain_faster ? 1.0f : 3.0f;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, drain_faster ? 3 : 1);
+    CHECK(drain_faster ? fake_gpu.last.function == &fake_drain_function : fake_gpu.last.persistent);
+  }
+  unsetenv("PREEMPT_FORM");
+  preempt_shutdown();
+}
+
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
   if (argc == 2 && strcmp(argv[1], "--connections") == 0) {
@@ -216,6 +332,7 @@ int main(int argc, char **argv) {
   unsetenv("PREEMPT_CHECK_INTERVAL");
   unsetenv("PREEMPT_STRESS");
   unsetenv("PREEMPT_ONE_WAVE");
+  unsetenv("PREEMPT_FORM");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
@@ -600,5 +717,6 @@ int main(int argc, char **argv) {
   }
 
   test_one_wave_launches();
+  test_drain_form();
   CHECK_DONE("test_launch");
 }

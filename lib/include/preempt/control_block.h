@@ -6,7 +6,7 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 5u
+#define PREEMPT_KERNEL_ABI_VERSION 6u
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
@@ -50,7 +50,14 @@ typedef struct preempt_control_block {
   unsigned long long done_word[PREEMPT_CONTROL_LANES];     /* generation << 32 | tasks finished */
   unsigned long long relaunch_word[PREEMPT_CONTROL_LANES]; /* generation << 32 | tasks a relaunch finished */
   unsigned int done_generation;  /* = generation once every task is finished */
-  unsigned int reserved[3];
+  /* Drain form (below): nonzero from an eviction of the launch until its
+   * relaunches have finished every block; the application's stream waits
+   * for 0 after a drained launch. Cleared by the relaunch publisher. */
+  unsigned int drain_hold;
+  /* Drain form: one bit per block (task id), set by a block that left at the
+   * gate without running; 0 bits elsewhere. Allocated per control block by
+   * the runtime, all zero when a drained launch takes it. */
+  unsigned int *undone;
   unsigned int yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* bit s: CTAs on SM s leave at their next check */
 } preempt_control_block;
 
@@ -67,6 +74,18 @@ typedef struct preempt_control_block {
  * and a stream wait (docs/persistent-threads.md, "One-wave launches"). A
  * kernel without one (built by an older plugin) stays persistent. */
 #define PREEMPT_ORIGINAL_KERNEL_PREFIX "__preempt_original_"
+
+/* Beside each converted NVIDIA kernel the pass also keeps a drain form, a
+ * kernel of this prefix and the kernel's symbol name, taking the kernel's own
+ * parameters and the control block. It runs the application's own grid on
+ * the hardware's block scheduler; each block first reads its SM's yield bit
+ * and, if set, sets its bit in `undone` and leaves without running
+ * (FLEP §4.1's yield flag, checked at block entry: docs/preemption.md, "Drain
+ * form"). A drained launch's relaunches are the persistent form with
+ * `relaunched` = PREEMPT_RELAUNCH_UNDONE: it walks every task id and runs only
+ * those whose bit is set, counting the others as done. */
+#define PREEMPT_DRAIN_KERNEL_PREFIX "__preempt_drain_"
+#define PREEMPT_RELAUNCH_UNDONE 2u
 
 /* Task id a CTA gets instead of a task when it must yield. */
 #define PREEMPT_NO_TASK 0xffffffffu
@@ -92,6 +111,10 @@ typedef struct preempt_task_context {
    * task it decomposed (the next one in a batch is one step further). */
   unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
   unsigned int relaunched; /* this grid is a relaunch (the kernel's last parameter) */
+  /* A drained launch's relaunch (PREEMPT_RELAUNCH_UNDONE): its blocks'
+   * bitmap, and the task ids thread 0 passed because their block had run. */
+  unsigned int tasks_skipped;
+  const unsigned int *undone;
   preempt_task_slot slots[2];
 } preempt_task_context;
 
