@@ -96,6 +96,13 @@ static bool writesOutsideBlock(Instruction &I) {
 // call before it) and nothing before it writes outside the block. Else
 // nullptr and why in `Why`.
 static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
+  if (none_of(instructions(Kernel), [](Instruction &I) {
+        auto *Call = dyn_cast<CallBase>(&I);
+        return Call && isCtaBarrier(*Call);
+      })) {
+    Why = "it has no barrier";
+    return nullptr;
+  }
   CallBase *First = nullptr;
   SmallVector<BasicBlock *, 16> Work{&Kernel.getEntryBlock()};
   DenseSet<BasicBlock *> Seen{&Kernel.getEntryBlock()};
@@ -132,8 +139,6 @@ static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
       if (Seen.insert(Next).second)
         Work.push_back(Next);
   }
-  if (!First)
-    Why = "it has no barrier";
   return First;
 }
 
