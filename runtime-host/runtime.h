@@ -84,7 +84,7 @@ typedef struct preempt_stress {
   int verbose; /* PREEMPT_STRESS=2: log every action */
   int running;
   pthread_t thread;
-  uint64_t evictions, spatial_evictions, resumptions;
+  uint64_t evictions, spatial_evictions, drained_evictions, resumptions;
 } preempt_stress;
 
 /* One stub of the preemptd page as this process sees it (daemon_client.c). */

@@ -47,6 +47,7 @@ static void act_on_launch(preempt_runtime *runtime, preempt_device_state *device
   if (preempt_evict_record(runtime, device, record, spatial ? &mask : NULL) == PREEMPT_OK) {
     runtime->stress.evictions++;
     runtime->stress.spatial_evictions += spatial;
+    runtime->stress.drained_evictions += record->drained;
     if (runtime->stress.verbose)
       fprintf(stderr, "preempt: stress: evicted slot %u generation %u (%s)\n", slot, record->generation,
               spatial ? "spatial" : "temporal");
@@ -94,8 +95,10 @@ static void stop_at_exit(void) {
       one_wave += kernel->on_device[device].one_wave_launches;
   preempt_runtime_unlock(runtime);
   fprintf(stderr,
-          "preempt: stress: %llu evictions (%llu spatial), %llu resumptions, %llu one-wave launches run as written\n",
+          "preempt: stress: %llu evictions (%llu spatial, %llu of drained launches), %llu resumptions, %llu one-wave "
+          "launches run as written\n",
           (unsigned long long)runtime->stress.evictions, (unsigned long long)runtime->stress.spatial_evictions,
+          (unsigned long long)runtime->stress.drained_evictions,
           (unsigned long long)runtime->stress.resumptions, one_wave);
 }
 
