@@ -91,6 +91,16 @@ while read -r name converted refused; do
   elif PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress.err ${evictions:-0}" >> "$raw"
+  # Again with every converted launch in the drain form (PREEMPT_FORM=drain, docs/preemption.md): its gate,
+  # the stream hold and the relaunch over the bitmap of undone blocks, whatever form the runtime would choose.
+  output=$work/$name.stress_drain.out
+  if [ "$name" = sample ]; then
+    if PREEMPT_FORM=drain PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
+      status=ok; else status="exit$?"; fi
+  elif PREEMPT_FORM=drain PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+    2>"$work/$name.stress_drain.err"; then status=ok; else status="exit$?"; fi
+  evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_drain.err" | grep -o '[0-9]*' || echo 0)
+  echo "$name stress_drain 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_drain.err ${evictions:-0}" >> "$raw"
   # launch_storm's grids fit in one wave of persistent CTAs, so by default its launches run the kernel's
   # unconverted copy. Once more in the persistent form (PREEMPT_ONE_WAVE=persistent), where its 6,000 launches
   # per repetition wrap the control-block pool: checked against the original build, and timed.

@@ -85,6 +85,27 @@ def preemption_table(bench):
     return lines
 
 
+def stress_outcome(original, stress):
+    """A run under PREEMPT_STRESS against the original build: its result, said, and its evictions."""
+    if not stress:
+        return "not run", 0
+    evictions = stress["evictions"]
+    if stress["statuses"][0] != "ok":
+        return "FAILED: " + stress["errors"][0][-200:], evictions
+    same, why = compare(original["outputs"][-1], stress["outputs"][0], original["tolerance"])
+    # Fewer evictions than the threshold is not a failure of the converted
+    # code, but the run proved less: said as such. The runtime's stress line
+    # counts the launches that ran the unconverted copy: one wave, no task
+    # boundary to evict at.
+    one_wave = re.search(r"(\d+) one-wave launches run as written", stress["errors"][0])
+    one_wave = int(one_wave.group(1)) if one_wave else 0
+    return (f"MISMATCH ({why})" if not same else
+            "match" if evictions >= MIN_STRESS_EVICTIONS else
+            f"match, but under {MIN_STRESS_EVICTIONS} evictions: its {one_wave} one-wave launches "
+            "ran unconverted (no task boundary to evict at)" if one_wave else
+            f"match, but under {MIN_STRESS_EVICTIONS} evictions: kernels too short to be caught"), evictions
+
+
 def main():
     raw_path, results_dir, gpu = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = {}
@@ -110,27 +131,11 @@ def main():
         else:
             detail = "; ".join(e for e in original["errors"] + converted["errors"] if e)[:400] or "a run failed"
         # Under stress the converted build must still match, and must really
-        # have been evicted: at least 20 times.
-        stress = entry["builds"].get("stress")
-        stress_result, stress_evictions = "not run", 0
-        if stress:
-            stress_evictions = stress["evictions"]
-            if stress["statuses"][0] != "ok":
-                stress_result = "FAILED: " + stress["errors"][0][-200:]
-            else:
-                same, why = compare(original["outputs"][-1], stress["outputs"][0], original["tolerance"])
-                # Fewer evictions than the threshold is not a failure of the
-                # converted code, but the run proved less: said as such.
-                # The runtime's stress line counts the launches that ran the
-                # unconverted copy: one wave, no task boundary to evict at.
-                one_wave = re.search(r"(\d+) one-wave launches run as written", stress["errors"][0])
-                one_wave = int(one_wave.group(1)) if one_wave else 0
-                stress_result = (f"MISMATCH ({why})" if not same else
-                                 "match" if stress_evictions >= MIN_STRESS_EVICTIONS else
-                                 f"match, but under {MIN_STRESS_EVICTIONS} evictions: its {one_wave} one-wave launches "
-                                 "ran unconverted (no task boundary to evict at)" if one_wave else
-                                 f"match, but under {MIN_STRESS_EVICTIONS} evictions: kernels too short to be caught")
-            ok = ok and stress_result.startswith("match")
+        # have been evicted: at least 20 times. Twice: as the runtime chooses
+        # each kernel's form, and with every launch in the drain form.
+        stress_result, stress_evictions = stress_outcome(original, entry["builds"].get("stress"))
+        drain_result, drain_evictions = stress_outcome(original, entry["builds"].get("stress_drain"))
+        ok = ok and stress_result.startswith("match") and drain_result.startswith(("match", "not run"))
         # Run again with PREEMPT_ONE_WAVE=persistent (launch_storm, whose one-wave launches run the kernel as
         # written by default): the persistent form's output must match too.
         persistent = entry["builds"].get("persistent")
@@ -153,6 +158,7 @@ def main():
             "preempt_ms_median": conv, "preempt_ms_spread": [min(converted["times"]), max(converted["times"])],
             "ratio": conv / base if ok and base > 0 else float("nan"),
             "stress_result": stress_result, "stress_evictions": stress_evictions,
+            "drain_stress_result": drain_result, "drain_stress_evictions": drain_evictions,
         })
         if persistent_result is not None:
             rows[-1]["one_wave_persistent_result"] = persistent_result
@@ -196,13 +202,14 @@ def main():
     with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
         json.dump(summary, out, indent=2)
     lines = [f"# Correctness suite, {gpu}, {stamp}", "",
-             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio | under random evictions |",
+             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio | under random evictions | drain form under random evictions |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['kernels_converted']} / {r['kernels_refused']} | {r['result']} ({r['detail']}) | "
                      f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
                      f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
-                     f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions |")
+                     f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions | "
+                     f"{r['drain_stress_result']}, {r['drain_stress_evictions']} evictions |")
     for r in rows:
         if "one_wave_persistent_result" in r:
             lines += ["", f"{r['program']} with PREEMPT_ONE_WAVE=persistent (its one-wave launches in the persistent "

@@ -35,10 +35,10 @@ typedef struct preempt_kernel_on_device {
    * launches run it where launch.c's choose_form says so. */
   void *drain_function;
   uint64_t drain_launches; /* launches that ran it */
-  /* Each form's whole-launch time per task, from a timed launch of each (0:
-   * not measured yet), and whether the sample in flight is a drained one. */
-  double persistent_ns_per_task, drain_ns_per_task;
-  int sample_drained;
+  /* Each form's whole-launch time per task, from timed launches of each (0:
+   * not measured yet; launch.c, choose_drain). */
+  double persistent_ns_per_task, drain_ns_per_task; /* the drain form's: the mean of its samples */
+  int drain_samples;
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
@@ -57,6 +57,7 @@ typedef struct preempt_kernel_on_device {
 } preempt_kernel_on_device;
 
 #define PREEMPT_TASK_SAMPLES 2
+#define PREEMPT_DRAIN_SAMPLES 2
 
 typedef struct preempt_kernel_state {
   struct preempt_kernel_state *next; /* every state, for preempt_shutdown */

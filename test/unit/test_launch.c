@@ -297,8 +297,9 @@ static void test_drain_form(void) {
     CHECK_EQ_U64(fake_gpu.function_launches, 0);
   }
 
-  /* auto (a mistaken value reads as auto, and is said): two persistent samples, then one drained, then the form
-   * whose time per task was lower; the fake's timed pairs measure elapsed_ms. */
+  /* auto (a mistaken value reads as auto, and is said): two persistent samples, then two drained, then the form
+   * whose time per task was lower; the fake's timed pairs measure elapsed_ms, read as a sample is taken (at the
+   * next launch). */
   for (int drain_faster = 0; drain_faster <= 1; drain_faster++) {
     fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
     setenv("PREEMPT_FORM", "fastest", 1);
@@ -309,13 +310,15 @@ static void test_drain_form(void) {
     for (int launch = 0; launch < 3; launch++)
       CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
     CHECK(strstr(preempt_last_error(), "PREEMPT_FORM='fastest'") != NULL);
-    CHECK_EQ_U64(fake_gpu.function_launches, 1); /* the third, the drained sample */
+    CHECK_EQ_U64(fake_gpu.function_launches, 1); /* the third, the first drained sample */
     CHECK(fake_gpu.last.function == &fake_drain_function);
-    /* The drained sample measures (at the next launch's look) 1 or 3 ms against the persistent 2 ms. */
+    /* Both drained samples measure 1 or 3 ms against the persistent 2 ms. */
     fake_gpu.elapsed_ms = drain_faster ? 1.0f : 3.0f;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 2); /* the second drained sample */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
-    CHECK_EQ_U64(fake_gpu.function_launches, drain_faster ? 3 : 1);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, drain_faster ? 4 : 2);
     CHECK(drain_faster ? fake_gpu.last.function == &fake_drain_function : fake_gpu.last.persistent);
   }
   unsetenv("PREEMPT_FORM");
