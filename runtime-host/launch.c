@@ -27,6 +27,18 @@ static preempt_kernel_state *kernel_state(preempt_runtime *runtime, preempt_kern
   return state;
 }
 
+/* A kernel the pass kept beside the converted one (gpu.h's original_kernel), or NULL. */
+static void *look_up_copy(const preempt_gpu_ops *gpu, const preempt_kernel_desc *desc, const char *name,
+                          const char *what) {
+  void *function = NULL;
+  if (!gpu->original_kernel)
+    return NULL;
+  int status = gpu->original_kernel(desc->host_stub, name, &function);
+  if (status != 0 && status != gpu->not_supported)
+    preempt_report_gpu(gpu, status, what, desc->name);
+  return status == 0 ? function : NULL;
+}
+
 /* Finds out once per device whether the plugin converted this kernel, the
  * sizes of its parameters, which a relaunch needs, and its unconverted copy,
  * which one-wave launches run. */
@@ -74,28 +86,17 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
       return preempt_report_gpu(gpu, status, "reading the parameter sizes", desc->name);
     }
   }
-  /* No copy (an older plugin made the kernel, or the API cannot look it up)
-   * only means that one-wave launches stay persistent: not an error. A
-   * failed lookup is said, once, and means the same. */
+  /* No copy or drain form (an older plugin made the kernel, the pass kept
+   * none, or the API cannot look it up) only means that one-wave launches,
+   * or all launches, stay persistent: not an error. A failed lookup is
+   * said, once, and means the same. */
   on_device->original_function = NULL;
-  if (abi_version != 0 && gpu->original_kernel) {
-    void *function = NULL;
-    status = gpu->original_kernel(desc->host_stub, original_name, &function);
-    if (status == 0)
-      on_device->original_function = function;
-    else if (status != gpu->not_supported)
-      preempt_report_gpu(gpu, status, "looking up the unconverted copy (one-wave launches stay persistent)",
-                         desc->name);
-  }
-  /* Likewise the drain form: without one, launches stay persistent. */
   on_device->drain_function = NULL;
-  if (abi_version != 0 && gpu->original_kernel) {
-    void *function = NULL;
-    status = gpu->original_kernel(desc->host_stub, drain_name, &function);
-    if (status == 0)
-      on_device->drain_function = function;
-    else if (status != gpu->not_supported)
-      preempt_report_gpu(gpu, status, "looking up the drain form (launches stay persistent)", desc->name);
+  if (abi_version != 0) {
+    on_device->original_function =
+        look_up_copy(gpu, desc, original_name, "looking up the unconverted copy (one-wave launches stay persistent)");
+    on_device->drain_function =
+        look_up_copy(gpu, desc, drain_name, "looking up the drain form (launches stay persistent)");
   }
   on_device->converted = abi_version != 0;
   on_device->resolved = 1;
