@@ -120,7 +120,7 @@ static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
         Stopped = true;
         break;
       }
-      if (Call && !Call->getCalledFunction()->isIntrinsic()) {
+      if (Call && (!Call->getCalledFunction() || !Call->getCalledFunction()->isIntrinsic())) {
         Why = "it calls a function before its first barrier";
         return nullptr;
       }
