@@ -120,8 +120,6 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 // tasks run out, so that no CTA is left with a long batch at the end
 // (guided self-scheduling over the CTA's own view of the counter).
 PREEMPT_LOCAL unsigned int batch_size(void) {
-  if (__preempt_task_ctx.relaunched == PREEMPT_RELAUNCH_UNDONE)
-    return 1; // next_undone_task skips ahead one task id at a time
   unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
                                ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
                                : 1;
@@ -270,7 +268,7 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
       preinstall_generation(&control->done_word[lane()], generation);
     }
     if (__preempt_task_ctx.relaunched == PREEMPT_RELAUNCH_UNDONE)
-      task = next_undone_task(control, task); // batches of one (batch_size)
+      task = next_undone_task(control, task); // batches of one: relaunched at check interval 1
     unsigned int end = task + taken;
     __preempt_task_ctx.batch_next = task + 1;
     __preempt_task_ctx.batch_end = end < __preempt_task_ctx.task_count ? end : __preempt_task_ctx.task_count;

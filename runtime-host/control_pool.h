@@ -115,8 +115,6 @@ int preempt_launch_suspended(const preempt_launch_record *record);
  * belongs to an evicted launch that was never resumed. */
 int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t *slot);
 
-/* Makes room for `param_count` parameters of the given sizes, plus the
- * control_block.h ones, in the slot's record, and points them at its copies. */
 /* The drain form's bitmap of undone blocks (control_block.h), in two steps:
  * with the context locked, makes the record's bitmap hold `task_count` bits
  * (a new one, when it grows); then, unlocked, since enqueueing may block,
@@ -126,6 +124,8 @@ int preempt_launch_record_grow_undone(preempt_control_pool *pool, const preempt_
                                       preempt_launch_record *record, uint32_t task_count);
 int preempt_launch_record_reset_undone(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *stream);
 
+/* Makes room for `param_count` parameters of the given sizes, plus the
+ * control_block.h ones, in the slot's record, and points them at its copies. */
 int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t param_count, const size_t *sizes,
                                        void *const *args);
 

@@ -150,6 +150,10 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   /* The kernel's last parameter, read by the launch call: a drained
    * launch's relaunches run only the blocks its gate turned away. */
   record->relaunched = record->drained ? PREEMPT_RELAUNCH_UNDONE : 1;
+  /* Batches of one task id: next_undone_task (task_loop.cu) skips ahead one
+   * id at a time, and a batch is a run of consecutive ids. */
+  if (record->drained)
+    record->check_interval = 1;
   if (status == 0)
     status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
                          device->resume_stream);

@@ -145,10 +145,11 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
  * the check interval, two samples; the second, at that interval, counts),
  * then twice in the drain form (one timing alone chose wrongly for one of
  * float_atomics' kernels on the H100 often enough to show in its median),
- * and later launches take whichever ran faster per task. Persistent always under
- * preemptd, whose held launches start through the relaunch path. */
-static int choose_drain(preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
-  if (!on_device->drain_function || runtime->form == PREEMPT_FORM_PERSISTENT || preempt_daemon_active(runtime))
+ * and later launches take whichever ran faster per task. The caller keeps
+ * launches persistent under preemptd, whose held launches start through the
+ * relaunch path. */
+static int choose_drain(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
+  if (!on_device->drain_function || runtime->form == PREEMPT_FORM_PERSISTENT)
     return 0;
   if (runtime->form == PREEMPT_FORM_DRAIN)
     return 1;
@@ -198,6 +199,18 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
   if (tasks < 1)
     return 1;
   return tasks > PREEMPT_MAX_CHECK_INTERVAL ? PREEMPT_MAX_CHECK_INTERVAL : (uint32_t)tasks;
+}
+
+/* Enqueues a launch's first wave in the drain form, on the application's
+ * grid with its bitmap zeroed first. Returns whether it did: a drain form
+ * that cannot be launched (gpu.h's launch_function) leaves the launch to the
+ * persistent form, as a one-wave copy does. Context unlocked. */
+static int launch_drained(const preempt_gpu_ops *gpu, const preempt_kernel_on_device *on_device,
+                          preempt_launch_record *record, preempt_grid_dims grid, void *stream) {
+  preempt_dim3 dims = {grid.x, grid.y, grid.z};
+  return preempt_launch_record_reset_undone(gpu, record, stream) == 0 &&
+         gpu->launch_function(record->desc->host_stub, on_device->drain_function, dims, record->block, record->params,
+                              record->shared_bytes, stream) == 0;
 }
 
 /* The kernel's occupancy for this launch is known (kernel_occupancy). */
@@ -262,10 +275,11 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
    * and the daemon starts it later through the resume path (docs/daemon.md). */
   uint32_t epoch = 0;
   int stub = -1;
-  if (preempt_daemon_active(runtime))
+  int scheduled = preempt_daemon_active(runtime);
+  if (scheduled)
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
   int held = stub >= 0;
-  int drain = !held && choose_drain(runtime, on_device);
+  int drain = !scheduled && choose_drain(runtime, on_device);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
                                               : on_device->task_samples < PREEMPT_TASK_SAMPLES);
   if (sample) {
@@ -288,20 +302,14 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   preempt_runtime_unlock(runtime);
   const char *failed = NULL;
   preempt_dim3 persistent_grid = {ctas, 1, 1};
-  preempt_dim3 original_grid = {grid.x, grid.y, grid.z};
   preempt_control_block *control = record->control;
   int launched = 0, waiting = 0;
   /* Only the sampled launch pays for timed events (control_pool.h). */
   int time_wave = sample && !held;
-  /* A drain form that cannot be launched (gpu.h's launch_function) leaves
-   * the launch to the persistent form, as a one-wave copy does. */
   if ((status = gpu->event_record(record->ready_event, stream)) != 0 ||
       (time_wave && (status = gpu->event_record(record->sample_start_event, stream)) != 0)) {
     failed = "recording the launch's start";
-  } else if (!held &&
-             !(record->drained = drain && preempt_launch_record_reset_undone(gpu, record, stream) == 0 &&
-                                 gpu->launch_function(desc->host_stub, on_device->drain_function, original_grid,
-                                                      block, record->params, shared_bytes, stream) == 0) &&
+  } else if (!held && !(record->drained = drain && launch_drained(gpu, on_device, record, grid, stream)) &&
              (status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
                                    stream)) != 0) {
     failed = "launching the persistent grid";

@@ -497,17 +497,23 @@ def report_latency(label, killed_ns, client):
     say(f"{label}: granted within 1s: {'yes' if latency_ms < 1000 else 'no'}")
 
 
+def kill_holder_of_waiter(run, info, label):
+    """H holds 80M, W waits for 50M behind it; H is killed and W's grant is timed from the kill. Returns W."""
+    holder = Client(run, "H", ["hold", "H", "80M"])
+    holder.wait_for(lambda: holder.granted_count, 10, "grant")
+    waiter = Client(run, "W", ["hold", "W", "50M"])
+    wait_waiting(info, 1)
+    killed = time.monotonic_ns()
+    holder.kill()
+    report_latency(label, killed, waiter)
+    return waiter
+
+
 def kill_holder(options):
     run = Run(options, "kill-holder")
     try:
         info = Info(run)
-        holder = Client(run, "H", ["hold", "H", "80M"])
-        holder.wait_for(lambda: holder.granted_count, 10, "grant")
-        waiter = Client(run, "W", ["hold", "W", "50M"])
-        wait_waiting(info, 1)
-        killed = time.monotonic_ns()
-        holder.kill()
-        report_latency("holder killed", killed, waiter)
+        waiter = kill_holder_of_waiter(run, info, "holder killed")
         state = info.query()
         say(f"holder killed: reserved={state['reserved'] // MIB}M waiting={state['waiting']} "
             f"clients={state['clients']} dead_clients={state['dead_clients']} "
@@ -590,13 +596,7 @@ def kill_slow_driver(options):
     run.env["FAKE_GPU_RELEASE_DELAY_MS"] = "200"
     try:
         info = Info(run)
-        holder = Client(run, "H", ["hold", "H", "80M"])
-        holder.wait_for(lambda: holder.granted_count, 10, "grant")
-        waiter = Client(run, "W", ["hold", "W", "50M"])
-        wait_waiting(info, 1)
-        killed = time.monotonic_ns()
-        holder.kill()
-        report_latency("slow GPU", killed, waiter)
+        waiter = kill_holder_of_waiter(run, info, "slow GPU")
         state = info.query()
         gpu = gpu_once(run)
         say(f"slow GPU: reserved={state['reserved'] // MIB}M waiting={state['waiting']} external={state['external']} "
