@@ -134,13 +134,51 @@ PREEMPT_LOCAL unsigned int batch_size(void) {
   return guided < __preempt_task_ctx.check_interval ? guided : __preempt_task_ctx.check_interval;
 }
 
+// Thread 0 of a quota grid's CTA, as it starts: counts the CTA on its SM
+// and says whether the SM already held its quota, in which case the CTA took
+// itself off again and must leave before any task (control_block.h). The
+// hardware places CTAs where it likes; those in excess just go.
+PREEMPT_LOCAL bool quota_admits(preempt_control_block *control) {
+  unsigned int sm = sm_id() % PREEMPT_MAX_SM_IDS;
+  unsigned int before =
+      __scoped_atomic_fetch_add(&control->sm_resident[sm], 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  unsigned int quota = __scoped_atomic_load_n(&control->cta_quota, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  if (before < quota) {
+    __preempt_task_ctx.quota_sm = sm;
+    return true;
+  }
+  __scoped_atomic_fetch_sub(&control->sm_resident[sm], 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  return false;
+}
+
+// Thread 0, when its SM's yield bit is set: whether this CTA leaves. Outside
+// quota grids, always. In one, only while the SM holds more CTAs than its
+// quota: exactly the excess leaves, each taking itself off the count as it
+// decides, so lowering a quota moves no CTA that may stay (FlexSched §4.2:
+// only the BSUs given up are evicted).
+PREEMPT_LOCAL bool quota_releases(preempt_control_block *control) {
+  unsigned int sm = __preempt_task_ctx.quota_sm;
+  if (sm == PREEMPT_NO_SM)
+    return true;
+  unsigned int quota = __scoped_atomic_load_n(&control->cta_quota, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  unsigned int resident = __scoped_atomic_load_n(&control->sm_resident[sm], __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  while (resident > quota) {
+    if (__scoped_atomic_compare_exchange_n(&control->sm_resident[sm], &resident, resident - 1, false,
+                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE)) {
+      __preempt_task_ctx.quota_sm = PREEMPT_NO_SM;
+      return true;
+    }
+  }
+  return false;
+}
+
 // Thread 0 only: the fetch of a new batch, issued without waiting for it:
 // the raw word comes back to __preempt_task_begin or __preempt_batch_begin,
 // which resolves it (a stale generation included), so the atomic's round
 // trip overlaps the current task. A yield is honoured only between batches:
 // a batch, once taken, is always run.
 PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, unsigned int yield_seen) {
-  if (sm_yields(yield_seen))
+  if (sm_yields(yield_seen) && quota_releases(control))
     return YIELD_FETCH;
   __preempt_task_ctx.batch_taken = batch_size();
   return __scoped_atomic_fetch_add(&control->task_word[lane()], (unsigned long long)__preempt_task_ctx.batch_taken,
@@ -165,7 +203,8 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
                                                          unsigned int check_interval, unsigned int relaunched) {
   if (!is_first_thread())
     return 0;
-  __preempt_task_ctx.relaunched = relaunched;
+  __preempt_task_ctx.relaunched = relaunched & PREEMPT_RELAUNCH_KIND_MASK;
+  __preempt_task_ctx.quota_sm = PREEMPT_NO_SM;
   __preempt_task_ctx.task_count = task_count;
   __preempt_task_ctx.grid_x = grid_x;
   __preempt_task_ctx.grid_y = grid_y;
@@ -175,8 +214,10 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   __preempt_task_ctx.batch_next = __preempt_task_ctx.batch_end = 0;
   __preempt_task_ctx.tasks_run = 0;
   __preempt_task_ctx.tasks_skipped = 0;
-  if (relaunched == PREEMPT_RELAUNCH_UNDONE)
+  if (__preempt_task_ctx.relaunched == PREEMPT_RELAUNCH_UNDONE)
     __preempt_task_ctx.undone = __scoped_atomic_load_n(&control->undone, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  if ((relaunched & PREEMPT_LAUNCH_QUOTA) && !quota_admits(control))
+    return YIELD_FETCH;
   return issue_fetch(control, yield_word(control));
 }
 
@@ -379,8 +420,13 @@ PREEMPT_DEVICE void __preempt_kernel_end(preempt_control_block *control) {
   device_fence();
 #endif
   cta_barrier();
+  if (!is_first_thread())
+    return;
+  if (__preempt_task_ctx.quota_sm != PREEMPT_NO_SM)
+    __scoped_atomic_fetch_sub(&control->sm_resident[__preempt_task_ctx.quota_sm], 1u, __ATOMIC_RELAXED,
+                              __MEMORY_SCOPE_DEVICE);
   unsigned int tasks_done = __preempt_task_ctx.tasks_run + __preempt_task_ctx.tasks_skipped;
-  if (!is_first_thread() || tasks_done == 0)
+  if (tasks_done == 0)
     return;
   unsigned int generation = __preempt_task_ctx.generation;
 #if defined(__NVPTX__)

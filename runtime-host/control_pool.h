@@ -81,6 +81,14 @@ typedef struct preempt_launch_record {
   size_t undone_bytes;
   int undone_dirty;
   int undone_moved; /* a new bitmap whose address the control block does not hold yet */
+  /* CTAs per SM its grids may keep (quota.c; control_block.h's cta_quota):
+   * 0 for a launch that never had a quota. Its relaunches carry
+   * PREEMPT_LAUNCH_QUOTA. */
+  uint32_t cta_quota;
+  /* Every SM's yield bit is set on the device (not in yield_mask, which
+   * holds evictions only) so that CTAs above a lowered quota leave; cleared
+   * once every SM is within the quota. */
+  int quota_shrinking;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

@@ -120,10 +120,16 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
     record->drain_held = 1;
     record->undone_dirty = 1;
   }
+  /* A quota launch's CTAs leave on a yield bit only above the quota: 0 first. */
+  int status = preempt_quota_before_evict(gpu, device, record);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "lowering the launch's CTA quota to 0", record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
   uint32_t wanted[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     wanted[word] = record->yield_mask[word] | requested.words[word];
-  int status = write_yield_mask(gpu, device, record, wanted);
+  status = write_yield_mask(gpu, device, record, wanted);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
     return PREEMPT_ERROR_GPU;
@@ -149,7 +155,7 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
     status = gpu->event_record(record->relaunch_start_event, device->resume_stream);
   /* The kernel's last parameter, read by the launch call: a drained
    * launch's relaunches run only the blocks its gate turned away. */
-  record->relaunched = record->drained ? PREEMPT_RELAUNCH_UNDONE : 1;
+  record->relaunched = (record->drained ? PREEMPT_RELAUNCH_UNDONE : 1) | (record->cta_quota ? PREEMPT_LAUNCH_QUOTA : 0);
   /* Batches of one task id: next_undone_task (task_loop.cu) skips ahead one
    * id at a time, and a batch is a run of consecutive ids. */
   if (record->drained)
@@ -280,7 +286,12 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
     /* Nothing on the device to clear: it never saw the mask. */
     memcpy(record->yield_mask, left, sizeof left);
   } else {
-    int status = write_yield_mask(gpu, device, record, left);
+    int status = preempt_quota_before_resume(gpu, device, record);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "restoring the launch's CTA quota", record->desc->name);
+      return PREEMPT_ERROR_GPU;
+    }
+    status = write_yield_mask(gpu, device, record, left);
     if (status != 0) {
       preempt_report_gpu(gpu, status, "clearing the yield mask", record->desc->name);
       return PREEMPT_ERROR_GPU;
@@ -288,6 +299,12 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
     record->relaunch_after_clear = 1;
   }
   record->held_unstarted = 0;
+  return preempt_relaunch_more(runtime, device, record, ctas);
+}
+
+preempt_status preempt_relaunch_more(preempt_runtime *runtime, preempt_device_state *device,
+                                     preempt_launch_record *record, uint32_t ctas) {
+  (void)device;
   if (!record->relaunch_pending || ctas > record->relaunch_ctas)
     record->relaunch_ctas = ctas;
   record->relaunch_pending = 1;

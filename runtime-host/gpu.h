@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "preempt.h"
+#include "preempt/coexec.h"
 
 /* Every call returns the vendor API's error code (0 = success). Pointers
  * named device_* are device addresses; streams and events are the vendor's
@@ -30,6 +31,13 @@ typedef struct preempt_gpu_ops {
   int (*kernel_param_sizes)(const void *host_stub, uint32_t count, size_t *sizes);
   int (*occupancy)(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
                    uint32_t *ctas_per_sm);
+  /* What one SM holds (FlexSched §4.3's co-execution space is computed from
+   * it), and a kernel's registers per thread and static shared memory per
+   * CTA: the daemon places two kernels' CTAs on one SM from these. */
+  int (*sm_limits)(int device, preempt_sm_limits *limits);
+  int (*kernel_footprint)(const void *host_stub, uint32_t *registers_per_thread, uint32_t *static_shared_bytes);
+  /* Copies device memory to the host on `stream` and waits for it. */
+  int (*copy_to_host)(void *host, const void *device_pointer, size_t bytes, void *stream);
   int (*device_alloc)(void **pointer, size_t bytes);
   int (*device_free)(void *pointer);
   int (*device_zero)(void *pointer, size_t bytes); /* synchronous; used once per pool */

@@ -2,6 +2,7 @@
  * Supplies FLEP §3/§4's primitives: occupancy, stream memory operations for yield words, launches. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -150,6 +151,52 @@ static int cuda_occupancy(const void *host_stub, uint32_t block_threads, size_t 
   return status;
 }
 
+/* The allocation units are not attributes: 256 registers per warp and 128
+ * bytes of shared memory on every architecture since Volta (the occupancy
+ * calculator's tables). */
+static int cuda_sm_limits(int device, preempt_sm_limits *limits) {
+  static const struct {
+    enum cudaDeviceAttr attribute;
+    size_t offset;
+  } reads[] = {
+      {cudaDevAttrMaxThreadsPerMultiProcessor, offsetof(preempt_sm_limits, max_threads)},
+      {cudaDevAttrMaxBlocksPerMultiprocessor, offsetof(preempt_sm_limits, max_ctas)},
+      {cudaDevAttrMaxRegistersPerMultiprocessor, offsetof(preempt_sm_limits, registers)},
+      {cudaDevAttrMaxSharedMemoryPerMultiprocessor, offsetof(preempt_sm_limits, shared_bytes)},
+      {cudaDevAttrReservedSharedMemoryPerBlock, offsetof(preempt_sm_limits, shared_reserved)},
+      {cudaDevAttrWarpSize, offsetof(preempt_sm_limits, warp_size)},
+  };
+  memset(limits, 0, sizeof *limits);
+  for (size_t index = 0; index < sizeof reads / sizeof reads[0]; index++) {
+    int value = 0;
+    cudaError_t status = cudaDeviceGetAttribute(&value, reads[index].attribute, device);
+    if (status != cudaSuccess)
+      return status;
+    *(uint32_t *)((char *)limits + reads[index].offset) = value > 0 ? (uint32_t)value : 0;
+  }
+  limits->register_unit = 256;
+  limits->shared_unit = 128;
+  return 0;
+}
+
+static int cuda_kernel_footprint(const void *host_stub, uint32_t *registers_per_thread,
+                                 uint32_t *static_shared_bytes) {
+  struct cudaFuncAttributes attributes;
+  cudaError_t status = cudaFuncGetAttributes(&attributes, host_stub);
+  if (status != cudaSuccess)
+    return status;
+  *registers_per_thread = attributes.numRegs > 0 ? (uint32_t)attributes.numRegs : 0;
+  *static_shared_bytes = (uint32_t)attributes.sharedSizeBytes;
+  return 0;
+}
+
+static int cuda_copy_to_host(void *host, const void *device_pointer, size_t bytes, void *stream) {
+  cudaError_t status = cudaMemcpyAsync(host, device_pointer, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
+  if (status == cudaSuccess)
+    status = cudaStreamSynchronize((cudaStream_t)stream);
+  return status;
+}
+
 static int cuda_device_alloc(void **pointer, size_t bytes) { return cudaMalloc(pointer, bytes); }
 static int cuda_device_free(void *pointer) { return cudaFree(pointer); }
 static int cuda_device_zero(void *pointer, size_t bytes) {
@@ -293,6 +340,9 @@ static const preempt_gpu_ops cuda_ops = {
     .kernel_marker = cuda_kernel_marker,
     .kernel_param_sizes = cuda_kernel_param_sizes,
     .occupancy = cuda_occupancy,
+    .sm_limits = cuda_sm_limits,
+    .kernel_footprint = cuda_kernel_footprint,
+    .copy_to_host = cuda_copy_to_host,
     .device_alloc = cuda_device_alloc,
     .device_free = cuda_device_free,
     .device_zero = cuda_device_zero,

@@ -59,6 +59,29 @@ static int hip_occupancy(const void *host_stub, uint32_t block_threads, size_t d
   return status;
 }
 
+/* Co-execution's footprints follow NVIDIA's occupancy rules (coexec.h); AMD's
+ * (wavefronts of 64, VGPR and LDS granules per architecture) are not modelled:
+ * its kernels report no footprint and preemptd never co-locates them. */
+static int hip_sm_limits(int device, preempt_sm_limits *limits) {
+  (void)device;
+  memset(limits, 0, sizeof *limits);
+  return hipErrorNotSupported;
+}
+
+static int hip_kernel_footprint(const void *host_stub, uint32_t *registers_per_thread,
+                                uint32_t *static_shared_bytes) {
+  (void)host_stub;
+  *registers_per_thread = *static_shared_bytes = 0;
+  return hipErrorNotSupported;
+}
+
+static int hip_copy_to_host(void *host, const void *device_pointer, size_t bytes, void *stream) {
+  hipError_t status = hipMemcpyAsync(host, device_pointer, bytes, hipMemcpyDeviceToHost, (hipStream_t)stream);
+  if (status == hipSuccess)
+    status = hipStreamSynchronize((hipStream_t)stream);
+  return status;
+}
+
 static int hip_device_alloc(void **pointer, size_t bytes) { return hipMalloc(pointer, bytes); }
 static int hip_device_free(void *pointer) { return hipFree(pointer); }
 static int hip_device_zero(void *pointer, size_t bytes) {
@@ -146,6 +169,9 @@ static const preempt_gpu_ops hip_ops = {
     .kernel_marker = hip_kernel_marker,
     .kernel_param_sizes = hip_kernel_param_sizes,
     .occupancy = hip_occupancy,
+    .sm_limits = hip_sm_limits,
+    .kernel_footprint = hip_kernel_footprint,
+    .copy_to_host = hip_copy_to_host,
     .device_alloc = hip_device_alloc,
     .device_free = hip_device_free,
     .device_zero = hip_device_zero,

@@ -270,6 +270,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->relaunches = 0;
   record->drain_held = 0;
   record->drained = 0;
+  record->cta_quota = 0;
+  record->quota_shrinking = 0;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */

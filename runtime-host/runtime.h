@@ -192,6 +192,24 @@ preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_st
 /* Resumes only the SMs in `sms` (NULL: all) of those the launch was evicted from. */
 preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_device_state *device,
                                          preempt_launch_record *record, const preempt_sm_mask *sms);
+/* Relaunches up to `ctas` more CTAs of a launch, on the resume stream once
+ * it has started (after the control stream's writes when the record says
+ * relaunch_after_clear). Context locked. */
+preempt_status preempt_relaunch_more(preempt_runtime *runtime, preempt_device_state *device,
+                                     preempt_launch_record *record, uint32_t ctas);
+/* CTA quotas (quota.c), context locked: sets one (evicting and relaunching a
+ * launch that had none), reads a launch's progress (and ends a finished
+ * shrink), and what eviction.c writes around evictions and resumptions of
+ * quota launches. The last three return the GPU API's code. */
+preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_state *device,
+                                    preempt_launch_record *record, uint32_t quota);
+preempt_status preempt_progress_record(preempt_runtime *runtime, preempt_device_state *device,
+                                       preempt_launch_record *record, preempt_progress *progress);
+int preempt_quota_end_shrink(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record);
+int preempt_quota_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                               preempt_launch_record *record);
+int preempt_quota_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                preempt_launch_record *record);
 /* Where a launch is (preempt_query's answer for a record). Context locked. */
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Distinct application streams, other than `except`, held by launches that

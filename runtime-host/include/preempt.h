@@ -114,6 +114,30 @@ preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *sta
 preempt_status preempt_evict_stream(void *stream, const preempt_sm_mask *sms);
 preempt_status preempt_resume_stream(void *stream);
 
+/* Co-execution (FlexSched §4.2; docs/coexec.md): keeps at most `ctas_per_sm`
+ * of the launch's CTAs on every SM, whatever the hardware's placement. A
+ * lower quota sends the excess away after their current batch; a higher one
+ * launches more CTAs, which leave at once where the SM already holds its
+ * quota. A launch that never had a quota is first evicted from every SM and
+ * relaunched under it. Refused (UNSUPPORTED) for drained launches, launches
+ * preemptd schedules (its flexsched policy sets their quotas), and where an
+ * eviction would be; 0 is INVALID_ARGUMENT: preempt_evict gives every SM up. */
+preempt_status preempt_set_quota(preempt_launch_id launch, uint32_t ctas_per_sm);
+
+typedef struct preempt_progress {
+  uint64_t tasks_taken;   /* task ids handed out so far: FlexSched's TaskCont (Eq. 2) */
+  uint32_t task_count;    /* of the launch */
+  uint32_t quota;         /* CTAs per SM, 0: none */
+  uint32_t resident_ctas; /* quota launches: CTAs counted on their SMs now (0 otherwise) */
+  uint32_t most_resident; /* the most on one SM */
+  uint32_t occupied_sms;  /* SMs holding at least one */
+  uint32_t reserved;
+} preempt_progress;
+
+/* Reads the launch's progress from the device (a small copy on the runtime's
+ * control stream; it waits for it). FINISHED once the launch has finished. */
+preempt_status preempt_get_progress(preempt_launch_id launch, preempt_progress *progress);
+
 /* Yield checks: every `tasks` tasks for this kernel (its <<<>>> handle, e.g.
  * `(const void *)my_kernel`); 0 returns it to the adaptive default, which
  * aims at a check every PREEMPT_CHECK_PERIOD_US microseconds (default 20) from

@@ -41,6 +41,25 @@ static int fake_occupancy(const void *stub, uint32_t threads, size_t shared, uin
   *ctas_per_sm = fake_gpu.ctas_per_sm;
   return 0;
 }
+/* The H100's, as gpu_cuda.c reads them there. */
+static int fake_sm_limits(int device, preempt_sm_limits *limits) {
+  (void)device;
+  *limits = (preempt_sm_limits){2048, 32, 65536, 256, 233472, 128, 1024, 32};
+  return 0;
+}
+static int fake_kernel_footprint(const void *stub, uint32_t *registers_per_thread, uint32_t *static_shared_bytes) {
+  (void)stub;
+  *registers_per_thread = fake_gpu.registers_per_thread;
+  *static_shared_bytes = fake_gpu.static_shared_bytes;
+  return 0;
+}
+/* "Device memory" is host memory here. */
+static int fake_copy_to_host(void *host, const void *device_pointer, size_t bytes, void *stream) {
+  (void)stream;
+  memcpy(host, device_pointer, bytes);
+  fake_gpu.copies_to_host++;
+  return 0;
+}
 static int fake_device_alloc(void **pointer, size_t bytes) {
   if (fake_gpu.fail_device_alloc)
     return FAKE_ERROR_OUT_OF_MEMORY;
@@ -222,6 +241,9 @@ static const preempt_gpu_ops fake_ops = {
     .set_device = fake_set_device,
     .device_count = fake_device_count,
     .sm_count = fake_sm_count,
+    .sm_limits = fake_sm_limits,
+    .kernel_footprint = fake_kernel_footprint,
+    .copy_to_host = fake_copy_to_host,
     .device_uuid = fake_uuid,
     .kernel_marker = fake_kernel_marker,
     .kernel_param_sizes = fake_param_sizes,
@@ -255,6 +277,7 @@ void fake_gpu_reset(uint32_t marker_abi) {
   memset(&fake_gpu, 0, sizeof fake_gpu);
   fake_gpu.sm_count = 132;
   fake_gpu.ctas_per_sm = 8;
+  fake_gpu.registers_per_thread = 32;
   fake_gpu.marker_abi = marker_abi;
   fake_gpu.expected_params = -1;
 }

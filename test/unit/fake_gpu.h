@@ -59,6 +59,9 @@ typedef struct fake_gpu_state {
   char last_original_name[256];
   /* Drain forms: whether kernels have one, and how often one was looked up. */
   int has_drain, drain_lookups;
+  /* What kernel_footprint answers, and copy_to_host calls. */
+  uint32_t registers_per_thread, static_shared_bytes;
+  int copies_to_host;
 } fake_gpu_state;
 
 /* The handle original_kernel gives for a kernel's copy. */

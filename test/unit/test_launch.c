@@ -325,6 +325,139 @@ static void test_drain_form(void) {
   preempt_shutdown();
 }
 
+/* CTA quotas (quota.c; FlexSched §4.2's BSUs placed by the CTAs themselves, control_block.h). The fake's device
+ * memory is host memory: the test reads the control block the runtime wrote, and writes what CTAs would. */
+static void test_quota(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  static const preempt_dim3 grid = {20000, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  void *app_stream = &first;
+
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5quotaPxx", 2);
+  fake_gpu.expected_params = 2;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  preempt_control_block *control = fake_gpu.last.control;
+  uint32_t generation = fake_gpu.last.generation;
+  CHECK(launch != 0 && control != NULL && fake_gpu.last.relaunched == 0);
+  fake_gpu.events_pending = 1; /* running: not finished */
+
+  CHECK_EQ_U64(preempt_set_quota(launch, 0), PREEMPT_ERROR_INVALID_ARGUMENT);
+  CHECK_EQ_U64(preempt_set_quota(0, 2), PREEMPT_ERROR_INVALID_ARGUMENT);
+  preempt_progress progress;
+  CHECK_EQ_U64(preempt_get_progress(launch, NULL), PREEMPT_ERROR_INVALID_ARGUMENT);
+
+  /* A launch without a quota: evicted from every SM (its CTAs never counted themselves), then relaunched with
+   * PREEMPT_LAUNCH_QUOTA, ordered after the quota's write on the control stream, once it has started. */
+  int launches_before = fake_gpu.launches, ordered_before = fake_gpu.stream_event_waits;
+  CHECK_EQ_U64(preempt_set_quota(launch, 3), PREEMPT_OK);
+  CHECK_EQ_U64(control->cta_quota, 3);
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    CHECK_EQ_U64(control->yield_mask[word], 0); /* the eviction's bits, cleared by its resumption */
+  CHECK_EQ_U64(fake_gpu.launches, launches_before);
+  fake_gpu.events_pending = 0;
+  wait_for_relauncher();
+  CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+  CHECK(fake_gpu.last.persistent && fake_gpu.last.control == control);
+  CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
+  CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132); /* every SM at occupancy: the excess leaves at once */
+  CHECK(fake_gpu.stream_event_waits > ordered_before);
+  fake_gpu.events_pending = 1;
+
+  /* Progress: this generation's task counter, and the SMs' counts. An older generation's counter reads 0. */
+  control->task_word[generation % PREEMPT_CONTROL_LANES] = ((unsigned long long)(generation - 1) << 32) | 77;
+  CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_OK);
+  CHECK_EQ_U64(progress.tasks_taken, 0);
+  control->task_word[generation % PREEMPT_CONTROL_LANES] = ((unsigned long long)generation << 32) | 500;
+  for (int sm = 0; sm < 132; sm++)
+    control->sm_resident[sm] = 3;
+  int copies_before = fake_gpu.copies_to_host;
+  CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_OK);
+  CHECK_EQ_U64(fake_gpu.copies_to_host, copies_before + 1);
+  CHECK_EQ_U64(progress.tasks_taken, 500);
+  CHECK_EQ_U64(progress.task_count, 20000);
+  CHECK_EQ_U64(progress.quota, 3);
+  CHECK_EQ_U64(progress.resident_ctas, 3 * 132);
+  CHECK_EQ_U64(progress.most_resident, 3);
+  CHECK_EQ_U64(progress.occupied_sms, 132);
+
+  /* Lower: the quota, then every yield bit (CTAs above it leave); nothing launched. The bits stay until the
+   * counts say every SM is within the quota. */
+  launches_before = fake_gpu.launches;
+  CHECK_EQ_U64(preempt_set_quota(launch, 2), PREEMPT_OK);
+  CHECK_EQ_U64(control->cta_quota, 2);
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    CHECK_EQ_U64(control->yield_mask[word], 0xffffffffu);
+  CHECK_EQ_U64(fake_gpu.launches, launches_before);
+  preempt_launch_state state;
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING); /* a shrink is not an eviction */
+  CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_OK);
+  CHECK_EQ_U64(control->yield_mask[0], 0xffffffffu);
+  control->sm_resident[7] = 2;
+  CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_OK);
+  CHECK_EQ_U64(control->yield_mask[0], 0xffffffffu); /* 131 SMs still above */
+  for (int sm = 0; sm < 132; sm++)
+    control->sm_resident[sm] = 2;
+  CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_OK);
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    CHECK_EQ_U64(control->yield_mask[word], 0);
+
+  /* Raise: more CTAs, in quota mode, once the launch has started. */
+  CHECK_EQ_U64(preempt_set_quota(launch, 4), PREEMPT_OK);
+  CHECK_EQ_U64(control->cta_quota, 4);
+  fake_gpu.events_pending = 0;
+  wait_for_relauncher();
+  CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+  CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
+  fake_gpu.events_pending = 1;
+
+  /* Lower, then raise before the shrink ends: the raise clears the bits first. */
+  CHECK_EQ_U64(preempt_set_quota(launch, 1), PREEMPT_OK);
+  CHECK_EQ_U64(control->yield_mask[3], 0xffffffffu);
+  CHECK_EQ_U64(preempt_set_quota(launch, 2), PREEMPT_OK);
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    CHECK_EQ_U64(control->yield_mask[word], 0);
+  CHECK_EQ_U64(control->cta_quota, 2);
+
+  /* An eviction of a quota launch makes the quota 0 first (a yield bit sends a quota CTA away only above it);
+   * the resumption restores it before the bits are cleared. */
+  CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(control->cta_quota, 0);
+  CHECK_EQ_U64(control->yield_mask[0], 0xffffffffu);
+  CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+  CHECK_EQ_U64(control->cta_quota, 2);
+  CHECK_EQ_U64(control->yield_mask[0], 0);
+  /* A partial eviction during a shrink evicts only its SMs: the shrink's bits are put back first. */
+  CHECK_EQ_U64(preempt_set_quota(launch, 1), PREEMPT_OK);
+  preempt_sm_mask first_sms;
+  memset(&first_sms, 0, sizeof first_sms);
+  first_sms.words[0] = 0xf;
+  CHECK_EQ_U64(preempt_evict(launch, &first_sms), PREEMPT_OK);
+  CHECK_EQ_U64(control->yield_mask[0], 0xf);
+  CHECK_EQ_U64(control->yield_mask[1], 0);
+  fake_gpu.events_pending = 0;
+  wait_for_relauncher();
+
+  /* Finished: FINISHED from both. */
+  CHECK_EQ_U64(preempt_set_quota(launch, 2), PREEMPT_ERROR_FINISHED);
+  CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_ERROR_FINISHED);
+
+  /* A drained launch has no quota. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  setenv("PREEMPT_FORM", "drain", 1);
+  desc = fake_kernel_desc(&stub_a, "_Z5quotaPxx", 2);
+  fake_gpu.has_drain = 1;
+  fake_gpu.expected_params = 2;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+  fake_gpu.events_pending = 1;
+  CHECK_EQ_U64(preempt_set_quota(preempt_last_launch(), 2), PREEMPT_ERROR_UNSUPPORTED);
+  fake_gpu.events_pending = 0;
+  unsetenv("PREEMPT_FORM");
+}
+
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
   if (argc == 2 && strcmp(argv[1], "--connections") == 0) {
@@ -721,5 +854,6 @@ int main(int argc, char **argv) {
 
   test_one_wave_launches();
   test_drain_form();
+  test_quota();
   CHECK_DONE("test_launch");
 }

@@ -6,7 +6,7 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 6u
+#define PREEMPT_KERNEL_ABI_VERSION 7u
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
@@ -59,7 +59,23 @@ typedef struct preempt_control_block {
    * the runtime, all zero when a drained launch takes it. */
   unsigned int *undone;
   unsigned int yield_mask[PREEMPT_YIELD_MASK_WORDS]; /* bit s: CTAs on SM s leave at their next check */
+  /* Per-SM CTA quotas (FlexSched §4.2's BSUs, without relying on the
+   * hardware's round-robin placement): read only by grids launched with
+   * PREEMPT_LAUNCH_QUOTA in their `relaunched` parameter. Each such CTA
+   * counts itself in its SM's sm_resident as it starts and leaves at once if
+   * that makes more than cta_quota; in a quota launch a yield bit means
+   * "leave if your SM holds more than cta_quota", so a quota of 0 and every
+   * bit evict it all. A CTA that counted itself takes itself off as it
+   * leaves, so the counts are all zero between launches. */
+  unsigned int cta_quota;
+  unsigned int quota_reserved;
+  unsigned int sm_resident[PREEMPT_MAX_SM_IDS];
 } preempt_control_block;
+
+/* Or'ed into a grid's `relaunched` parameter: the grid keeps its SMs' CTA
+ * counts within the control block's cta_quota (above). */
+#define PREEMPT_LAUNCH_QUOTA 4u
+#define PREEMPT_RELAUNCH_KIND_MASK 3u
 
 /* Converted kernels carry a device global with this prefix and the kernel's
  * symbol name; its presence is how the runtime tells converted kernels apart. */
@@ -87,6 +103,8 @@ typedef struct preempt_control_block {
 #define PREEMPT_DRAIN_KERNEL_PREFIX "__preempt_drain_"
 #define PREEMPT_RELAUNCH_UNDONE 2u
 
+#define PREEMPT_NO_SM 0xffffffffu
+
 /* Task id a CTA gets instead of a task when it must yield. */
 #define PREEMPT_NO_TASK 0xffffffffu
 
@@ -110,7 +128,10 @@ typedef struct preempt_task_context {
    * it may take (the check interval), the tasks it finished, and the last
    * task it decomposed (the next one in a batch is one step further). */
   unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
-  unsigned int relaunched; /* this grid is a relaunch (the kernel's last parameter) */
+  unsigned int relaunched; /* this grid is a relaunch (the kernel's last parameter, without PREEMPT_LAUNCH_QUOTA) */
+  /* A quota grid's CTA: the SM whose sm_resident counts it, until it takes
+   * itself off (PREEMPT_NO_SM elsewhere). */
+  unsigned int quota_sm;
   /* A drained launch's relaunch (PREEMPT_RELAUNCH_UNDONE): its blocks'
    * bitmap, and the task ids thread 0 passed because their block had run. */
   unsigned int tasks_skipped;
