@@ -15,7 +15,7 @@
 #define SIZE_IS(type, bytes) _Static_assert(sizeof(type) == (bytes), #type " changed size: update the protocol version")
 
 NO_PADDING(preempt_msg_header, 4 + 2 + 2 + 4 + 4);
-NO_PADDING(preempt_msg_gpu, 16 + 4 + 4);
+NO_PADDING(preempt_msg_gpu, 16 + 4 + 8 * 4 + 4);
 NO_PADDING(preempt_msg_register, sizeof(preempt_msg_header) + 4 * 4 + PREEMPT_DAEMON_PROGRAM_BYTES +
                                      PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_msg_gpu));
 NO_PADDING(preempt_msg_registered, sizeof(preempt_msg_header) + 6 * 4);
@@ -37,20 +37,21 @@ NO_PADDING(preempt_msg_mem_reading, sizeof(preempt_msg_header) + 16 + 2 * 8);
 NO_PADDING(preempt_msg_mem_query, sizeof(preempt_msg_header) + 16 + 2 * 8);
 NO_PADDING(preempt_msg_mem_reply, sizeof(preempt_msg_header) + 4 * 4 + 5 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
 NO_PADDING(preempt_stub, 4 * 4 + 6 * 4 + 2 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES + 2 * 4 +
-                             PREEMPT_DAEMON_SM_MASK_WORDS * 4 + 2 * 4 + 8);
+                             PREEMPT_DAEMON_SM_MASK_WORDS * 4 + 2 * 4 + 8 + 4 * 4 + 2 * 4 + 2 * 8);
 NO_PADDING(preempt_client_page, 4 * 4 + PREEMPT_STUBS_PER_CLIENT * sizeof(preempt_stub));
 NO_PADDING(preempt_doorbell_page, 16 * 4);
 
 SIZE_IS(preempt_msg_header, 16);
-SIZE_IS(preempt_msg_register, 448);
+SIZE_IS(preempt_msg_gpu, 56);
+SIZE_IS(preempt_msg_register, 960);
 SIZE_IS(preempt_msg_listing, 40);
 SIZE_IS(preempt_listing_gpu, 56);
 SIZE_IS(preempt_listing_client, 72);
 SIZE_IS(preempt_listing_kernel, 104);
-SIZE_IS(preempt_stub, 176);
+SIZE_IS(preempt_stub, 216);
 SIZE_IS(preempt_msg_mem_reserve, 64);
 SIZE_IS(preempt_msg_mem_reply, 88);
-SIZE_IS(preempt_client_page, 11280);
+SIZE_IS(preempt_client_page, 13840);
 
 /* The LISTING arrays are read in place: each part must keep the next one 8-byte aligned (their 64-bit fields). */
 _Static_assert(sizeof(preempt_msg_listing) % 8 == 0 && sizeof(preempt_listing_gpu) % 8 == 0 &&
@@ -62,8 +63,17 @@ _Static_assert(alignof(preempt_listing_gpu) <= 8 && alignof(preempt_listing_clie
 /* The 64-bit stub fields sit on 8-byte boundaries in the shared page, so atomic or plain accesses never tear. */
 _Static_assert(FIELD(preempt_client_page, stubs) % 8 == 0 && offsetof(preempt_client_page, stubs) % 8 == 0 &&
                    sizeof(preempt_stub) % 8 == 0 && offsetof(preempt_stub, shared_bytes) % 8 == 0 &&
-                   offsetof(preempt_stub, last_eviction_ns) % 8 == 0,
+                   offsetof(preempt_stub, last_eviction_ns) % 8 == 0 &&
+                   offsetof(preempt_stub, progress_tasks) % 8 == 0 && offsetof(preempt_stub, progress_ns) % 8 == 0,
                "stub 64-bit fields misaligned");
+/* Version 4 appended its fields: everything a version 3 stub had keeps its offset (the client side's code, and
+ * any tool reading a page dump, index the same bytes). */
+_Static_assert(offsetof(preempt_stub, registers_per_thread) == 176 && offsetof(preempt_stub, command_quota) == 192 &&
+                   offsetof(preempt_stub, progress_tasks) == 200 && offsetof(preempt_stub, progress_ns) == 208,
+               "version 4 stub fields moved");
+/* The REGISTER limits are coexec.h's preempt_sm_limits, field for field, so the daemon can copy them as one. */
+_Static_assert(offsetof(preempt_msg_gpu, warp_size) - offsetof(preempt_msg_gpu, max_threads) == 7 * 4,
+               "preempt_msg_gpu limits are not contiguous");
 /* The FFS weight took the place of a reserved word: the offsets around it, and so the page, stay as they were. */
 _Static_assert(offsetof(preempt_stub, weight) == offsetof(preempt_stub, evictions_done) + 4 &&
                    offsetof(preempt_stub, last_eviction_ns) == offsetof(preempt_stub, weight) + 4 &&
@@ -72,6 +82,7 @@ _Static_assert(offsetof(preempt_stub, weight) == offsetof(preempt_stub, eviction
 _Static_assert(PREEMPT_DAEMON_SM_MASK_WORDS * 32 == 256, "the SM mask covers SM ids 0..255");
 /* The refusal text of a listing weight spells the range out. */
 _Static_assert(PREEMPT_WEIGHT_MAX == 64, "update \"LISTING kernel weight not in 1..64\" below");
+_Static_assert(PREEMPT_DAEMON_MAX_SM_CTAS == 64, "update \"LISTING kernel quota over 64\" below");
 /* The largest LISTING must fit the largest packet. */
 _Static_assert(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
                        PREEMPT_LISTING_MAX_CLIENTS * sizeof(preempt_listing_client) +
@@ -116,6 +127,22 @@ static int time_ok(double us) { return isfinite(us) && us >= 0; }
 
 /* The checks below return NULL when the body is sound, else a static text naming the first bad field: the status
  * code alone ("malformed message") does not tell a user which of a reply's hundreds of fields was wrong. */
+
+/* A GPU's SM limits: all zero (unknown: the daemon never co-locates kernels there), or a plausible SM. A zero in
+ * one field only would make the configuration space divide by it or treat a resource as absent. */
+static const char *check_sm_limits(const preempt_msg_gpu *g) {
+  if (g->max_threads == 0 && g->max_ctas == 0 && g->registers == 0 && g->register_unit == 0 && g->shared_bytes == 0 &&
+      g->shared_unit == 0 && g->shared_reserved == 0 && g->warp_size == 0)
+    return NULL;
+  /* shared_reserved may be 0: GPUs before compute capability 8.0 reserve nothing per CTA. */
+  if (g->max_threads == 0 || g->max_ctas == 0 || g->registers == 0 || g->register_unit == 0 || g->shared_bytes == 0 ||
+      g->shared_unit == 0 || g->warp_size == 0)
+    return "REGISTER GPU SM limits partly zero";
+  if (g->max_threads > PREEMPT_DAEMON_MAX_SM_THREADS || g->max_ctas > PREEMPT_DAEMON_MAX_SM_CTAS ||
+      g->registers > PREEMPT_DAEMON_MAX_SM_REGISTERS || g->shared_bytes > PREEMPT_DAEMON_MAX_SHARED_BYTES)
+    return "REGISTER GPU SM limits out of range";
+  return NULL;
+}
 static const char *check_register(const preempt_msg_register *m) {
   /* priority is only meaningful when requested, but a zeroed field is in range too, so it is always checked. */
   if (m->priority_requested > 1)
@@ -134,6 +161,9 @@ static const char *check_register(const preempt_msg_register *m) {
       return "REGISTER GPU sm_count not in 1..256";
     if (m->gpus[i].reserved != 0)
       return "REGISTER GPU reserved field not 0";
+    const char *limits = check_sm_limits(&m->gpus[i]);
+    if (limits)
+      return limits;
   }
   return NULL;
 }
@@ -259,8 +289,8 @@ static const char *check_listing_kernel(const preempt_listing_kernel *k, uint32_
    * so 0 (unlike in a stub) is as wrong here as anything above PREEMPT_WEIGHT_MAX. */
   if (k->weight < 1 || k->weight > PREEMPT_WEIGHT_MAX)
     return "LISTING kernel weight not in 1..64";
-  if (k->reserved != 0)
-    return "LISTING kernel reserved field not 0";
+  if (k->quota > PREEMPT_DAEMON_MAX_SM_CTAS)
+    return "LISTING kernel quota over 64";
   if (!time_ok(k->waited_us) || !time_ok(k->ran_us) || !time_ok(k->predicted_us))
     return "LISTING kernel time negative or not finite";
   return terminated(k->name, sizeof k->name) ? NULL : "LISTING kernel name not NUL-terminated";
@@ -471,6 +501,15 @@ preempt_daemon_status preempt_stub_validate(const preempt_stub *copy, uint32_t g
     bad = "name";
   else if (copy->weight > PREEMPT_WEIGHT_MAX)
     bad = "weight";
+  else if (copy->registers_per_thread > PREEMPT_DAEMON_MAX_REGISTERS_PER_THREAD)
+    bad = "registers_per_thread";
+  /* 64-bit sum: the dynamic size is 64-bit and a huge one must not wrap under the limit. */
+  else if ((uint64_t)copy->static_shared_bytes + copy->shared_bytes > PREEMPT_DAEMON_MAX_SHARED_BYTES ||
+           copy->shared_bytes > PREEMPT_DAEMON_MAX_SHARED_BYTES)
+    bad = "shared memory";
+  /* A known footprint feeds the co-execution rates (tasks per µs): a launch of no tasks has none to report. */
+  else if (copy->registers_per_thread != 0 && copy->task_count < 1)
+    bad = "task_count";
   if (why)
     *why = bad;
   return bad ? PREEMPT_DAEMON_MALFORMED : PREEMPT_DAEMON_OK;

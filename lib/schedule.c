@@ -58,6 +58,11 @@ void preempt_sched_params_default(preempt_sched_params *params) {
   params->dprr_age_step = 1000.0;
   params->dprr_age_cap = 20;
   params->dprr_slice_unit = 500.0;
+  /* FlexSched §5.4.1 samples each configuration for "a sampling time" it does not give; 2 ms is tens of tasks of
+   * the kernels in its Table 2 and well above a QUOTA command's round trip through preemptd (~0.2 ms). */
+  params->flexsched_period = 2000.0;
+  params->flexsched_slowdown = 0.0;
+  params->flexsched_fixed = -1;
 }
 
 /* A finite number that is exactly text[0, length), no leading blanks (strtod would skip them). strtod never
@@ -133,15 +138,31 @@ preempt_sched_status preempt_sched_params_set(preempt_sched_params *params, cons
     } else {
       message = "dprr_age_cap must be an integer 0..1000, got";
     }
+  } else if (strcmp(name, "flexsched_slowdown") == 0) {
+    if (parse_number(value, strlen(value), &number) && number >= 0 && number < 1) {
+      params->flexsched_slowdown = number;
+      status = PREEMPT_SCHED_OK;
+    } else {
+      message = "flexsched_slowdown must be a number from 0 (inclusive) to 1 (exclusive), got";
+    }
+  } else if (strcmp(name, "flexsched_fixed") == 0) {
+    if (parse_integer(value, -1, PREEMPT_COEXEC_MAX_CONFIGS - 1, &integer)) {
+      params->flexsched_fixed = (int32_t)integer;
+      status = PREEMPT_SCHED_OK;
+    } else {
+      message = "flexsched_fixed must be an integer -1..63, got";
+    }
   } else if (strcmp(name, "ffs_min_epoch") == 0 || strcmp(name, "dprr_age_step") == 0 ||
-             strcmp(name, "dprr_slice_unit") == 0) {
+             strcmp(name, "dprr_slice_unit") == 0 || strcmp(name, "flexsched_period") == 0) {
     if (parse_time(value, &number) && number > 0) {
       if (strcmp(name, "ffs_min_epoch") == 0)
         params->ffs_min_epoch = number;
       else if (strcmp(name, "dprr_age_step") == 0)
         params->dprr_age_step = number;
-      else
+      else if (strcmp(name, "dprr_slice_unit") == 0)
         params->dprr_slice_unit = number;
+      else
+        params->flexsched_period = number;
       status = PREEMPT_SCHED_OK;
     } else {
       message = "expected a time greater than 0, got";
@@ -157,7 +178,8 @@ preempt_sched_status preempt_sched_params_set(preempt_sched_params *params, cons
 
 preempt_sched_status preempt_sched_policy_by_name(const char *name, const preempt_sched_policy **out) {
   static const preempt_sched_policy *const all[] = {&preempt_policy_fifo, &preempt_policy_hpf, &preempt_policy_ffs,
-                                                    &preempt_policy_piv, &preempt_policy_dprr};
+                                                    &preempt_policy_piv, &preempt_policy_dprr,
+                                                    &preempt_policy_flexsched};
   if (!name || !out)
     return PREEMPT_SCHED_INVALID_ARGUMENT;
   for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -207,6 +229,8 @@ preempt_sched_status preempt_sched_add_kernel(preempt_sched_state *state, const 
   added->remaining = kernel->predicted;
   added->eviction_cost = kernel->eviction_cost;
   added->sms_needed = kernel->sms_needed;
+  added->footprint = kernel->footprint;
+  added->task_count = kernel->task_count;
   added->arrival = state->now;
   added->state = PREEMPT_KERNEL_READY;
   added->policy.dprr_active_since = -1;
@@ -262,9 +286,66 @@ preempt_sched_status preempt_sched_push(preempt_sched_decisions *out, preempt_sc
   return PREEMPT_SCHED_OK;
 }
 
+preempt_sched_status preempt_sched_push_quota(preempt_sched_decisions *out, uint32_t kernel_id, uint32_t quota) {
+  if (!out || quota == 0)
+    return PREEMPT_SCHED_INVALID_ARGUMENT;
+  preempt_sched_status status = preempt_sched_push(out, PREEMPT_ACTION_QUOTA, kernel_id, NULL);
+  if (status == PREEMPT_SCHED_OK)
+    out->items[out->count - 1].quota = quota;
+  return status;
+}
+
+/* The kernel holds this SM beside another quota kernel that owns it. */
+static bool shares_sm(const preempt_sched_state *state, const preempt_sched_kernel *kernel, uint32_t sm) {
+  return preempt_sm_set_has(&kernel->sms, sm) && state->gpu.sm_owner[sm] != kernel->id;
+}
+
+/* The owner of `sm` leaves it: another kernel still holding it (a co-located quota kernel) becomes the owner, so
+ * that 0 keeps meaning "nobody here"; draining then follows the new owner. */
+static void hand_over_sm(preempt_sched_state *state, uint32_t leaving_id, uint32_t sm) {
+  state->gpu.sm_owner[sm] = 0;
+  state->gpu.sm_draining[sm] = false;
+  for (uint32_t i = 0; i < state->kernel_count; i++) {
+    const preempt_sched_kernel *other = &state->kernels[i];
+    if (other->id == leaving_id || other->state == PREEMPT_KERNEL_DONE || !preempt_sm_set_has(&other->sms, sm))
+      continue;
+    state->gpu.sm_owner[sm] = other->id;
+    state->gpu.sm_draining[sm] = other->state == PREEMPT_KERNEL_TOEVICT;
+    return;
+  }
+}
+
+/* FlexSched §4.2: every SM, at most `quota` CTAs of the kernel on each. The SMs are shared with the other quota
+ * kernels (each holds them all), so only an SM held by a kernel without a quota, or draining, refuses it. */
+static preempt_sched_status apply_quota(preempt_sched_state *state, preempt_sched_kernel *kernel,
+                                        const preempt_sched_decision *decision) {
+  if (decision->quota == 0 || (kernel->state != PREEMPT_KERNEL_READY && kernel->state != PREEMPT_KERNEL_RUNNING))
+    return PREEMPT_SCHED_BAD_DECISION;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++) {
+    uint32_t owner = state->gpu.sm_owner[sm];
+    if (owner == 0 || owner == kernel->id)
+      continue;
+    const preempt_sched_kernel *holder = preempt_sched_find(state, owner);
+    if (!holder || holder->cta_quota == 0 || state->gpu.sm_draining[sm])
+      return PREEMPT_SCHED_BAD_DECISION;
+  }
+  /* A running kernel without a quota that held only some SMs gets the rest too: the quota is per SM, on all. */
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++) {
+    if (state->gpu.sm_owner[sm] == 0)
+      state->gpu.sm_owner[sm] = kernel->id;
+    preempt_sm_set_add(&kernel->sms, sm);
+  }
+  kernel->cta_quota = decision->quota;
+  kernel->state = PREEMPT_KERNEL_RUNNING;
+  return PREEMPT_SCHED_OK;
+}
+
 static preempt_sched_status apply_run(preempt_sched_state *state, preempt_sched_kernel *kernel,
                                       const preempt_sched_decision *decision) {
   if (kernel->state != PREEMPT_KERNEL_READY && kernel->state != PREEMPT_KERNEL_RUNNING)
+    return PREEMPT_SCHED_BAD_DECISION;
+  /* RUN means full occupancy on its SMs: a kernel under a quota shares every SM already and has none to add. */
+  if (kernel->cta_quota != 0)
     return PREEMPT_SCHED_BAD_DECISION;
   preempt_sm_set target;
   if (decision->all_sms) {
@@ -292,10 +373,26 @@ static preempt_sched_status apply_run(preempt_sched_state *state, preempt_sched_
   return PREEMPT_SCHED_OK;
 }
 
+/* A quota kernel leaves every SM at once: its SMs are shared, and a partial eviction would have to say which of
+ * the co-located kernels' CTAs go. SMs it owns drain (nothing else is placed there until they are free); SMs it
+ * shares stay the owner's, and the kernel's TOEVICT state says it drains there too. */
+static preempt_sched_status evict_quota_kernel(preempt_sched_state *state, preempt_sched_kernel *kernel,
+                                               const preempt_sched_decision *decision) {
+  if (!decision->all_sms)
+    return PREEMPT_SCHED_BAD_DECISION;
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+    if (state->gpu.sm_owner[sm] == kernel->id)
+      state->gpu.sm_draining[sm] = true;
+  kernel->state = PREEMPT_KERNEL_TOEVICT;
+  return PREEMPT_SCHED_OK;
+}
+
 static preempt_sched_status apply_evict(preempt_sched_state *state, preempt_sched_kernel *kernel,
                                         const preempt_sched_decision *decision) {
   if (kernel->state != PREEMPT_KERNEL_RUNNING)
     return PREEMPT_SCHED_BAD_DECISION;
+  if (kernel->cta_quota != 0)
+    return evict_quota_kernel(state, kernel, decision);
   uint32_t marked = 0, still_working = 0;
   for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++) {
     if (!preempt_sm_set_has(&kernel->sms, sm))
@@ -331,6 +428,7 @@ preempt_sched_status preempt_sched_apply(preempt_sched_state *state, const preem
   switch (decision->action) {
   case PREEMPT_ACTION_RUN: return apply_run(state, kernel, decision);
   case PREEMPT_ACTION_EVICT: return apply_evict(state, kernel, decision);
+  case PREEMPT_ACTION_QUOTA: return apply_quota(state, kernel, decision);
   default: return PREEMPT_SCHED_INVALID_ARGUMENT;
   }
 }
@@ -340,18 +438,24 @@ preempt_sched_status preempt_sched_eviction_done(preempt_sched_state *state, uin
   if (!kernel)
     return PREEMPT_SCHED_UNKNOWN_KERNEL;
   bool released = false;
-  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
-    if (state->gpu.sm_owner[sm] == kernel_id && state->gpu.sm_draining[sm]) {
-      state->gpu.sm_owner[sm] = 0;
-      state->gpu.sm_draining[sm] = false;
-      kernel->sms.bits[sm / 64] &= ~(UINT64_C(1) << (sm % 64));
-      released = true;
-    }
+  for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++) {
+    bool owned_draining = state->gpu.sm_owner[sm] == kernel_id && state->gpu.sm_draining[sm];
+    /* A quota kernel's full eviction also leaves the SMs it shared with their owner. */
+    bool shared_left = kernel->state == PREEMPT_KERNEL_TOEVICT && shares_sm(state, kernel, sm);
+    if (!owned_draining && !shared_left)
+      continue;
+    if (owned_draining)
+      hand_over_sm(state, kernel_id, sm);
+    kernel->sms.bits[sm / 64] &= ~(UINT64_C(1) << (sm % 64));
+    released = true;
+  }
   if (!released)
     return PREEMPT_SCHED_BAD_DECISION;
   kernel->evictions++;
-  if (preempt_sm_set_count(&kernel->sms) == 0)
+  if (preempt_sm_set_count(&kernel->sms) == 0) {
     kernel->state = PREEMPT_KERNEL_READY;
+    kernel->cta_quota = 0; /* evicted: the next decision about it says how it runs again */
+  }
   return PREEMPT_SCHED_OK;
 }
 
@@ -360,11 +464,10 @@ preempt_sched_status preempt_sched_complete(preempt_sched_state *state, uint32_t
   if (!kernel)
     return PREEMPT_SCHED_UNKNOWN_KERNEL;
   for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
-    if (state->gpu.sm_owner[sm] == kernel_id) {
-      state->gpu.sm_owner[sm] = 0;
-      state->gpu.sm_draining[sm] = false;
-    }
+    if (state->gpu.sm_owner[sm] == kernel_id)
+      hand_over_sm(state, kernel_id, sm);
   preempt_sm_set_clear(&kernel->sms);
+  kernel->cta_quota = 0;
   kernel->remaining = 0;
   kernel->state = PREEMPT_KERNEL_DONE;
   return PREEMPT_SCHED_OK;

@@ -1,7 +1,7 @@
 /* preempt-sim.c: runs a scheduling scenario under a named policy on a virtual clock; prints the trace and metrics.
  * FLEP §5.2 and §6.3 (HPF, FFS, ANTT, STP, GPU share), EffiSha §7 and §8.5 (PIV, DPRR, NTT).
  *
- * Usage: preempt-sim [--policy fifo|hpf|ffs|piv|dprr] [--json] SCENARIO
+ * Usage: preempt-sim [--policy fifo|hpf|ffs|piv|dprr|flexsched] [--json] SCENARIO
  *
  * Scenario format: one directive per line; '#' starts a comment; fields are NAME=VALUE, separated by blanks.
  * Times are microseconds, or milliseconds with an "ms" suffix ("3ms", "1.5ms"); "us" is accepted too.
@@ -209,7 +209,7 @@ static int parse_scenario(FILE *file, scenario *s) {
       char *name = strtok(rest, " \t");
       const preempt_sched_policy *policy;
       if (!name || strtok(NULL, " \t") || preempt_sched_policy_by_name(name, &policy) != PREEMPT_SCHED_OK)
-        return fail("expected \"policy fifo|hpf|ffs|piv|dprr\", got", name ? name : "");
+        return fail("expected \"policy fifo|hpf|ffs|piv|dprr|flexsched\", got", name ? name : "");
       snprintf(s->policy, sizeof s->policy, "%s", name);
     } else if (strcmp(directive, "param") == 0) {
       if (parse_param(s, rest))
@@ -261,7 +261,10 @@ static void format_sms(const preempt_sched_decision *decision, char *out, size_t
 }
 
 static const char *action_name(preempt_sched_action action) {
-  return action == PREEMPT_ACTION_RUN ? "run" : action == PREEMPT_ACTION_EVICT ? "evict" : "nothing";
+  return action == PREEMPT_ACTION_RUN     ? "run"
+         : action == PREEMPT_ACTION_EVICT ? "evict"
+         : action == PREEMPT_ACTION_QUOTA ? "quota"
+                                          : "nothing";
 }
 
 static const char *kernel_name(const scenario *s, uint32_t id) {
@@ -343,7 +346,7 @@ static void print_json(const scenario *s, const char *policy, const preempt_sim_
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: preempt-sim [--policy fifo|hpf|ffs|piv|dprr] [--json] SCENARIO\n");
+  fprintf(stderr, "usage: preempt-sim [--policy fifo|hpf|ffs|piv|dprr|flexsched] [--json] SCENARIO\n");
   return 2;
 }
 
@@ -387,7 +390,7 @@ int main(int argc, char **argv) {
   preempt_sim_config config;
   memset(&config, 0, sizeof config);
   if (preempt_sched_policy_by_name(policy_name, &config.policy) != PREEMPT_SCHED_OK) {
-    fprintf(stderr, "preempt-sim: unknown policy \"%s\" (fifo, hpf, ffs, piv, dprr)\n", policy_name);
+    fprintf(stderr, "preempt-sim: unknown policy \"%s\" (fifo, hpf, ffs, piv, dprr, flexsched)\n", policy_name);
     return 2;
   }
   config.sm_count = s.sm_count;

@@ -238,14 +238,18 @@ static void print_tables(const preempt_msg *listing) {
            printable(c->program, text, sizeof text));
   }
 
-  /* WEIGHT: the FFS share granted (FLEP §5.2.2's W_i), per kernel because each launch's stub asks for its own. */
-  printf("\n%-6s %4s %3s %-7s %8s %6s %11s %11s %12s %9s %s\n", "CLIENT", "STUB", "GPU", "STATE", "PRIORITY", "WEIGHT",
-         "WAITED_MS", "RAN_MS", "PREDICTED_MS", "EVICTIONS", "NAME");
+  /* WEIGHT: the FFS share granted (FLEP §5.2.2's W_i), per kernel because each launch's stub asks for its own.
+   * QUOTA: flexsched's CTAs per SM (FlexSched §4.2); "-" when the kernel has none (full occupancy on its SMs). */
+  printf("\n%-6s %4s %3s %-7s %8s %6s %5s %11s %11s %12s %9s %s\n", "CLIENT", "STUB", "GPU", "STATE", "PRIORITY",
+         "WEIGHT", "QUOTA", "WAITED_MS", "RAN_MS", "PREDICTED_MS", "EVICTIONS", "NAME");
   for (uint32_t i = 0; i < l->kernel_count; i++) {
     const preempt_listing_kernel *k = &listing->listing_kernels[i];
-    printf("%-6" PRIu32 " %4" PRIu32 " %3" PRIu32 " %-7s %8" PRId32 " %6" PRIu32 " %11.3f %11.3f %12.3f %9" PRIu32
+    char quota[16] = "-";
+    if (k->quota != 0)
+      snprintf(quota, sizeof quota, "%" PRIu32, k->quota);
+    printf("%-6" PRIu32 " %4" PRIu32 " %3" PRIu32 " %-7s %8" PRId32 " %6" PRIu32 " %5s %11.3f %11.3f %12.3f %9" PRIu32
            " %s\n",
-           k->client_id, k->stub, k->gpu, preempt_stub_state_name(k->state), k->priority, k->weight,
+           k->client_id, k->stub, k->gpu, preempt_stub_state_name(k->state), k->priority, k->weight, quota,
            k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions,
            printable(k->name, text, sizeof text));
   }
@@ -280,10 +284,10 @@ static void print_json(const preempt_msg *listing) {
     /* The decoder checked k->gpu < gpu_count and that the times are finite and not negative: valid JSON numbers. */
     uuid_hex(listing->listing_gpus[k->gpu].uuid, uuid);
     printf("%s{\"client_id\":%" PRIu32 ",\"stub\":%" PRIu32 ",\"gpu\":%" PRIu32 ",\"gpu_uuid\":\"%s\",\"state\":\"%s\","
-           "\"priority\":%" PRId32 ",\"weight\":%" PRIu32 ",\"waited_ms\":%.3f,\"ran_ms\":%.3f,\"predicted_ms\":%.3f,"
-           "\"evictions\":%" PRIu32 ",\"name\":",
+           "\"priority\":%" PRId32 ",\"weight\":%" PRIu32 ",\"quota\":%" PRIu32 ",\"waited_ms\":%.3f,\"ran_ms\":%.3f,"
+           "\"predicted_ms\":%.3f,\"evictions\":%" PRIu32 ",\"name\":",
            i ? "," : "", k->client_id, k->stub, k->gpu, uuid, preempt_stub_state_name(k->state), k->priority,
-           k->weight, k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions);
+           k->weight, k->quota, k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions);
     json_string(k->name);
     putchar('}');
   }

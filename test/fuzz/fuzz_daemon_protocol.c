@@ -7,6 +7,7 @@
  * and decoded again. The same bytes also go through the stub check, the move table, kernel keys and preempt_copy_name.
  * Any inconsistency abort()s, which libFuzzer reports as a crash with the input saved. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ static void check_listing(const unsigned char *packet, size_t length, const pree
     const preempt_listing_kernel *k = &msg->listing_kernels[i];
     REQUIRE(k->gpu < fixed->gpu_count && k->stub < PREEMPT_STUBS_PER_CLIENT && k->client_id != 0);
     REQUIRE(strcmp(preempt_stub_state_name(k->state), "?") != 0 && priority_ok(k->priority));
-    REQUIRE(k->weight >= 1 && k->weight <= PREEMPT_WEIGHT_MAX && k->reserved == 0);
+    REQUIRE(k->weight >= 1 && k->weight <= PREEMPT_WEIGHT_MAX && k->quota <= PREEMPT_DAEMON_MAX_SM_CTAS);
     REQUIRE(isfinite(k->waited_us) && isfinite(k->ran_us) && isfinite(k->predicted_us));
     REQUIRE(k->waited_us >= 0 && k->ran_us >= 0 && k->predicted_us >= 0 && terminated(k->name, sizeof k->name));
     /* What preemptctl does with an entry: index the listing's GPUs by it. */
@@ -124,8 +125,17 @@ static void check_accepted(const unsigned char *packet, size_t length, const pre
     const preempt_msg_register *m = &msg->body.register_request;
     REQUIRE(m->gpu_count <= PREEMPT_DAEMON_MAX_GPUS && m->priority_requested <= 1 && m->reserved == 0);
     REQUIRE(priority_ok(m->priority) && terminated(m->program, sizeof m->program));
-    for (uint32_t i = 0; i < m->gpu_count; i++)
-      REQUIRE(m->gpus[i].sm_count >= 1 && m->gpus[i].sm_count <= 256 && m->gpus[i].reserved == 0);
+    for (uint32_t i = 0; i < m->gpu_count; i++) {
+      const preempt_msg_gpu *g = &m->gpus[i];
+      REQUIRE(g->sm_count >= 1 && g->sm_count <= 256 && g->reserved == 0);
+      /* SM limits: unknown (all zero), or every one but shared_reserved nonzero and within its bound. */
+      bool unknown = g->max_threads == 0 && g->max_ctas == 0 && g->registers == 0 && g->register_unit == 0 &&
+                     g->shared_bytes == 0 && g->shared_unit == 0 && g->shared_reserved == 0 && g->warp_size == 0;
+      REQUIRE(unknown || (g->max_threads >= 1 && g->max_threads <= 4096 && g->max_ctas >= 1 && g->max_ctas <= 64 &&
+                          g->registers >= 1 && g->registers <= (1u << 20) && g->register_unit >= 1 &&
+                          g->shared_bytes >= 1 && g->shared_bytes <= (16u << 20) && g->shared_unit >= 1 &&
+                          g->warp_size >= 1));
+    }
     check_reencoded_fixed(packet, length, msg, m, sizeof *m);
     return;
   }
@@ -272,6 +282,8 @@ static void fuzz_stub(const uint8_t *data, size_t size) {
     }
     REQUIRE(threads <= 1024 && terminated(stub.name, sizeof stub.name));
     REQUIRE(stub.weight <= PREEMPT_WEIGHT_MAX); /* 0 is allowed: it reads as 1 */
+    REQUIRE(stub.registers_per_thread <= 255 && stub.shared_bytes + stub.static_shared_bytes <= (16u << 20));
+    REQUIRE(stub.registers_per_thread == 0 || stub.task_count >= 1);
   } else {
     REQUIRE(status == PREEMPT_DAEMON_MALFORMED && why != NULL && strcmp(why, "unset") != 0);
     /* The weight is the last check: refused for it only when it is out of range. */

@@ -109,6 +109,15 @@ int main(int argc, char **argv) {
   }
   reg.gpus[0].sm_count = 132;
   reg.gpus[1].sm_count = 108;
+  /* The first GPU with an H100's SM limits (protocol 4), the second unknown. */
+  reg.gpus[0].max_threads = 2048;
+  reg.gpus[0].max_ctas = 32;
+  reg.gpus[0].registers = 65536;
+  reg.gpus[0].register_unit = 256;
+  reg.gpus[0].shared_bytes = 233472;
+  reg.gpus[0].shared_unit = 128;
+  reg.gpus[0].shared_reserved = 1024;
+  reg.gpus[0].warp_size = 32;
   failed |= write_message_seed("register", &reg, sizeof reg);
 
   preempt_msg_registered registered;

@@ -32,6 +32,15 @@ static size_t make_register(void) {
   }
   m.gpus[0].sm_count = 132;
   m.gpus[1].sm_count = 256;
+  /* The first GPU reports an H100's SM limits, the second none (unknown: all zero). */
+  m.gpus[0].max_threads = 2048;
+  m.gpus[0].max_ctas = 32;
+  m.gpus[0].registers = 65536;
+  m.gpus[0].register_unit = 256;
+  m.gpus[0].shared_bytes = 233472;
+  m.gpus[0].shared_unit = 128;
+  m.gpus[0].shared_reserved = 1024;
+  m.gpus[0].warp_size = 32;
   memcpy(packet, &m, sizeof m);
   return sizeof m;
 }
@@ -170,6 +179,8 @@ static void test_round_trips(void) {
   CHECK(strcmp(decoded.body.register_request.program, "bench") == 0);
   CHECK_EQ_U64(decoded.body.register_request.gpus[1].sm_count, 256);
   CHECK_EQ_U64(decoded.body.register_request.gpus[1].uuid[15], 0xff);
+  CHECK_EQ_U64(decoded.body.register_request.gpus[0].shared_bytes, 233472);
+  CHECK_EQ_U64(decoded.body.register_request.gpus[1].max_threads, 0);
   CHECK(memcmp(&decoded.body.register_request, packet, length) == 0);
   CHECK(decoded.listing_gpus == NULL && decoded.listing_clients == NULL && decoded.listing_kernels == NULL);
 
@@ -178,7 +189,7 @@ static void test_round_trips(void) {
   CHECK(decoded.type == PREEMPT_MSG_REGISTERED);
   CHECK_EQ_U64(decoded.body.registered.client_id, 7);
   CHECK(decoded.body.registered.priority == -5 && decoded.body.registered.priority_limit == 0);
-  CHECK_EQ_U64(decoded.body.registered.page_bytes, 11280);
+  CHECK_EQ_U64(decoded.body.registered.page_bytes, 13840);
   CHECK(memcmp(&decoded.body.registered, packet, length) == 0);
 
   length = make_set_priority();
@@ -246,14 +257,15 @@ static void test_round_trips(void) {
   CHECK_EQ_U64(decoded.listing_kernels[PREEMPT_WEIGHT_MAX - 1].weight, PREEMPT_WEIGHT_MAX);
 }
 
-/* Version 2's kernel entry, as other programs pack it by hand (test/lit/daemon/Inputs/fake_preemptd.py): the weight
- * and a reserved word after evictions, the times 8-byte aligned behind them, 104 bytes in all. */
+/* The kernel entry, as other programs pack it by hand (test/lit/daemon/Inputs/fake_preemptd.py): the weight and
+ * (version 4, in version 2's reserved word) the CTA quota after evictions, the times 8-byte aligned behind them,
+ * 104 bytes in all. */
 static void test_listing_layout(void) {
-  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 3);
+  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 4);
   CHECK_EQ_U64(sizeof(preempt_listing_kernel), 104);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, evictions), 20);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, weight), 24);
-  CHECK_EQ_U64(offsetof(preempt_listing_kernel, reserved), 28);
+  CHECK_EQ_U64(offsetof(preempt_listing_kernel, quota), 28);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, waited_us), 32);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, name), 56);
   CHECK_EQ_U64(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
@@ -544,11 +556,14 @@ static void test_listing_weights(void) {
       CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
     }
   }
-  /* The word next to it is reserved: 0. */
+  /* The word next to it is the CTA quota: 0 (none) up to 64, the most CTAs an SM may report. */
   size_t length = make_listing(gpus, clients, kernels);
-  put_u32(k0 + 3 * sizeof(preempt_listing_kernel) + offsetof(preempt_listing_kernel, reserved), 1);
+  put_u32(k0 + 3 * sizeof(preempt_listing_kernel) + offsetof(preempt_listing_kernel, quota), 64);
+  CHECK(decode_packet(length) == PREEMPT_DAEMON_OK);
+  CHECK_EQ_U64(decoded.listing_kernels[3].quota, 64);
+  put_u32(k0 + 3 * sizeof(preempt_listing_kernel) + offsetof(preempt_listing_kernel, quota), 65);
   CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
-  CHECK(why != NULL && strcmp(why, "LISTING kernel reserved field not 0") == 0);
+  CHECK(why != NULL && strcmp(why, "LISTING kernel quota over 64") == 0);
 
   /* Version 1's listing (96-byte kernel entries, no weight) is told apart, not misread: its header says version 1,
    * and the same bytes under version 2's number do not add up to version 2's length. */
@@ -713,7 +728,112 @@ static void test_stub_validate(void) {
   CHECK_EQ_U64(offsetof(preempt_stub, weight), 164);
   CHECK_EQ_U64(offsetof(preempt_stub, weight), offsetof(preempt_stub, evictions_done) + 4);
   CHECK_EQ_U64(offsetof(preempt_stub, last_eviction_ns), offsetof(preempt_stub, weight) + 4);
-  CHECK_EQ_U64(sizeof(preempt_stub), 176);
+  /* Version 4 appended its fields after last_eviction_ns: the offsets before stay those of version 3. */
+  CHECK_EQ_U64(offsetof(preempt_stub, last_eviction_ns), 168);
+  CHECK_EQ_U64(offsetof(preempt_stub, registers_per_thread), 176);
+  CHECK_EQ_U64(offsetof(preempt_stub, static_shared_bytes), 180);
+  CHECK_EQ_U64(offsetof(preempt_stub, task_count), 184);
+  CHECK_EQ_U64(offsetof(preempt_stub, reserved_client), 188);
+  CHECK_EQ_U64(offsetof(preempt_stub, command_quota), 192);
+  CHECK_EQ_U64(offsetof(preempt_stub, reserved_daemon), 196);
+  CHECK_EQ_U64(offsetof(preempt_stub, progress_tasks), 200);
+  CHECK_EQ_U64(offsetof(preempt_stub, progress_ns), 208);
+  CHECK_EQ_U64(sizeof(preempt_stub), 216);
+  CHECK_EQ_U64(sizeof(preempt_client_page), 13840);
+}
+
+/* Version 4's footprint fields: registers_per_thread 0 means unknown (never co-located) and needs nothing else;
+ * a known footprint needs at least one task; static + dynamic shared memory at most 16 MiB. */
+static void test_stub_footprint(void) {
+  const char *why = "unset";
+  preempt_stub stub = valid_stub();
+  CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK); /* footprint unknown, task_count 0 */
+  stub.registers_per_thread = 32;
+  CHECK(stub_refused_for(&stub, 2, "task_count"));
+  stub.task_count = 1;
+  CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK && why == NULL);
+  stub.registers_per_thread = 255;
+  CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK);
+  stub.registers_per_thread = 256;
+  CHECK(stub_refused_for(&stub, 2, "registers_per_thread"));
+  stub = valid_stub();
+  stub.registers_per_thread = 64;
+  stub.task_count = 1000;
+  stub.static_shared_bytes = 8u << 20;
+  stub.shared_bytes = 8u << 20;
+  CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK); /* exactly 16 MiB */
+  stub.shared_bytes++;
+  CHECK(stub_refused_for(&stub, 2, "shared memory"));
+  /* A dynamic size that would wrap the sum is refused, not wrapped back under the limit. */
+  stub.static_shared_bytes = 16;
+  stub.shared_bytes = UINT64_MAX - 8;
+  CHECK(stub_refused_for(&stub, 2, "shared memory"));
+  stub.static_shared_bytes = 0xffffffffu;
+  stub.shared_bytes = 0;
+  CHECK(stub_refused_for(&stub, 2, "shared memory"));
+  /* Even without a footprint the shared sizes are bounded. */
+  stub = valid_stub();
+  stub.shared_bytes = (16u << 20) + 1;
+  CHECK(stub_refused_for(&stub, 2, "shared memory"));
+  /* The daemon's fields and the progress samples are never judged: the client may write anything there. */
+  stub = valid_stub();
+  stub.command_quota = 0xffffffffu;
+  stub.progress_tasks = UINT64_MAX;
+  stub.progress_ns = 1;
+  CHECK(preempt_stub_validate(&stub, 2, &why) == PREEMPT_DAEMON_OK);
+}
+
+/* REGISTER's SM limits: all zero (unknown) or each nonzero but shared_reserved, within plausible bounds. */
+static void test_register_limits(void) {
+  const char *why = NULL;
+  size_t length = make_register();
+  CHECK(decode_packet(length) == PREEMPT_DAEMON_OK);
+  /* shared_reserved 0: GPUs before compute capability 8.0. */
+  put_u32(offsetof(preempt_msg_register, gpus[0].shared_reserved), 0);
+  CHECK(decode_packet(length) == PREEMPT_DAEMON_OK);
+  static const size_t fields[] = {
+      offsetof(preempt_msg_gpu, max_threads), offsetof(preempt_msg_gpu, max_ctas),
+      offsetof(preempt_msg_gpu, registers),   offsetof(preempt_msg_gpu, register_unit),
+      offsetof(preempt_msg_gpu, shared_bytes), offsetof(preempt_msg_gpu, shared_unit),
+      offsetof(preempt_msg_gpu, warp_size),
+  };
+  for (unsigned i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    length = make_register();
+    put_u32(offsetof(preempt_msg_register, gpus[0]) + fields[i], 0);
+    CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+    CHECK(why != NULL && strcmp(why, "REGISTER GPU SM limits partly zero") == 0);
+    /* One field set on an otherwise unknown GPU is as partial. */
+    length = make_register();
+    put_u32(offsetof(preempt_msg_register, gpus[1]) + fields[i], 1);
+    CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
+  }
+  length = make_register();
+  put_u32(offsetof(preempt_msg_register, gpus[1].shared_reserved), 1024); /* alone on an unknown GPU */
+  CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
+  static const struct {
+    size_t field;
+    uint32_t largest;
+  } bounds[] = {
+      {offsetof(preempt_msg_gpu, max_threads), 4096},
+      {offsetof(preempt_msg_gpu, max_ctas), 64},
+      {offsetof(preempt_msg_gpu, registers), 1u << 20},
+      {offsetof(preempt_msg_gpu, shared_bytes), 16u << 20},
+  };
+  for (unsigned i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+    length = make_register();
+    put_u32(offsetof(preempt_msg_register, gpus[0]) + bounds[i].field, bounds[i].largest);
+    CHECK(decode_packet(length) == PREEMPT_DAEMON_OK);
+    put_u32(offsetof(preempt_msg_register, gpus[0]) + bounds[i].field, bounds[i].largest + 1);
+    CHECK(preempt_msg_decode_why(packet, length, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
+    CHECK(why != NULL && strcmp(why, "REGISTER GPU SM limits out of range") == 0);
+  }
+  /* The entry's layout: the limits in coexec.h's order after sm_count, one reserved word, 56 bytes. */
+  CHECK_EQ_U64(sizeof(preempt_msg_gpu), 56);
+  CHECK_EQ_U64(offsetof(preempt_msg_gpu, sm_count), 16);
+  CHECK_EQ_U64(offsetof(preempt_msg_gpu, max_threads), 20);
+  CHECK_EQ_U64(offsetof(preempt_msg_gpu, warp_size), 48);
+  CHECK_EQ_U64(offsetof(preempt_msg_gpu, reserved), 52);
+  CHECK_EQ_U64(sizeof(preempt_msg_register), 960);
 }
 
 static void test_moves(void) {
@@ -907,6 +1027,8 @@ int main(void) {
   test_names();
   test_kernel_key();
   test_stub_validate();
+  test_stub_footprint();
+  test_register_limits();
   test_moves();
   test_futex();
   CHECK_DONE("test_daemon_protocol");

@@ -163,7 +163,7 @@ static preempt_daemon_status handle_set_policy(preemptd_context *ctx, preemptd_c
   const preempt_sched_policy *policy = NULL;
   if (preempt_sched_policy_by_name(request->policy, &policy) != PREEMPT_SCHED_OK)
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_UNKNOWN_POLICY,
-                                "policies: fifo, hpf, ffs, piv, dprr");
+                                "policies: fifo, hpf, ffs, piv, dprr, flexsched");
   static const uint8_t every_gpu[16] = {0};
   preempt_daemon_status status = PREEMPT_DAEMON_OK;
   if (memcmp(request->uuid, every_gpu, 16) == 0) {

@@ -45,10 +45,43 @@ preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const pre
   return PREEMPT_DAEMON_OK;
 }
 
+/* The SM limits of a REGISTER entry (the decoder checked them: all zero, or a plausible SM). */
+static preempt_sm_limits limits_of(const preempt_msg_gpu *reported) {
+  preempt_sm_limits limits = {reported->max_threads, reported->max_ctas,      reported->registers,
+                              reported->register_unit, reported->shared_bytes, reported->shared_unit,
+                              reported->shared_reserved, reported->warp_size};
+  return limits;
+}
+
+static bool limits_known(const preempt_sm_limits *limits) { return limits->max_threads != 0; }
+
+/* FlexSched's configuration space (§4.3) is built from one GPU's limits. The first client to report them sets
+ * them; a client reporting others (a different runtime, or a lie) cannot change what other clients' kernels are
+ * co-located by, so they are kept, and the disagreement is logged once per GPU. A GPU first reported with
+ * unknown limits (all zero) takes the first known ones. */
+static void merge_limits(preemptd_context *ctx, uint32_t index, const preempt_msg_gpu *reported) {
+  preemptd_gpu *gpu = &ctx->gpus[index];
+  preempt_sm_limits limits = limits_of(reported);
+  preempt_sm_limits *kept = &gpu->sched->gpu.limits;
+  if (!limits_known(&limits) || memcmp(kept, &limits, sizeof limits) == 0)
+    return;
+  if (!limits_known(kept)) {
+    *kept = limits;
+    preemptd_log(ctx, "gpu %u limits threads=%u ctas=%u registers=%u/%u shared=%u/%u+%u warp=%u", index,
+                 limits.max_threads, limits.max_ctas, limits.registers, limits.register_unit, limits.shared_bytes,
+                 limits.shared_unit, limits.shared_reserved, limits.warp_size);
+    return;
+  }
+  if (!gpu->limits_conflict_logged)
+    preemptd_log(ctx, "gpu %u limits differ from the first client's: kept the first", index);
+  gpu->limits_conflict_logged = true;
+}
+
 preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *reported, uint32_t *index) {
   int known = preemptd_gpu_find(ctx, reported->uuid);
   if (known >= 0) {
     *index = (uint32_t)known;
+    merge_limits(ctx, *index, reported);
     return PREEMPT_DAEMON_OK;
   }
   if (ctx->gpu_count == PREEMPTD_MAX_GPUS)
@@ -74,6 +107,7 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_
   for (int i = 0; i < 16; i++)
     snprintf(uuid + 2 * i, 3, "%02x", reported->uuid[i]);
   preemptd_log(ctx, "gpu %u uuid=%s sms=%u policy=%s", *index, uuid, gpu->sm_count, gpu->policy->name);
+  merge_limits(ctx, *index, reported);
   return PREEMPT_DAEMON_OK;
 }
 
@@ -96,6 +130,9 @@ preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t in
     gpu->sched->kernels[i].policy.dprr_active_since = -1;
   }
   gpu->sched->policy_turn_counter = 0;
+  /* flexsched's pair and search restart; its log counters restart with them. */
+  memset(&gpu->sched->flexsched, 0, sizeof gpu->sched->flexsched);
+  gpu->flexsched_measurements_logged = gpu->flexsched_settles_logged = gpu->flexsched_alones_logged = 0;
   gpu->timer_at = 0;
   preemptd_log(ctx, "policy gpu=%u %s -> %s", index, before, policy->name);
   /* A TIMER event makes the new policy look at the GPU now rather than at the next launch. */

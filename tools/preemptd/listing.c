@@ -74,6 +74,8 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
        * rewrite its stub at any time, and a user other than root asking 2 gets 1. */
       out->weight = record->weight;
       out->evictions = record->evictions;
+      /* FlexSched's CTAs per SM, as the scheduler holds it now (0: no quota, or no longer scheduled). */
+      out->quota = kernel ? kernel->cta_quota : 0;
       /* T_w: the scheduler's own number (what its policy decided with), plus the wait since the GPU's
        * last event, which the scheduler only adds at the next one. */
       const preempt_sched_state *sched = ctx->gpus[record->gpu].sched;

@@ -20,7 +20,7 @@ static const char usage[] =
     "  --foreground   stay attached (containers, systemd Type=simple); otherwise fork, detach and\n"
     "                 print the daemon's pid\n"
     "  --socket PATH  the Unix socket (default: $PREEMPT_DAEMON_SOCKET, else " PREEMPT_DAEMON_SOCKET_DEFAULT ")\n"
-    "  --policy NAME  fifo, hpf, ffs, piv or dprr (default hpf); preemptctl policy switches it later\n"
+    "  --policy NAME  fifo, hpf, ffs, piv, dprr or flexsched (default hpf); preemptctl policy switches it later\n"
     "  --memory-policy NAME\n"
     "                 how memory requests that do not fit are served: fifo, mmu, priority-fifo or priority-mmu\n"
     "                 (default fifo; docs/memory.md). GPU sizes come from NVML (libnvidia-ml.so.1), else from\n"
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
     ctx->clients[i].fd = -1;
   ctx->params = opts.params;
   if (preempt_sched_policy_by_name(opts.policy, &ctx->default_policy) != PREEMPT_SCHED_OK)
-    return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr)", opts.policy);
+    return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr, flexsched)", opts.policy);
   ctx->mem_policy = PREEMPT_MEM_POLICY_FIFO;
   if (opts.memory_policy && preempt_mem_policy_parse(opts.memory_policy, &ctx->mem_policy) != 0)
     return bad_usage("unknown memory policy '%s' (fifo, mmu, priority-fifo, priority-mmu)", opts.memory_policy);

@@ -51,6 +51,8 @@ typedef struct preemptd_stub_record {
   bool pending_evict;            /* evicted by the policy while the stub could not take a command (TORUN) */
   bool pending_run;              /* given SMs back while the stub could not take a command */
   preempt_sm_set pending_run_sms;
+  uint32_t pending_quota;        /* the pending run is a QUOTA decision (FlexSched): its CTAs per SM; 0: a RUN */
+  uint64_t progress_ns;          /* the last progress sample taken from the stub (its CLOCK_MONOTONIC ns) */
   uint64_t kernel_key;
   preempt_kernel_features features;
   char name[PREEMPT_DAEMON_NAME_BYTES];
@@ -132,6 +134,9 @@ typedef struct preemptd_model_table {
 typedef struct preemptd_gpu {
   uint8_t uuid[16];
   uint32_t sm_count;
+  bool limits_conflict_logged;   /* a client reported other SM limits than the ones kept: said once */
+  /* flexsched's measurement, settle and alone-rate counters (preempt_flexsched_data) already logged */
+  uint64_t flexsched_measurements_logged, flexsched_settles_logged, flexsched_alones_logged;
   const preempt_sched_policy *policy;
   preempt_sched_state *sched;    /* malloc'd: 40 KB, one per GPU */
   preempt_usec timer_at;         /* the policy's next TIMER, daemon microseconds; 0: none */
@@ -196,7 +201,8 @@ preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice);
 /* Index of the GPU with this UUID, or -1. */
 int preemptd_gpu_find(const preemptd_context *ctx, const uint8_t uuid[16]);
 /* Whether every GPU of a REGISTER can be taken: MALFORMED (sm_count differs from an earlier
- * client's for that UUID, or out of range), FULL (too many distinct GPUs). */
+ * client's for that UUID, or out of range), FULL (too many distinct GPUs). SM limits never refuse a client: the
+ * first nonzero ones reported for a UUID are kept (preemptd_gpu_add). */
 preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preempt_msg_gpu *gpus, uint32_t count,
                                           const char **why);
 preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *gpu, uint32_t *index);

@@ -82,6 +82,12 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   kernel.eviction_cost = cost;
   uint64_t sms = ((uint64_t)copy->persistent_ctas + copy->ctas_per_sm - 1) / copy->ctas_per_sm;
   kernel.sms_needed = sms > UINT32_MAX ? UINT32_MAX : (uint32_t)sms; /* >= sm_count: the whole GPU */
+  /* FlexSched §4.3's inputs; registers_per_thread 0 (unknown) keeps the kernel from ever being co-located.
+   * preempt_stub_validate bounded the sum of the shared sizes by 16 MiB, so it fits 32 bits. */
+  kernel.footprint.threads = copy->block[0] * copy->block[1] * copy->block[2];
+  kernel.footprint.registers_per_thread = copy->registers_per_thread;
+  kernel.footprint.shared_bytes = (uint32_t)(copy->static_shared_bytes + copy->shared_bytes);
+  kernel.task_count = copy->task_count;
   preempt_daemon_status status = preemptd_gpu_advance(ctx, gpu_index);
   if (status != PREEMPT_DAEMON_OK || preempt_sched_add_kernel(gpu->sched, &kernel) != PREEMPT_SCHED_OK)
     return PREEMPT_DAEMON_SYSTEM;
@@ -102,10 +108,15 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   char asked[32] = "";
   if (kernel.weight != (copy->weight ? copy->weight : 1))
     snprintf(asked, sizeof asked, " weight_asked=%u", copy->weight);
+  /* The footprint only when the launch has one: the version 3 line stays as it was for the others. */
+  char footprint[96] = "";
+  if (copy->registers_per_thread != 0)
+    snprintf(footprint, sizeof footprint, " threads=%u registers=%u shared=%u tasks=%u", kernel.footprint.threads,
+             kernel.footprint.registers_per_thread, kernel.footprint.shared_bytes, kernel.task_count);
   preemptd_log(ctx, "arrival client=%u stub=%u kernel=%u name=%s gpu=%u priority=%d predicted_us=%.0f cost_us=%.0f "
-               "sms_needed=%u weight=%u%s",
+               "sms_needed=%u weight=%u%s%s",
                client->id, index, kernel.id, record->name, gpu_index, kernel.priority, predicted, cost,
-               kernel.sms_needed, kernel.weight, asked);
+               kernel.sms_needed, kernel.weight, asked, footprint);
   return preemptd_gpu_decide(ctx, gpu_index, PREEMPT_EVENT_ARRIVAL, kernel.id);
 }
 
@@ -137,7 +148,7 @@ static preempt_daemon_status eviction_done(preemptd_context *ctx, preemptd_clien
     return PREEMPT_DAEMON_SYSTEM;
   if (full && working_sms(gpu->sched, kernel->id) > 0) {
     /* Asked for some SMs, it gave up all: the scheduler follows what happened. */
-    preempt_sched_decision all = {PREEMPT_ACTION_EVICT, kernel->id, true, {{0}}};
+    preempt_sched_decision all = {PREEMPT_ACTION_EVICT, kernel->id, true, {{0}}, 0};
     if (preempt_sched_apply(gpu->sched, &all) != PREEMPT_SCHED_OK)
       return PREEMPT_DAEMON_SYSTEM;
     record->evict_sms = record->evict_held = preempt_sm_set_count(&kernel->sms);

@@ -25,9 +25,11 @@ extern "C" {
 #endif
 
 /* 2: LISTING kernel entries carry the FFS weight granted (104 bytes, were 96). 3: the memory ledger's messages
- * (MEM_*). Every message's header, and the shared page, carry the version, so a daemon and a client or preemptctl
- * of another version refuse each other at once. */
-#define PREEMPT_DAEMON_PROTOCOL_VERSION 3u
+ * (MEM_*). 4: FlexSched co-execution (issue 7): REGISTER's GPUs carry their SM limits (56 bytes, were 24), stubs
+ * carry the launch's CTA footprint, task count, the daemon's CTA quota and the client's progress samples (216
+ * bytes, were 176), LISTING kernels the quota. Every message's header, and the shared page, carry the version, so
+ * a daemon and a client or preemptctl of another version refuse each other at once. */
+#define PREEMPT_DAEMON_PROTOCOL_VERSION 4u
 #define PREEMPT_DAEMON_MAGIC 0x544d5250u /* "PRMT" */
 /* Clients and preemptctl use $PREEMPT_DAEMON_SOCKET when set, else this. */
 #define PREEMPT_DAEMON_SOCKET_DEFAULT "/run/preemptd/preemptd.sock"
@@ -55,9 +57,16 @@ int32_t preempt_clamp_priority(int32_t priority, int32_t limit);
 #define PREEMPT_STUBS_PER_CLIENT 64
 #define PREEMPT_DAEMON_NAME_BYTES 48    /* kernel names, truncated, NUL-terminated */
 #define PREEMPT_DAEMON_PROGRAM_BYTES 32 /* program names, truncated, NUL-terminated */
-#define PREEMPT_DAEMON_POLICY_BYTES 16  /* "fifo", "hpf", "ffs", "piv", "dprr" */
+#define PREEMPT_DAEMON_POLICY_BYTES 16  /* "fifo", "hpf", "ffs", "piv", "dprr", "flexsched" */
 #define PREEMPT_DAEMON_TEXT_BYTES 160   /* error messages */
 #define PREEMPT_DAEMON_SM_MASK_WORDS 8  /* SM ids 0..255, as preempt.h's preempt_sm_mask */
+/* Bounds of the SM limits a REGISTER may report and of a stub's footprint: beyond any GPU made, so a value past
+ * them is a broken or hostile client, not a big GPU. */
+#define PREEMPT_DAEMON_MAX_SM_THREADS 4096u
+#define PREEMPT_DAEMON_MAX_SM_CTAS 64u        /* also the largest CTA quota */
+#define PREEMPT_DAEMON_MAX_SM_REGISTERS (1u << 20)
+#define PREEMPT_DAEMON_MAX_SHARED_BYTES (16u << 20) /* an SM's, and one CTA's static + dynamic */
+#define PREEMPT_DAEMON_MAX_REGISTERS_PER_THREAD 255u
 
 /* Status codes in replies and of the codec. */
 typedef enum preempt_daemon_status {
@@ -114,7 +123,19 @@ typedef struct preempt_msg_header {
 typedef struct preempt_msg_gpu {
   uint8_t uuid[16];
   uint32_t sm_count;    /* 1..256 */
-  uint32_t reserved;    /* 0 */
+  /* What one SM holds (coexec.h's preempt_sm_limits, same fields in the same order), for FlexSched's
+   * configuration space (§4.3). All zero: unknown (a HIP runtime, or one that does not ask the driver), and
+   * the daemon then never co-locates kernels on this GPU. Otherwise every field is nonzero except
+   * shared_reserved, with max_threads <= 4096, max_ctas <= 64, registers <= 1 << 20, shared_bytes <= 16 MiB. */
+  uint32_t max_threads;
+  uint32_t max_ctas;
+  uint32_t registers;
+  uint32_t register_unit;
+  uint32_t shared_bytes;
+  uint32_t shared_unit;
+  uint32_t shared_reserved;
+  uint32_t warp_size;
+  uint32_t reserved;    /* 0; keeps the entry a multiple of 8 bytes */
 } preempt_msg_gpu;
 
 typedef struct preempt_msg_register {
@@ -200,7 +221,7 @@ typedef struct preempt_listing_kernel {
   int32_t priority;
   uint32_t evictions;
   uint32_t weight;              /* FFS weight granted: the stub's, clamped to the client's limit; 1..PREEMPT_WEIGHT_MAX */
-  uint32_t reserved;            /* 0; keeps the doubles 8-byte aligned */
+  uint32_t quota;               /* CTAs per SM the daemon allows it on every SM (flexsched); 0: none */
   double waited_us, ran_us, predicted_us;
   char name[PREEMPT_DAEMON_NAME_BYTES];
 } preempt_listing_kernel;
@@ -398,6 +419,22 @@ typedef struct preempt_stub {
   uint32_t weight;
   /* client, before storing READY (after TOEVICT) or DONE */
   uint64_t last_eviction_ns;    /* request to no CTA left, measured by the client: the daemon's eviction cost samples */
+  /* Protocol 4, FlexSched co-execution (§4.3, §4.4): appended so that every field above keeps its offset. */
+  /* client, in PREP: one CTA's footprint (the configuration space's input) and the launch's task count.
+   * registers_per_thread 0: footprint unknown (HIP, an older runtime); the daemon never co-locates it. */
+  uint32_t registers_per_thread; /* 0..255 */
+  uint32_t static_shared_bytes; /* static shared memory per CTA; plus shared_bytes (dynamic): at most 16 MiB */
+  uint32_t task_count;          /* tasks of the launch (>= 1 when registers_per_thread != 0) */
+  uint32_t reserved_client;     /* 0 */
+  /* daemon, before storing TORUN: CTAs per SM the kernel may hold on every SM; 0 = no quota (its SMs at full
+   * occupancy, as before version 4) */
+  uint32_t command_quota;
+  uint32_t reserved_daemon;     /* 0 */
+  /* client, at any time while RUNNING, plain stores: FlexSched's TER samples (Eq. 2). The daemon reads them
+   * racily as untrusted samples: progress_ns, then progress_tasks, then progress_ns again, and it drops a sample
+   * whose progress_ns changed in between. */
+  uint64_t progress_tasks;      /* tasks taken so far by the launch */
+  uint64_t progress_ns;         /* CLOCK_MONOTONIC nanoseconds when progress_tasks was read; 0: no sample yet */
 } preempt_stub;
 
 typedef struct preempt_client_page {
@@ -420,7 +457,8 @@ typedef struct preempt_doorbell_page {
 /* The daemon's check of a stub it copied out of a client's page, once the copy
  * says READY: gpu < gpu_count, every grid and block dimension >= 1, block
  * threads <= 1024, persistent_ctas >= 1, ctas_per_sm >= 1, name NUL-terminated,
- * weight <= PREEMPT_WEIGHT_MAX (0 is allowed: it reads as 1).
+ * weight <= PREEMPT_WEIGHT_MAX (0 is allowed: it reads as 1), registers_per_thread <= 255,
+ * static_shared_bytes + shared_bytes <= 16 MiB, task_count >= 1 when registers_per_thread != 0.
  * Fixes nothing in place; MALFORMED names the first bad field in `why`. */
 preempt_daemon_status preempt_stub_validate(const preempt_stub *copy, uint32_t gpu_count, const char **why);
 

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-MAGIC, VERSION = 0x544D5250, 3
+MAGIC, VERSION = 0x544D5250, 4
 LIST, SET_POLICY, STATUS, LISTING = 10, 11, 22, 23
 TYPE_NAMES = {1: "REGISTER", 2: "SET_PRIORITY", 10: "LIST", 11: "SET_POLICY"}
 
@@ -28,10 +28,11 @@ def status(code, message, request_id):
     return header(STATUS, 16 + len(body), request_id) + body
 
 
-def kernel(client_id, stub, gpu, state, priority, evictions, weight, waited_us, ran_us, predicted_us, name):
-    # Version 2's entry: weight (granted, 1..64) and a reserved word between evictions and the times; 104 bytes.
-    return struct.pack("<IIIIiIIIddd48s", client_id, stub, gpu, state, priority, evictions, weight, 0, waited_us, ran_us,
-                       predicted_us, name)
+def kernel(client_id, stub, gpu, state, priority, evictions, weight, waited_us, ran_us, predicted_us, name, quota=0):
+    # Version 4's entry: weight (granted, 1..64) and the CTA quota (0..64, version 2's reserved word) between evictions
+    # and the times; 104 bytes.
+    return struct.pack("<IIIIiIIIddd48s", client_id, stub, gpu, state, priority, evictions, weight, quota, waited_us,
+                       ran_us, predicted_us, name)
 
 
 def listing(request_id, bad_weight=None):
@@ -44,7 +45,7 @@ def listing(request_id, bad_weight=None):
         struct.pack("<IIIiiIQQ32s", 2, 4343, 0, 20, 20, 0, 5, 0, "caf\u00e9".encode() + b"\xff"),
     ]
     kernels = [
-        kernel(1, 0, 0, 4, -3, 2, 1, 1500.0, 20000.25, 30000.0, b"_Z6matmulPKfS0_Pfi"),
+        kernel(1, 0, 0, 4, -3, 2, 1, 1500.0, 20000.25, 30000.0, b"_Z6matmulPKfS0_Pfi", quota=3),
         kernel(1, 1, 0, 2, -3, 0, 1, 250.5, 0.0, 1e6, b"reduce"),
         # The last kernel's weight is the one a bad-weight mode breaks: the listing is otherwise valid.
         kernel(2, 0, 1, 5, 20, 1, 64 if bad_weight is None else bad_weight, 0.0, 3.5, 4.0, b"tab\there"),
