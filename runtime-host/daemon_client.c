@@ -222,6 +222,19 @@ static int describe_gpus(preempt_runtime *runtime) {
       preempt_report_gpu(gpu, status, "reading a device's UUID and SM count for preemptd", NULL);
       return -1;
     }
+    /* Unknown limits (an API that cannot say, such as HIP here) are all zero: the daemon then never places two
+     * kernels on one SM, which is safe, so it is not an error. */
+    preempt_sm_limits limits;
+    if (gpu->sm_limits(device, &limits) == 0) {
+      entry->max_threads = limits.max_threads;
+      entry->max_ctas = limits.max_ctas;
+      entry->registers = limits.registers;
+      entry->register_unit = limits.register_unit;
+      entry->shared_bytes = limits.shared_bytes;
+      entry->shared_unit = limits.shared_unit;
+      entry->shared_reserved = limits.shared_reserved;
+      entry->warp_size = limits.warp_size;
+    }
     if (entry->sm_count < 1 || entry->sm_count > 256)
       break; /* beyond what an SM mask names: this and later devices run unscheduled */
     client->gpu_count = (uint32_t)device + 1;
@@ -490,6 +503,16 @@ int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, i
   entry->evictions_done = 0;
   entry->weight = client->weight;
   entry->last_eviction_ns = 0;
+  /* The persistent form's footprint, for co-execution (FlexSched §4.3); 0 registers: unknown, never co-located. */
+  uint32_t registers_per_thread = 0, static_shared_bytes = 0;
+  if (runtime->gpu->kernel_footprint(record->desc->host_stub, &registers_per_thread, &static_shared_bytes) != 0)
+    registers_per_thread = static_shared_bytes = 0;
+  entry->registers_per_thread = registers_per_thread;
+  entry->static_shared_bytes = static_shared_bytes;
+  entry->task_count = record->task_count;
+  entry->reserved_client = 0;
+  entry->progress_tasks = 0;
+  entry->progress_ns = 0;
   preempt_daemon_stub_view *view = &client->stubs[stub];
   memset(view, 0, sizeof *view);
   view->owned = 1;
@@ -572,12 +595,36 @@ static void carry_out_run(preempt_runtime *runtime, preempt_daemon_stub_view *vi
   preempt_sm_mask mask;
   command_mask(entry, &mask);
   int all = entry->command_all != 0;
+  uint32_t quota = entry->command_quota;
   view->evicting = view->refused = 0;
   if (record && record->in_flight) {
-    preempt_resume_record_sms(runtime, device, record, all ? NULL : &mask);
+    /* flexsched: every SM, at most `quota` CTAs on each (quota.c). A quota that cannot be set (a drained
+     * launch, a publisher that did not load; reported) leaves the launch as the plain command would. */
+    if (!quota || preempt_quota_record(runtime, device, record, quota) != PREEMPT_OK)
+      preempt_resume_record_sms(runtime, device, record, all ? NULL : &mask);
     record->daemon_evicted = preempt_launch_suspended(record);
+    view->next_progress_ns = 0;
   }
   __atomic_store_n(&entry->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+}
+
+/* A running quota launch's task counter, for the daemon's rates (FlexSched Eq. 2): a small copy from the device,
+ * so at most once per PREEMPT_PROGRESS_PERIOD_NS. Plain stores, the time last: the daemon reads them racily and
+ * drops a sample whose time changed under it. Context locked. */
+#define PREEMPT_PROGRESS_PERIOD_NS 250000ull
+static void report_progress(preempt_runtime *runtime, preempt_daemon_stub_view *view, preempt_stub *entry,
+                            preempt_launch_record *record, preempt_device_state *device) {
+  if (!record || !record->cta_quota)
+    return;
+  uint64_t now = preempt_monotonic_ns();
+  if (now < view->next_progress_ns)
+    return;
+  view->next_progress_ns = now + PREEMPT_PROGRESS_PERIOD_NS;
+  preempt_progress progress;
+  if (preempt_progress_record(runtime, device, record, &progress) != PREEMPT_OK)
+    return;
+  __atomic_store_n(&entry->progress_tasks, progress.tasks_taken, __ATOMIC_RELAXED);
+  __atomic_store_n(&entry->progress_ns, now, __ATOMIC_RELEASE);
 }
 
 /* TOEVICT: issue the eviction once per command; a partial one goes back to
@@ -692,6 +739,7 @@ static int agent_scan(preempt_runtime *runtime, int *agent_device) {
         answer_done(runtime, view, entry, record, device);
         moved = 1;
       } else {
+        report_progress(runtime, view, entry, record, device);
         busy = 1;
       }
       break;

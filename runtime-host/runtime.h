@@ -100,6 +100,7 @@ typedef struct preempt_daemon_stub_view {
   uint32_t command_sequence; /* of the eviction being carried out */
   uint32_t evictions;
   uint64_t eviction_started_ns;
+  uint64_t next_progress_ns; /* a quota launch's next progress sample for the daemon (daemon_client.c) */
 } preempt_daemon_stub_view;
 
 /* The client of preemptd, the per-node scheduling daemon (docs/daemon.md). */
