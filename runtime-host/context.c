@@ -156,8 +156,8 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
     if (status != 0)
       return preempt_report_gpu(gpu, status, "allocating the control-block pool", NULL);
     status = gpu->stream_create(&state->control_stream, 1);
-    if (status == 0)
-      status = gpu->stream_create(&state->resume_stream, 0);
+    for (int index = 0; status == 0 && index < PREEMPT_RESUME_STREAMS; index++)
+      status = gpu->stream_create(&state->resume_streams[index], 0);
     if (status == 0)
       status = gpu->event_create(&state->resume_ready, 0);
     if (status != 0) {
@@ -225,7 +225,8 @@ preempt_status preempt_shutdown(void) {
     preempt_control_pool_destroy(&state->control_pool, runtime->gpu);
     runtime->gpu->event_destroy(state->resume_ready);
     runtime->gpu->stream_destroy(state->control_stream);
-    runtime->gpu->stream_destroy(state->resume_stream);
+    for (int index = 0; index < PREEMPT_RESUME_STREAMS; index++)
+      runtime->gpu->stream_destroy(state->resume_streams[index]);
     state->initialized = 0;
   }
   while (runtime->kernels) {

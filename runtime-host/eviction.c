@@ -144,15 +144,16 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
  * preemptd's critical path (each costs ~10 us there, measured on the H100
  * while the application thread waits in a synchronize). */
 static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
+  void *resume_stream = device->resume_streams[(record - device->control_pool.records) % PREEMPT_RESUME_STREAMS];
   int status = 0;
   if (record->relaunch_after_clear) {
     status = gpu->event_record(device->resume_ready, device->control_stream);
     if (status == 0)
-      status = gpu->stream_wait_event(device->resume_stream, device->resume_ready);
+      status = gpu->stream_wait_event(resume_stream, device->resume_ready);
   }
   preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
   if (status == 0 && record->time_first_relaunch && record->relaunches == 0)
-    status = gpu->event_record(record->relaunch_start_event, device->resume_stream);
+    status = gpu->event_record(record->relaunch_start_event, resume_stream);
   /* The kernel's last parameter, read by the launch call: a drained
    * launch's relaunches run only the blocks its gate turned away. */
   record->relaunched = (record->drained ? PREEMPT_RELAUNCH_UNDONE : 1) | (record->cta_quota ? PREEMPT_LAUNCH_QUOTA : 0);
@@ -162,15 +163,15 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
     record->check_interval = 1;
   if (status == 0)
     status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
-                         device->resume_stream);
+                         resume_stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
-  if ((status = gpu->event_record(record->relaunch_done_event, device->resume_stream)) != 0)
+  if ((status = gpu->event_record(record->relaunch_done_event, resume_stream)) != 0)
     return preempt_report_gpu(gpu, status, "recording the relaunch's end", record->desc->name);
   /* Behind the relaunch on its stream: counts its tasks once its writes are
    * all visible, and publishes completion (control_block.h). */
   if (gpu->publish_relaunch &&
-      (status = gpu->publish_relaunch(device->publisher, device->resume_stream, record->control, record->generation,
+      (status = gpu->publish_relaunch(device->publisher, resume_stream, record->control, record->generation,
                                       record->task_count)) != 0)
     return preempt_report_gpu(gpu, status, "enqueueing the relaunch publisher (the launch cannot complete)",
                               record->desc->name);
@@ -178,7 +179,7 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   record->relaunch_pending = 0;
   record->relaunch_after_clear = 0;
   record->relaunches++;
-  status = gpu->event_record(record->resume_event, device->resume_stream);
+  status = gpu->event_record(record->resume_event, resume_stream);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "recording the relaunch", record->desc->name);
   return 0;

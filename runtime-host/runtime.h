@@ -15,6 +15,7 @@
 /* Kernel parameter space is 32 KiB on current GPUs: at most 8192 4-byte parameters. */
 #define PREEMPT_MAX_KERNEL_PARAMS 8192
 #define PREEMPT_CONTROL_POOL_CAPACITY 1024
+#define PREEMPT_RESUME_STREAMS 4
 
 /* PREEMPT_FORM (launch.c, choose_form). */
 typedef enum preempt_form {
@@ -71,7 +72,10 @@ typedef struct preempt_device_state {
   uint32_t sm_count;
   preempt_control_pool control_pool;
   void *control_stream; /* urgent: carries yield-mask writes while kernels run */
-  void *resume_stream;  /* relaunched CTAs; holds only relaunches that can start */
+  /* Relaunched CTAs, each launch's on stream slot % PREEMPT_RESUME_STREAMS: one stream holds only relaunches
+   * that can start, and two launches' relaunches must not queue behind each other (co-running quota launches,
+   * a daemon's refill beside another kernel's first run). */
+  void *resume_streams[PREEMPT_RESUME_STREAMS];
   void *resume_ready;   /* event: the mask clearing before a relaunch has landed */
   /* NVIDIA's relaunch publisher (gpu.h), loaded with the device state; a
    * relaunch cannot complete without it, so evictions and preemptd's held

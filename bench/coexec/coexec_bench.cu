@@ -128,25 +128,29 @@ const Kind *kind_by_name(const char *name) {
 }
 
 const unsigned *g_source;
+// COEXEC_SCALE: every kernel's grid times this (longer runs give preemptd's search time to finish).
+unsigned g_scale = 1;
+unsigned blocks_of(const Kind *kind) { return kind->blocks * g_scale; }
 
 void launch(const Kind *kind, unsigned *out, cudaStream_t stream) {
   if (kind->function == (const void *)long_kernel)
-    long_kernel<<<kind->blocks, 256, 0, stream>>>(out, kAluIterations);
+    long_kernel<<<blocks_of(kind), 256, 0, stream>>>(out, kAluIterations);
   else if (kind->function == (const void *)tile_fma)
-    tile_fma<<<kind->blocks, 128, 0, stream>>>(out, kTileRounds);
+    tile_fma<<<blocks_of(kind), 128, 0, stream>>>(out, kTileRounds);
   else if (kind->function == (const void *)gather_sum<256>)
-    gather_sum<256><<<kind->blocks, 256, 0, stream>>>(g_source, out);
+    gather_sum<256><<<blocks_of(kind), 256, 0, stream>>>(g_source, out);
   else
-    gather_sum<512><<<kind->blocks, 512, 0, stream>>>(g_source, out);
+    gather_sum<512><<<blocks_of(kind), 512, 0, stream>>>(g_source, out);
   CHECK_CUDA(cudaGetLastError());
 }
 
 // Sampled blocks of one output after `launches` launches: the number of wrong ones.
 unsigned wrong_blocks(const Kind *kind, const unsigned *out, unsigned launches) {
-  std::vector<unsigned> result(kind->blocks);
-  CHECK_CUDA(cudaMemcpy(result.data(), out, kind->blocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  unsigned blocks = blocks_of(kind);
+  std::vector<unsigned> result(blocks);
+  CHECK_CUDA(cudaMemcpy(result.data(), out, blocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
   unsigned wrong = 0;
-  for (unsigned block = 0; block < kind->blocks; block += kind->blocks / 64 + 1) {
+  for (unsigned block = 0; block < blocks; block += blocks / 64 + 1) {
     unsigned want = kind->function == (const void *)long_kernel   ? expected_block(block, kAluIterations)
                     : kind->function == (const void *)tile_fma    ? expected_tile(block, kTileRounds)
                                                                   : expected_gather(block, kind->threads);
@@ -165,8 +169,8 @@ Run make_run(const std::vector<const Kind *> &kinds, bool one_stream) {
   Run run{kinds, {}, {}};
   for (size_t index = 0; index < kinds.size(); index++) {
     unsigned *out;
-    CHECK_CUDA(cudaMalloc(&out, kinds[index]->blocks * sizeof(unsigned)));
-    CHECK_CUDA(cudaMemset(out, 0, kinds[index]->blocks * sizeof(unsigned)));
+    CHECK_CUDA(cudaMalloc(&out, blocks_of(kinds[index]) * sizeof(unsigned)));
+    CHECK_CUDA(cudaMemset(out, 0, blocks_of(kinds[index]) * sizeof(unsigned)));
     run.outs.push_back(out);
     cudaStream_t stream;
     if (index == 0 || !one_stream)
@@ -270,8 +274,12 @@ double run_once(Run &run, const char *mode, const preempt_coexec_config *quotas,
     usleep(5000);
     for (int index = 0; index < 2; index++) {
       preempt_progress progress;
-      if (preempt_get_progress(launches[index], &progress) != PREEMPT_OK)
-        continue; /* finished already */
+      preempt_status status = preempt_get_progress(launches[index], &progress);
+      if (status != PREEMPT_OK) {
+        if (status != PREEMPT_ERROR_FINISHED)
+          std::fprintf(stderr, "coexec_bench: progress of kernel %d: %d %s\n", index, status, preempt_last_error());
+        continue;
+      }
       most[index] = progress.most_resident;
       occupied[index] = progress.occupied_sms;
       *over += progress.most_resident > (index == 0 ? quotas->ctas_a : quotas->ctas_b);
@@ -330,6 +338,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: coexec_bench space A B | pair A B MODE REPS [CONFIG] | mix COUNT MODE REPS\n");
     return 2;
   }
+  if (const char *scale = getenv("COEXEC_SCALE"))
+    g_scale = (unsigned)std::atoi(scale) > 0 ? (unsigned)std::atoi(scale) : 1;
   // Quotas hold persistent CTAs; the drain form runs the application's own grid.
   if (argc > 4 && std::strcmp(argv[4], "fixed") == 0)
     setenv("PREEMPT_FORM", "persistent", 1);

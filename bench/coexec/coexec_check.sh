@@ -28,6 +28,31 @@ run() { # label, command...: appends the program's JSON with the label, counts f
   fi
   echo "{\"label\": \"$label\", \"result\": $line}" >> "$log"
 }
+preemptd=${PREEMPT_BUILD_DIR:-$root/build}/tools/preemptd/preemptd
+daemon_pid=""
+start_daemon() { # name, preemptd arguments...: a fresh daemon on its own socket, its log in OUT/NAME.log
+  local name=$1
+  shift
+  stop_daemon
+  export PREEMPT_DAEMON_SOCKET=$out/$name.sock
+  rm -f "$PREEMPT_DAEMON_SOCKET"
+  "$preemptd" --foreground --socket "$PREEMPT_DAEMON_SOCKET" --log "$out/$name.log" "$@" 2> "$out/$name.err" &
+  daemon_pid=$!
+  for _ in $(seq 50); do [ -S "$PREEMPT_DAEMON_SOCKET" ] && return 0; sleep 0.1; done
+  echo "FAIL preemptd did not start: $(tail -3 "$out/$name.err")" >&2
+  failures=$((failures + 1))
+  return 1
+}
+stop_daemon() {
+  [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  daemon_pid=""
+  unset PREEMPT_DAEMON_SOCKET
+}
+trap stop_daemon EXIT
+have_daemon=0
+[ -x "$preemptd" ] && have_daemon=1
+period=${COEXEC_PERIOD:-1ms}
+scale=${COEXEC_DAEMON_SCALE:-4}
 for pair in "${pairs[@]}"; do
   a=${pair%%:*} b=${pair##*:}
   space=$("$bench/preempt/coexec_bench" space "$a" "$b") || { echo "FAIL space $pair" >&2; failures=$((failures + 1)); continue; }
@@ -38,7 +63,22 @@ for pair in "${pairs[@]}"; do
   for ((config = 0; config < count; config++)); do
     PREEMPT_DAEMON=off run "fixed" "$bench/preempt/coexec_bench" pair "$a" "$b" fixed "$reps" "$config"
   done
+  # Longer kernels for the daemon's search, with their own baselines at the same length.
+  COEXEC_SCALE=$scale run "seq-long" "$bench/original/coexec_bench" pair "$a" "$b" seq "$reps"
+  COEXEC_SCALE=$scale run "streams-long" "$bench/original/coexec_bench" pair "$a" "$b" streams "$reps"
+  if [ $have_daemon -eq 1 ] && start_daemon "flexsched-$a-$b" --policy flexsched --param flexsched_period=$period; then
+    COEXEC_SCALE=$scale run "flexsched-long" "$bench/preempt/coexec_bench" pair "$a" "$b" daemon "$reps"
+    stop_daemon
+  fi
 done
+if [ $have_daemon -eq 1 ]; then
+  COEXEC_SCALE=$scale run "mix-seq-long" "$bench/original/coexec_bench" mix 12 seq "$reps"
+  COEXEC_SCALE=$scale run "mix-streams-long" "$bench/original/coexec_bench" mix 12 streams "$reps"
+  if start_daemon flexsched-mix --policy flexsched --param flexsched_period=$period; then
+    COEXEC_SCALE=$scale run "mix-flexsched-long" "$bench/preempt/coexec_bench" mix 12 daemon "$reps"
+    stop_daemon
+  fi
+fi
 run "mix-seq" "$bench/original/coexec_bench" mix 12 seq "$reps"
 run "mix-streams" "$bench/original/coexec_bench" mix 12 streams "$reps"
 echo "coexec_check: $failures failed"
