@@ -1,5 +1,6 @@
 /* fake_client.c: a preemptd client without any GPU: registers, plays a script of launches and stub moves, prints what it sees.
- * EffiSha §6.1 (the client's half of the stub states) and FLEP §3 (a program whose launches the scheduler intercepts). */
+ * EffiSha §6.1 (the client's half of the stub states) and FLEP §3 (a program whose launches the scheduler intercepts);
+ * FlexSched §4.4 (progress samples following a rate table, for the flexsched policy). */
 #define _GNU_SOURCE /* struct ucred-free, but mmap flags, MSG_CMSG_CLOEXEC and usleep-free nanosleep want it */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +21,15 @@
 #include "preempt/daemon_protocol.h"
 
 static const char usage[] =
-    "usage: fake_client [--socket PATH] [--tag TAG] [--priority P] [--gpu UUIDHEX:SMS]... [--program NAME]\n"
+    "usage: fake_client [--socket PATH] [--tag TAG] [--priority P] [--gpu UUIDHEX:SMS[:LIMITS]]... [--program NAME]\n"
     "                   [--no-register] [COMMAND]...\n"
+    "LIMITS: the GPU's SM limits in REGISTER, \"h100\" or THREADS,CTAS,REGS,REG_UNIT,SHARED,SHARED_UNIT,RESERVED,WARP\n"
     "Commands (arguments, or lines on stdin when none are given):\n"
     "  launch NAME [ctas=N] [per_sm=M] [priority=P] [gpu=I] [grid=G] [block=B] [input=BYTES] [weight=W]\n"
+    "              [regs=R] [static_shared=BYTES] [shared=BYTES] [tasks=N]   (regs: the CTA footprint, 0 = unknown)\n"
+    "  play MS NAME=RATES...          for MS ms: acknowledge every command to the named launches and write their\n"
+    "                                 progress samples, RATES = tasks/us at quota 1,2,... (the last for larger ones\n"
+    "                                 and for no quota); prints each quota a launch is given\n"
     "  wait STATE NAME TIMEOUT_MS     until the stub is in STATE; prints the command and the time taken\n"
     "  ack NAME [evict_us=U]          TORUN->RUNNING; TOEVICT->READY (all SMs) or ->RUNNING (a mask)\n"
     "  done NAME [quiet]              RUNNING or TOEVICT -> DONE (quiet: no doorbell ring)\n"
@@ -292,6 +298,7 @@ static int cmd_launch(fake *f, int argc, char **argv) {
   }
   unsigned long long ctas = 8, per_sm = 1, gpu = 0, grid = 0, block = 128, input = 0;
   unsigned long long weight = 0; /* the stub's FFS weight; 0 reads as 1 */
+  unsigned long long registers = 0, static_shared = 0, shared = 0, tasks = 0; /* the CTA footprint (protocol 4) */
   long long priority = f->priority;
   for (int i = 2; i < argc; i++) {
     char *eq = strchr(argv[i], '=');
@@ -317,6 +324,14 @@ static int cmd_launch(fake *f, int argc, char **argv) {
       input = strtoull(value, NULL, 0);
     else if (strcmp(key, "weight") == 0)
       weight = strtoull(value, NULL, 0);
+    else if (strcmp(key, "regs") == 0)
+      registers = strtoull(value, NULL, 0);
+    else if (strcmp(key, "static_shared") == 0)
+      static_shared = strtoull(value, NULL, 0);
+    else if (strcmp(key, "shared") == 0)
+      shared = strtoull(value, NULL, 0);
+    else if (strcmp(key, "tasks") == 0)
+      tasks = strtoull(value, NULL, 0);
     else {
       say(f, "launch: unknown key %s", key);
       return -1;
@@ -338,8 +353,14 @@ static int cmd_launch(fake *f, int argc, char **argv) {
     stub->block[1] = stub->block[2] = 1;
     stub->persistent_ctas = (uint32_t)ctas;
     stub->ctas_per_sm = (uint32_t)per_sm;
-    stub->shared_bytes = 0;
+    stub->shared_bytes = shared;
     stub->input_bytes = input;
+    stub->registers_per_thread = (uint32_t)registers;
+    stub->static_shared_bytes = (uint32_t)static_shared;
+    stub->task_count = (uint32_t)(tasks ? tasks : registers ? 1000000 : 0);
+    stub->reserved_client = 0;
+    stub->progress_tasks = 0;
+    stub->progress_ns = 0;
     stub->kernel_key = preempt_kernel_key(argv[1]);
     preempt_copy_name(stub->name, sizeof stub->name, argv[1]);
     stub->evictions_done = 0;
@@ -440,6 +461,101 @@ static int cmd_done(fake *f, const char *name, bool quiet) {
   return 0;
 }
 
+/* One launch `play` drives: its rate table and the tasks it has taken. */
+typedef struct played {
+  int stub;
+  const char *name;
+  double rates[64];
+  int rate_count;
+  double tasks;
+  double last_ms;           /* when tasks was last advanced; < 0: not running */
+  uint32_t quota_seen;
+  bool running;
+} played;
+
+static double played_rate(const played *p, uint32_t quota) {
+  if (quota == 0 || (int)quota > p->rate_count)
+    return p->rates[p->rate_count - 1]; /* no quota: full occupancy, the table's last entry */
+  return p->rates[quota - 1];
+}
+
+/* What a converted launch's runtime does while the daemon schedules it (FlexSched §4.4's task counter): carries out
+ * every command (TORUN: runs with the stub's command_quota; TOEVICT: leaves), and keeps writing (tasks, time) samples
+ * whose tasks follow the rate table at the quota in force. */
+static int cmd_play(fake *f, double duration_ms, int argc, char **argv) {
+  played launches[8];
+  int count = 0;
+  for (int i = 0; i < argc && count < 8; i++) {
+    char *eq = strchr(argv[i], '=');
+    if (!eq) {
+      say(f, "play: bad argument %s", argv[i]);
+      return -1;
+    }
+    *eq = '\0';
+    played *p = &launches[count];
+    memset(p, 0, sizeof *p);
+    p->name = argv[i];
+    if ((p->stub = stub_named(f, argv[i])) < 0)
+      return -1;
+    for (char *rate = strtok(eq + 1, ","); rate && p->rate_count < 64; rate = strtok(NULL, ","))
+      p->rates[p->rate_count++] = atof(rate);
+    if (p->rate_count == 0) {
+      say(f, "play: %s has no rates", argv[i]);
+      return -1;
+    }
+    p->last_ms = -1;
+    count++;
+  }
+  double start = now_ms();
+  for (;;) {
+    double now = now_ms();
+    if (now - start >= duration_ms)
+      break;
+    bool moved = false;
+    for (int i = 0; i < count; i++) {
+      played *p = &launches[i];
+      preempt_stub *stub = &f->page->stubs[p->stub];
+      uint32_t state = load_state(f, p->stub);
+      if (p->running)
+        p->tasks += played_rate(p, p->quota_seen) * (now - p->last_ms) * 1e3;
+      p->last_ms = now;
+      if (state == PREEMPT_STUB_TORUN) {
+        uint32_t quota = stub->command_quota;
+        if (!p->running || quota != p->quota_seen)
+          say(f, "play %s quota=%u", p->name, quota);
+        p->quota_seen = quota;
+        p->running = true;
+        __atomic_store_n(&stub->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+        moved = true;
+      } else if (state == PREEMPT_STUB_TOEVICT) {
+        bool all = stub->command_all != 0;
+        if (all) {
+          stub->evictions_done++;
+          stub->last_eviction_ns = 50000;
+          p->running = false;
+          say(f, "play %s evicted", p->name);
+        }
+        __atomic_store_n(&stub->state, all ? PREEMPT_STUB_READY : PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+        moved = true;
+      }
+      if (p->running) {
+        /* Tasks, then the time they were read at: the daemon drops a sample whose time moved while it read. */
+        struct timespec clock;
+        clock_gettime(CLOCK_MONOTONIC, &clock);
+        __atomic_store_n(&stub->progress_tasks, (uint64_t)p->tasks, __ATOMIC_RELAXED);
+        __atomic_store_n(&stub->progress_ns, (uint64_t)clock.tv_sec * 1000000000u + (uint64_t)clock.tv_nsec,
+                         __ATOMIC_RELEASE);
+      }
+    }
+    if (moved)
+      ring(f);
+    sleep_ms(0.1);
+  }
+  for (int i = 0; i < count; i++)
+    say(f, "play %s: %s", launches[i].name, preempt_stub_state_name(load_state(f, launches[i].stub)));
+  return 0;
+}
+
 static int cmd_illegal(fake *f, const char *name, const char *value) {
   int stub = stub_named(f, name);
   uint32_t state = 0;
@@ -486,6 +602,23 @@ static int parse_uuid(const char *hex, uint8_t uuid[16]) {
     if (v < 0)
       return -1;
     uuid[15 - i / 2] |= (uint8_t)(i % 2 ? v << 4 : v);
+  }
+  return 0;
+}
+
+/* "h100" (coexec.h's figures) or the eight numbers of preempt_msg_gpu's limits, in its order. */
+static int parse_limits(const char *text, preempt_msg_gpu *gpu) {
+  if (strcmp(text, "h100") == 0)
+    text = "2048,32,65536,256,233472,128,1024,32";
+  uint32_t *fields[8] = {&gpu->max_threads,  &gpu->max_ctas,    &gpu->registers,       &gpu->register_unit,
+                         &gpu->shared_bytes, &gpu->shared_unit, &gpu->shared_reserved, &gpu->warp_size};
+  for (int i = 0; i < 8; i++) {
+    char *end = NULL;
+    unsigned long value = strtoul(text, &end, 0);
+    if (end == text || (i < 7 ? *end != ',' : *end != '\0'))
+      return -1;
+    *fields[i] = (uint32_t)value;
+    text = end + 1;
   }
   return 0;
 }
@@ -681,6 +814,10 @@ static int run_command(fake *f, int argc, char **argv) {
     NEED(2);
     return cmd_ack(f, argv[1], argc - 2, argv + 2);
   }
+  if (strcmp(c, "play") == 0) {
+    NEED(3);
+    return cmd_play(f, atof(argv[1]), argc - 2, argv + 2);
+  }
   if (strcmp(c, "done") == 0) {
     NEED(2);
     return cmd_done(f, argv[1], argc > 2 && strcmp(argv[2], "quiet") == 0);
@@ -814,7 +951,7 @@ int main(int argc, char **argv) {
       const char *colon = strchr(value, ':');
       char hex[40];
       if (!colon || (size_t)(colon - value) >= sizeof hex || f.gpu_count == PREEMPT_DAEMON_MAX_GPUS) {
-        fprintf(stderr, "fake_client: --gpu UUIDHEX:SMS\n");
+        fprintf(stderr, "fake_client: --gpu UUIDHEX:SMS[:LIMITS]\n");
         return 2;
       }
       memcpy(hex, value, (size_t)(colon - value));
@@ -823,7 +960,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fake_client: bad uuid %s\n", hex);
         return 2;
       }
-      f.gpus[f.gpu_count++].sm_count = (uint32_t)atoi(colon + 1);
+      preempt_msg_gpu *gpu = &f.gpus[f.gpu_count++];
+      gpu->sm_count = (uint32_t)atoi(colon + 1);
+      const char *limits = strchr(colon + 1, ':');
+      if (limits && parse_limits(limits + 1, gpu) != 0) {
+        fprintf(stderr, "fake_client: bad SM limits %s\n", limits + 1);
+        return 2;
+      }
     } else {
       fprintf(stderr, "fake_client: unknown option %s\n%s", option, usage);
       return 2;

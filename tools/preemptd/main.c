@@ -29,7 +29,9 @@ static const char usage[] =
     "  --param NAME=VALUE\n"
     "                 a scheduler tunable for every GPU (repeatable; preempt-sim's names and ranges):\n"
     "                 max_overhead (0..1, FFS; 0.1), ffs_min_epoch (TIME; 100us), hpf_spatial (0|1; 1),\n"
-    "                 dprr_age_step (TIME; 1ms), dprr_age_cap (0..1000; 20), dprr_slice_unit (TIME; 500us).\n"
+    "                 dprr_age_step (TIME; 1ms), dprr_age_cap (0..1000; 20), dprr_slice_unit (TIME; 500us),\n"
+    "                 flexsched_period (TIME; 2ms), flexsched_slowdown ([0,1); 0 = throughput),\n"
+    "                 flexsched_fixed (-1..63; -1 = search).\n"
     "                 TIME is microseconds, or NNms. Without MPS give hpf_spatial=0: kernels of different\n"
     "                 processes never run at once then (they time-slice), so evicting some SMs makes no\n"
     "                 room for another process's kernel (docs/daemon.md)\n"
@@ -237,10 +239,12 @@ int main(int argc, char **argv) {
   preemptd_log(ctx,
                "start pid=%d socket=%s policy=%s max_overhead=%.15g ffs_min_epoch=%.15g hpf_spatial=%d "
                "dprr_age_step=%.15g "
-               "dprr_age_cap=%d dprr_slice_unit=%.15g",
+               "dprr_age_cap=%d dprr_slice_unit=%.15g flexsched_period=%.15g flexsched_slowdown=%.15g "
+               "flexsched_fixed=%d",
                (int)getpid(), ctx->socket_path, ctx->default_policy->name, ctx->params.max_overhead,
                ctx->params.ffs_min_epoch, ctx->params.hpf_spatial ? 1 : 0, ctx->params.dprr_age_step,
-               (int)ctx->params.dprr_age_cap, ctx->params.dprr_slice_unit);
+               (int)ctx->params.dprr_age_cap, ctx->params.dprr_slice_unit, ctx->params.flexsched_period,
+               ctx->params.flexsched_slowdown, (int)ctx->params.flexsched_fixed);
   /* Without NVML the daemon still keeps ledgers, sized and corrected by the clients' readings: said, not hidden. */
   if (preemptd_nvml_open(&ctx->nvml) == PREEMPT_DAEMON_OK)
     preemptd_log(ctx, "memory policy=%s nvml=libnvidia-ml.so.1", preempt_mem_policy_name(ctx->mem_policy));
