@@ -543,6 +543,7 @@ def kill_holder(options):
             f"clients={state['clients']} dead_clients={state['dead_clients']} "
             f"lock_owner_deaths={state['lock_owner_deaths']} lost_wakeups={state['lost_wakeups']}")
         waiter.finish()
+        run.wait_detached([waiter])
         state = info.query()
         say(f"holder killed: at the end reserved={state['reserved']} clients={state['clients']}")
     finally:
@@ -570,6 +571,7 @@ def kill_waiter(options):
             f"lock_owner_deaths={state['lock_owner_deaths']} lost_wakeups={state['lost_wakeups']}")
         for client in (holder, behind):
             client.finish()
+        run.wait_detached([holder, behind])
         state = info.query()
         say(f"waiter killed: at the end reserved={state['reserved']} waiting={state['waiting']} "
             f"clients={state['clients']}")
@@ -841,6 +843,7 @@ def chaos(options):
         check("no oom", ooms == 0, f"{ooms}")
         info.proc.stdin.close()  # the sampler leaves: the last view is a fresh process's, the only client left
         info.wait_exit(10)
+        run.wait_detached(clients + [info])
         state = info_once(run)
         gpu = gpu_once(run)
         say(f"ledger: reserved={state['reserved']} waiting={state['waiting']} clients={state['clients']} "
