@@ -5,8 +5,9 @@
  *
  *   mem_client hold NAME BYTES
  *       cudaMalloc(BYTES): "asking NAME BYTES", then "granted NAME T" or "oom NAME T <error>" (exit 3).
- *       Then waits for a line "free" on stdin: "freeing NAME T", cudaFree, "freed NAME T", and exits 0 at the
- *       end of input ("exit NAME"). At end of input without "free": exits holding the memory ("eof NAME").
+ *       Then waits for a line "free" on stdin: "freeing NAME T", cudaFree, "freed NAME T"; after it, each line
+ *       "info" is answered as info does, with this process's view; exits 0 at the end of input ("exit NAME").
+ *       At end of input without "free": exits holding the memory ("eof NAME").
  *   mem_client loop NAME ITERATIONS MIN_BYTES MAX_BYTES MAX_HOLD_MS SEED
  *       ITERATIONS times: cudaMalloc of a random size in [MIN, MAX] ("want NAME I BYTES"), holds it a random
  *       0..MAX_HOLD_MS ms ("granted NAME I T"), cudaFree ("freed NAME I"). A failed allocation prints
@@ -60,6 +61,26 @@ static preempt_status (*find_get_info(void))(preempt_mem_info *) {
   return (preempt_status(*)(preempt_mem_info *))dlsym(RTLD_DEFAULT, "preempt_mem_get_info");
 }
 
+/* The ledger as preempt_mem_get_info reports it to this process: one "info key=value ..." line. */
+static preempt_status say_info(preempt_status (*get_info)(preempt_mem_info *)) {
+  preempt_mem_info value;
+  preempt_status status = get_info(&value);
+  if (status != PREEMPT_OK) {
+    say("info failed: status %d", (int)status);
+    return status;
+  }
+  say("info capacity=%llu external=%llu reserved=%llu free=%llu held=%llu budget=%llu budget_used=%llu "
+      "dead_clients=%llu clients=%u waiting=%u reinitializations=%u lock_owner_deaths=%u lost_wakeups=%u policy=%s "
+      "ledger=%s",
+      (unsigned long long)value.capacity_bytes, (unsigned long long)value.external_bytes,
+      (unsigned long long)value.reserved_bytes, (unsigned long long)value.free_bytes,
+      (unsigned long long)value.held_bytes, (unsigned long long)value.budget_bytes,
+      (unsigned long long)value.budget_used_bytes, (unsigned long long)value.dead_clients, value.clients,
+      value.waiting, value.reinitializations, value.lock_owner_deaths, value.lost_wakeups, value.policy,
+      value.ledger);
+  return PREEMPT_OK;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: mem_client hold NAME BYTES | loop NAME ITERATIONS MIN MAX MAX_HOLD_MS SEED | "
                   "info [--loop] | gpu | apis\n");
@@ -86,9 +107,17 @@ static int hold(const char *name, uint64_t bytes) {
       return 4;
     }
     say("freed %s %llu", name, (unsigned long long)now_ns());
-    /* Still attached to the ledger: its exit (which also wakes waiters) comes only at end of input. */
+    /* Still attached to the ledger: its exit (which also wakes waiters) comes only at end of input. preemptd
+     * answers no free (MEM_RELEASE), so "freed" does not say the daemon has it yet; this process's own view does,
+     * its query following the release on the same connection. */
+    preempt_status (*get_info)(preempt_mem_info *) = find_get_info();
     while (fgets(line, sizeof line, stdin))
-      ;
+      if (strcmp(line, "info\n") == 0 || strcmp(line, "info") == 0) {
+        if (get_info)
+          (void)say_info(get_info);
+        else
+          say("info unavailable: preempt_mem_get_info not found (libpreempt_mem.so not preloaded)");
+      }
     say("exit %s", name);
     return 0;
   }
@@ -141,23 +170,8 @@ static int info(int repeat) {
   }
   char line[256];
   do {
-    preempt_mem_info value;
-    preempt_status status = get_info(&value);
-    if (status != PREEMPT_OK) {
-      say("info failed: status %d", (int)status);
-      if (!repeat)
-        return 1;
-      continue;
-    }
-    say("info capacity=%llu external=%llu reserved=%llu free=%llu held=%llu budget=%llu budget_used=%llu "
-        "dead_clients=%llu clients=%u waiting=%u reinitializations=%u lock_owner_deaths=%u lost_wakeups=%u policy=%s "
-        "ledger=%s",
-        (unsigned long long)value.capacity_bytes, (unsigned long long)value.external_bytes,
-        (unsigned long long)value.reserved_bytes, (unsigned long long)value.free_bytes,
-        (unsigned long long)value.held_bytes, (unsigned long long)value.budget_bytes,
-        (unsigned long long)value.budget_used_bytes, (unsigned long long)value.dead_clients, value.clients,
-        value.waiting, value.reinitializations, value.lock_owner_deaths, value.lost_wakeups,
-        value.policy, value.ledger);
+    if (say_info(get_info) != PREEMPT_OK && !repeat)
+      return 1;
   } while (repeat && fgets(line, sizeof line, stdin));
   return 0;
 }

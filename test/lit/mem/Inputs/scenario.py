@@ -25,6 +25,7 @@ import argparse
 import glob
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -140,22 +141,23 @@ class Client:
             os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
 
+    def query(self, seconds=10):
+        """The ledger as this client sees it: info --loop's, or hold's after its free."""
+        with self.run.cond:
+            seen = len(self.lines)
+        self.send("info")
+        self.wait_for(lambda: len(self.lines) > seen and self.lines[-1].startswith("info"), seconds, "info line")
+        line = self.lines[-1]
+        if not line.startswith("info capacity="):
+            raise Fatal(f"info: {line}")
+        return parse_info(self.run, line)
+
 
 class Info(Client):
     """mem_client info --loop: the ledger as preempt_mem_get_info reports it, on demand."""
 
     def __init__(self, run, name="info"):
         super().__init__(run, name, ["info", "--loop"])
-
-    def query(self, seconds=10):
-        with self.run.cond:
-            seen = len(self.lines)
-        self.send("")
-        self.wait_for(lambda: len(self.lines) > seen and self.lines[-1].startswith("info"), seconds, "info line")
-        line = self.lines[-1]
-        if not line.startswith("info capacity="):
-            raise Fatal(f"info: {line}")
-        return parse_info(self.run, line)
 
 
 def parse_info(run, line):
@@ -250,6 +252,23 @@ class Run:
         self.daemon_killed = True
         os.kill(self.daemon.pid, signal.SIGKILL)
         self.daemon.wait()
+
+    def wait_detached(self, clients, seconds=10):
+        """With preemptd: waits until the daemon has detached these exited clients. It learns of an exit from the
+        end of the connection, which it may read only after a query that came later on another one; its log names
+        each disconnect once the client is out of its ledger."""
+        if not self.daemon:
+            return
+        deadline = time.monotonic() + seconds
+        while True:
+            with open(os.path.join(self.work, "preemptd.log")) as log:
+                seen = {int(pid) for pid in re.findall(r" disconnect client=\d+ pid=(\d+):", log.read())}
+            left = sorted(client.proc.pid for client in clients if client.proc.pid not in seen)
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise Fatal(f"preemptd did not see the exits of pids {left} within {seconds} s")
+            time.sleep(0.002)
 
     def remove_segments(self):
         for path in glob.glob(f"/dev/shm{self.prefix}-*"):
@@ -350,6 +369,10 @@ def scenario(options):
             # the exit (which wakes every waiter too).
             client.send("free")
             client.wait_for(lambda: client.line_starting("freed"), 10, "freed line")
+            # preemptd answers no free (MEM_RELEASE) and may serve the info client's query before it reads the
+            # release; the freeing client's own query follows its release on the same connection, so its answer
+            # says the ledger has the free (and has granted what the free lets go).
+            client.query()
             freed.add(client.name)
             settle(f"{client.name} frees")
 
@@ -369,6 +392,7 @@ def scenario(options):
             client.proc.stdin.close()
             if client.wait_exit(10) != 0:
                 raise Fatal(f"{client.name} exited with {client.proc.returncode}")
+        run.wait_detached(started)
         final = info.query()
         with run.cond:
             ooms = sum(c.oom for c in started)
@@ -519,6 +543,7 @@ def kill_holder(options):
             f"clients={state['clients']} dead_clients={state['dead_clients']} "
             f"lock_owner_deaths={state['lock_owner_deaths']} lost_wakeups={state['lost_wakeups']}")
         waiter.finish()
+        run.wait_detached([waiter])
         state = info.query()
         say(f"holder killed: at the end reserved={state['reserved']} clients={state['clients']}")
     finally:
@@ -546,6 +571,7 @@ def kill_waiter(options):
             f"lock_owner_deaths={state['lock_owner_deaths']} lost_wakeups={state['lost_wakeups']}")
         for client in (holder, behind):
             client.finish()
+        run.wait_detached([holder, behind])
         state = info.query()
         say(f"waiter killed: at the end reserved={state['reserved']} waiting={state['waiting']} "
             f"clients={state['clients']}")
@@ -817,6 +843,7 @@ def chaos(options):
         check("no oom", ooms == 0, f"{ooms}")
         info.proc.stdin.close()  # the sampler leaves: the last view is a fresh process's, the only client left
         info.wait_exit(10)
+        run.wait_detached(clients + [info])
         state = info_once(run)
         gpu = gpu_once(run)
         say(f"ledger: reserved={state['reserved']} waiting={state['waiting']} clients={state['clients']} "
