@@ -89,6 +89,8 @@ typedef struct preempt_launch_record {
    * holds evictions only) so that CTAs above a lowered quota leave; cleared
    * once every SM is within the quota. */
   int quota_shrinking;
+  /* Put under a quota while its first wave ran: the shrink's bits stay until that wave has ended. */
+  int quota_first_wave;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

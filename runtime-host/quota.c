@@ -23,6 +23,10 @@ static int set_shrink_bits(const preempt_gpu_ops *gpu, preempt_device_state *dev
 int preempt_quota_end_shrink(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
   if (!record->quota_shrinking)
     return 0;
+  /* A first wave from before the quota still runs: its CTAs count nowhere and leave only on a bit. */
+  if (record->quota_first_wave && gpu->event_query(record->wave_done_event) != 0)
+    return 0;
+  record->quota_first_wave = 0;
   preempt_control_block *control = record->control;
   int status = gpu->stream_write_words(device->control_stream, control->yield_mask, record->yield_mask,
                                        PREEMPT_YIELD_MASK_WORDS);
@@ -62,12 +66,28 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
                    record->desc->name);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
-  /* Its CTAs never counted themselves: they all leave, and the relaunch
-   * below counts its own. */
+  /* A running launch without a quota: its CTAs never counted themselves. Every yield bit sends them away at
+   * their next check and stays set until they are all gone (the first wave's end), while the relaunch below
+   * counts its own CTAs, which the bits send away only above the quota. Evicting and resuming instead would
+   * clear the bits within microseconds, before most CTAs had looked. */
   if (!record->cta_quota && !record->held_unstarted && !preempt_launch_suspended(record)) {
-    preempt_status evicted = preempt_evict_record(runtime, device, record, NULL);
-    if (evicted != PREEMPT_OK)
-      return evicted;
+    if (!preempt_may_hold_stream(runtime, device, record->stream) || record->unordered) {
+      preempt_report("quota refused for kernel '%s': its stream cannot be held (see preempt_evict)",
+                     record->desc->name);
+      return PREEMPT_ERROR_UNSUPPORTED;
+    }
+    int status = write_quota(gpu, device, record, quota);
+    if (status == 0)
+      status = set_shrink_bits(gpu, device, record);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "moving a running launch under a CTA quota", record->desc->name);
+      return PREEMPT_ERROR_GPU;
+    }
+    record->cta_quota = quota;
+    record->quota_shrinking = 1;
+    record->quota_first_wave = 1;
+    record->relaunch_after_clear = 1;
+    return preempt_relaunch_more(runtime, device, record, record->full_ctas);
   }
   uint32_t before = record->cta_quota;
   if (quota == before && !preempt_launch_suspended(record))

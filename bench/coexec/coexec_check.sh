@@ -70,7 +70,38 @@ for pair in "${pairs[@]}"; do
     COEXEC_SCALE=$scale run "flexsched-long" "$bench/preempt/coexec_bench" pair "$a" "$b" daemon "$reps"
     stop_daemon
   fi
+  # Brute force through the same path: the daemon pins configuration N instead of searching.
+  for ((config = 0; config < count && have_daemon; config++)); do
+    if start_daemon "fixed-$a-$b-$config" --policy flexsched --param flexsched_period=$period \
+        --param flexsched_fixed=$config; then
+      COEXEC_SCALE=$scale run "daemon-fixed-long-$config" "$bench/preempt/coexec_bench" pair "$a" "$b" daemon "$reps"
+      stop_daemon
+    fi
+  done
 done
+# Latency-sensitive mode (FlexSched §5.5, Table 4): a batch process and a higher-priority process under MPS (two
+# priorities need two processes); the log's latency settle says how many CTAs per SM the batch kernel kept.
+if [ $have_daemon -eq 1 ] && [ -z "${COEXEC_SKIP_LATENCY:-}" ] && command -v nvidia-cuda-mps-control >/dev/null; then
+  export CUDA_MPS_PIPE_DIRECTORY=$out/mps-pipe CUDA_MPS_LOG_DIRECTORY=$out/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if timeout -s KILL 30 nvidia-cuda-mps-control -d; then
+    for slowdown in 0.5 0.4 0.3 0.2 0.1; do
+      if start_daemon "latency-$slowdown" --policy flexsched --param flexsched_period=$period \
+          --param flexsched_slowdown=$slowdown; then
+        COEXEC_SCALE=$((scale * 3)) "$bench/preempt/coexec_bench" alone gather daemon 1 > "$out/latency-$slowdown-batch.json" 2>&1 &
+        batch=$!
+        sleep 0.3
+        PREEMPT_PRIORITY=5 COEXEC_SCALE=$scale run "latency-$slowdown" "$bench/preempt/coexec_bench" alone alu daemon 1
+        wait $batch || { echo "FAIL latency-$slowdown batch: $(tail -2 "$out/latency-$slowdown-batch.json")" >&2; failures=$((failures + 1)); }
+        stop_daemon
+      fi
+    done
+    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+  else
+    echo "coexec_check: MPS did not start: latency mode not measured" >&2
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
 if [ $have_daemon -eq 1 ]; then
   COEXEC_SCALE=$scale run "mix-seq-long" "$bench/original/coexec_bench" mix 12 seq "$reps"
   COEXEC_SCALE=$scale run "mix-streams-long" "$bench/original/coexec_bench" mix 12 streams "$reps"

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "fake_gpu.h"
 #include "preempt.h"
+#include "runtime.h"
 
 static int stub_a, stub_b;
 
@@ -325,6 +326,15 @@ static void test_drain_form(void) {
   preempt_shutdown();
 }
 
+/* The record of a launch in flight (runtime.h), for its events. */
+static preempt_launch_record *record_of(preempt_launch_id launch) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_device_state *device;
+  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
+  preempt_runtime_unlock(runtime);
+  return record;
+}
+
 /* CTA quotas (quota.c; FlexSched §4.2's BSUs placed by the CTAs themselves, control_block.h). The fake's device
  * memory is host memory: the test reads the control block the runtime wrote, and writes what CTAs would. */
 static void test_quota(void) {
@@ -349,14 +359,20 @@ static void test_quota(void) {
   preempt_progress progress;
   CHECK_EQ_U64(preempt_get_progress(launch, NULL), PREEMPT_ERROR_INVALID_ARGUMENT);
 
-  /* A launch without a quota: evicted from every SM (its CTAs never counted themselves), then relaunched with
-   * PREEMPT_LAUNCH_QUOTA, ordered after the quota's write on the control stream, once it has started. */
+  /* A launch without a quota: every yield bit sends its CTAs (which never counted themselves) away, and stays
+   * set until its first wave has ended; the relaunch, with PREEMPT_LAUNCH_QUOTA, is ordered after the writes on
+   * the control stream and counts its own CTAs, which the bits send away only above the quota. */
   int launches_before = fake_gpu.launches, ordered_before = fake_gpu.stream_event_waits;
   CHECK_EQ_U64(preempt_set_quota(launch, 3), PREEMPT_OK);
   CHECK_EQ_U64(control->cta_quota, 3);
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
-    CHECK_EQ_U64(control->yield_mask[word], 0); /* the eviction's bits, cleared by its resumption */
-  CHECK_EQ_U64(fake_gpu.launches, launches_before);
+    CHECK_EQ_U64(control->yield_mask[word], 0xffffffffu);
+  preempt_launch_state state;
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING); /* not an eviction: nothing for the application to resume */
+  CHECK_EQ_U64(fake_gpu.launches, launches_before); /* its start event has not fired */
+  preempt_launch_record *record = record_of(launch);
+  fake_event_set_pending(record->done_event, 1); /* from here on it runs; its other events have fired */
   fake_gpu.events_pending = 0;
   wait_for_relauncher();
   CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
@@ -364,7 +380,6 @@ static void test_quota(void) {
   CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
   CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132); /* every SM at occupancy: the excess leaves at once */
   CHECK(fake_gpu.stream_event_waits > ordered_before);
-  fake_gpu.events_pending = 1;
 
   /* Progress: this generation's task counter, and the SMs' counts. An older generation's counter reads 0. */
   control->task_word[generation % PREEMPT_CONTROL_LANES] = ((unsigned long long)(generation - 1) << 32) | 77;
@@ -382,6 +397,9 @@ static void test_quota(void) {
   CHECK_EQ_U64(progress.resident_ctas, 3 * 132);
   CHECK_EQ_U64(progress.most_resident, 3);
   CHECK_EQ_U64(progress.occupied_sms, 132);
+  /* Within the quota and the first wave gone: the bits are cleared by that read. */
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    CHECK_EQ_U64(control->yield_mask[word], 0);
 
   /* Lower: the quota, then every yield bit (CTAs above it leave); nothing launched. The bits stay until the
    * counts say every SM is within the quota. */
@@ -391,7 +409,6 @@ static void test_quota(void) {
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     CHECK_EQ_U64(control->yield_mask[word], 0xffffffffu);
   CHECK_EQ_U64(fake_gpu.launches, launches_before);
-  preempt_launch_state state;
   CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
   CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING); /* a shrink is not an eviction */
   CHECK_EQ_U64(preempt_get_progress(launch, &progress), PREEMPT_OK);
@@ -408,11 +425,9 @@ static void test_quota(void) {
   /* Raise: more CTAs, in quota mode, once the launch has started. */
   CHECK_EQ_U64(preempt_set_quota(launch, 4), PREEMPT_OK);
   CHECK_EQ_U64(control->cta_quota, 4);
-  fake_gpu.events_pending = 0;
   wait_for_relauncher();
   CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
   CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
-  fake_gpu.events_pending = 1;
 
   /* Lower, then raise before the shrink ends: the raise clears the bits first. */
   CHECK_EQ_U64(preempt_set_quota(launch, 1), PREEMPT_OK);
@@ -438,8 +453,7 @@ static void test_quota(void) {
   CHECK_EQ_U64(preempt_evict(launch, &first_sms), PREEMPT_OK);
   CHECK_EQ_U64(control->yield_mask[0], 0xf);
   CHECK_EQ_U64(control->yield_mask[1], 0);
-  fake_gpu.events_pending = 0;
-  wait_for_relauncher();
+  fake_event_set_pending(record->done_event, 0);
 
   /* Finished: FINISHED from both. */
   CHECK_EQ_U64(preempt_set_quota(launch, 2), PREEMPT_ERROR_FINISHED);
