@@ -56,6 +56,10 @@ for log2 in 23 27; do
   clang++-22 "${flags[@]}" -DVECTOR_ADD_LOG2_N=$log2 -fpass-plugin="$plugin" "$root/bench/suite/vector_add.cu" \
     -o "$out/preempt/vector_add_2e$log2" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 done
+# Co-execution (issue 7): kernels as written, and converted with the quota API (bench/coexec/coexec_check.sh).
+clang++-22 "${flags[@]}" -I"$root/lib/include" "$root/bench/coexec/coexec_bench.cu" -o "$out/original/coexec_bench" "${libs[@]}"
+clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -I"$root/lib/include" -fpass-plugin="$plugin" \
+  "$root/bench/coexec/coexec_bench.cu" -o "$out/preempt/coexec_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # Cross-process pairs (issue 4): the same program built both ways, and the daemon that schedules them.
 clang++-22 "${flags[@]}" "$root/bench/daemon/pair_bench.cu" -o "$out/original/pair_bench" "${libs[@]}"
 clang++-22 "${flags[@]}" -fpass-plugin="$plugin" "$root/bench/daemon/pair_bench.cu" -o "$out/preempt/pair_bench" \

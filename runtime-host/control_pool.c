@@ -21,6 +21,7 @@ static const struct {
     {offsetof(preempt_launch_record, relaunch_start_event), 1}, /* starts a held launch's sample */
     {offsetof(preempt_launch_record, sample_start_event), 1},   /* a first wave's sample */
     {offsetof(preempt_launch_record, sample_end_event), 1},
+    {offsetof(preempt_launch_record, quota_refresh_event), 0},
 };
 #define RECORD_EVENTS (sizeof record_events / sizeof record_events[0])
 

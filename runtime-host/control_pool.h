@@ -91,6 +91,11 @@ typedef struct preempt_launch_record {
   int quota_shrinking;
   /* Put under a quota while its first wave ran: the shrink's bits stay until that wave has ended. */
   int quota_first_wave;
+  /* A raised quota (quota.c): every CTA was sent away, and the next relaunch, behind the grid they leave on its
+   * stream, first puts quota_next into cta_quota and clears the bits (pending: not enqueued yet). Then
+   * quota_refresh_event marks where those writes land; changes made before it must wait for it. */
+  int quota_refresh;
+  void *quota_refresh_event;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {

@@ -151,6 +151,8 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
     if (status == 0)
       status = gpu->stream_wait_event(resume_stream, device->resume_ready);
   }
+  if (status == 0)
+    status = preempt_quota_before_relaunch(gpu, record, resume_stream);
   preempt_dim3 grid = {record->relaunch_ctas, 1, 1};
   if (status == 0 && record->time_first_relaunch && record->relaunches == 0)
     status = gpu->event_record(record->relaunch_start_event, resume_stream);

@@ -36,6 +36,8 @@ typedef struct preempt_gpu_ops {
    * CTA: the daemon places two kernels' CTAs on one SM from these. */
   int (*sm_limits)(int device, preempt_sm_limits *limits);
   int (*kernel_footprint)(const void *host_stub, uint32_t *registers_per_thread, uint32_t *static_shared_bytes);
+  /* Copies device memory to device memory on `stream`, in its order, without waiting. */
+  int (*copy_device_async)(void *device_destination, const void *device_source, size_t bytes, void *stream);
   /* Copies device memory to the host on `stream` and waits for it. */
   int (*copy_to_host)(void *host, const void *device_pointer, size_t bytes, void *stream);
   int (*device_alloc)(void **pointer, size_t bytes);

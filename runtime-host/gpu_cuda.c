@@ -190,6 +190,10 @@ static int cuda_kernel_footprint(const void *host_stub, uint32_t *registers_per_
   return 0;
 }
 
+static int cuda_copy_device_async(void *device_destination, const void *device_source, size_t bytes, void *stream) {
+  return cudaMemcpyAsync(device_destination, device_source, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+}
+
 static int cuda_copy_to_host(void *host, const void *device_pointer, size_t bytes, void *stream) {
   cudaError_t status = cudaMemcpyAsync(host, device_pointer, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
   if (status == cudaSuccess)
@@ -342,6 +346,7 @@ static const preempt_gpu_ops cuda_ops = {
     .occupancy = cuda_occupancy,
     .sm_limits = cuda_sm_limits,
     .kernel_footprint = cuda_kernel_footprint,
+    .copy_device_async = cuda_copy_device_async,
     .copy_to_host = cuda_copy_to_host,
     .device_alloc = cuda_device_alloc,
     .device_free = cuda_device_free,

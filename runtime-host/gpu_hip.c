@@ -75,6 +75,10 @@ static int hip_kernel_footprint(const void *host_stub, uint32_t *registers_per_t
   return hipErrorNotSupported;
 }
 
+static int hip_copy_device_async(void *device_destination, const void *device_source, size_t bytes, void *stream) {
+  return hipMemcpyAsync(device_destination, device_source, bytes, hipMemcpyDeviceToDevice, (hipStream_t)stream);
+}
+
 static int hip_copy_to_host(void *host, const void *device_pointer, size_t bytes, void *stream) {
   hipError_t status = hipMemcpyAsync(host, device_pointer, bytes, hipMemcpyDeviceToHost, (hipStream_t)stream);
   if (status == hipSuccess)
@@ -171,6 +175,7 @@ static const preempt_gpu_ops hip_ops = {
     .occupancy = hip_occupancy,
     .sm_limits = hip_sm_limits,
     .kernel_footprint = hip_kernel_footprint,
+    .copy_device_async = hip_copy_device_async,
     .copy_to_host = hip_copy_to_host,
     .device_alloc = hip_device_alloc,
     .device_free = hip_device_free,

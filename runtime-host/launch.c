@@ -273,6 +273,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->cta_quota = 0;
   record->quota_shrinking = 0;
   record->quota_first_wave = 0;
+  record->quota_refresh = 0;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */

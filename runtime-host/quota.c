@@ -4,10 +4,40 @@
 
 #include "runtime.h"
 
+/* cta_quota and quota_next, adjacent: one call. */
 static int write_quota(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record,
-                       uint32_t quota) {
+                       uint32_t quota_now, uint32_t quota_next) {
   preempt_control_block *control = record->control;
-  return gpu->stream_write_words(device->control_stream, &control->cta_quota, &quota, 1);
+  uint32_t words[2] = {quota_now, quota_next};
+  return gpu->stream_write_words(device->control_stream, &control->cta_quota, words, 2);
+}
+
+/* A raise's writes are still on their way (on the launch's relaunch stream, behind the grid whose CTAs are
+ * leaving): control-stream writes made now must land after them, or the raise would undo them. The wait lasts
+ * one batch of that grid's tasks at most. */
+static int after_refresh(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
+  if (!record->quota_refresh_event || gpu->event_query(record->quota_refresh_event) == 0)
+    return 0;
+  return gpu->stream_wait_event(device->control_stream, record->quota_refresh_event);
+}
+
+int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *resume_stream) {
+  if (!record->quota_refresh)
+    return 0;
+  preempt_control_block *control = record->control;
+  int status = 0;
+  if (record->quota_first_wave)
+    status = gpu->stream_wait_event(resume_stream, record->wave_done_event);
+  if (status == 0)
+    status = gpu->copy_device_async(&control->cta_quota, &control->quota_next, sizeof control->cta_quota,
+                                    resume_stream);
+  if (status == 0)
+    status = gpu->stream_write_words(resume_stream, control->yield_mask, record->yield_mask, PREEMPT_YIELD_MASK_WORDS);
+  if (status == 0)
+    status = gpu->event_record(record->quota_refresh_event, resume_stream);
+  if (status == 0)
+    record->quota_refresh = record->quota_shrinking = record->quota_first_wave = 0;
+  return status;
 }
 
 /* Every SM's yield bit: in a quota launch, "leave if your SM holds more than
@@ -21,7 +51,7 @@ static int set_shrink_bits(const preempt_gpu_ops *gpu, preempt_device_state *dev
 }
 
 int preempt_quota_end_shrink(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
-  if (!record->quota_shrinking)
+  if (!record->quota_shrinking || record->quota_refresh)
     return 0;
   /* A first wave from before the quota still runs: its CTAs count nowhere and leave only on a bit. */
   if (record->quota_first_wave && gpu->event_query(record->wave_done_event) != 0)
@@ -39,14 +69,18 @@ int preempt_quota_before_evict(const preempt_gpu_ops *gpu, preempt_device_state 
                                preempt_launch_record *record) {
   if (!record->cta_quota)
     return 0;
+  int status = after_refresh(gpu, device, record);
   /* Bits left from a shrink would turn a partial eviction into a full one. */
-  int status = preempt_quota_end_shrink(gpu, device, record);
-  return status ? status : write_quota(gpu, device, record, 0);
+  if (status == 0)
+    status = preempt_quota_end_shrink(gpu, device, record);
+  return status ? status : gpu->stream_write_words(device->control_stream,
+                                                   &((preempt_control_block *)record->control)->cta_quota,
+                                                   &(uint32_t){0}, 1);
 }
 
 int preempt_quota_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record) {
-  return record->cta_quota ? write_quota(gpu, device, record, record->cta_quota) : 0;
+  return record->cta_quota ? write_quota(gpu, device, record, record->cta_quota, record->cta_quota) : 0;
 }
 
 preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_state *device,
@@ -76,7 +110,7 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
                      record->desc->name);
       return PREEMPT_ERROR_UNSUPPORTED;
     }
-    int status = write_quota(gpu, device, record, quota);
+    int status = write_quota(gpu, device, record, quota, quota);
     if (status == 0)
       status = set_shrink_bits(gpu, device, record);
     if (status != 0) {
@@ -92,7 +126,11 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
   uint32_t before = record->cta_quota;
   if (quota == before && !preempt_launch_suspended(record))
     return PREEMPT_OK;
-  int status = write_quota(gpu, device, record, quota);
+  int status = after_refresh(gpu, device, record);
+  /* A raise sends every CTA away and refills (below): quota_next only, for now. */
+  int raise = quota > before && !preempt_launch_suspended(record);
+  if (status == 0)
+    status = write_quota(gpu, device, record, raise ? 0 : quota, quota);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "writing a launch's CTA quota", record->desc->name);
     return PREEMPT_ERROR_GPU;
@@ -114,12 +152,18 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
     record->quota_shrinking = 1;
     return PREEMPT_OK;
   }
-  if ((status = preempt_quota_end_shrink(gpu, device, record)) != 0) {
-    preempt_report_gpu(gpu, status, "clearing the yield bits of a finished shrink", record->desc->name);
+  /* A raise. More CTAs beside the running grid would need a grid of the same launch running beside another on
+   * a second stream, and the relaunch publisher of one would publish counts of the other's CTAs before their
+   * writes are known to be visible (control_block.h). So every CTA leaves (quota 0, every bit: within a batch),
+   * and one new grid, behind the old one on its stream, restores the bits and quota_next and fills every SM at
+   * the kernel's occupancy; where the hardware places more than the quota, the excess leaves at once. */
+  if ((status = set_shrink_bits(gpu, device, record)) != 0) {
+    preempt_report_gpu(gpu, status, "sending a launch's CTAs away for a raised quota", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
-  /* Enough CTAs to fill every SM at the kernel's occupancy: where the
-   * hardware places more than the quota, the excess leaves at once. */
+  record->quota_shrinking = 1;
+  record->quota_refresh = 1;
+  record->relaunch_after_clear = 1;
   return preempt_relaunch_more(runtime, device, record, record->full_ctas);
 }
 

@@ -215,6 +215,8 @@ int preempt_quota_before_evict(const preempt_gpu_ops *gpu, preempt_device_state 
                                preempt_launch_record *record);
 int preempt_quota_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record);
+/* A relaunch about to be enqueued on `resume_stream`: a raise's writes first (quota.c). */
+int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *resume_stream);
 /* Where a launch is (preempt_query's answer for a record). Context locked. */
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Distinct application streams, other than `except`, held by launches that

@@ -28,7 +28,7 @@ run() { # label, command...: appends the program's JSON with the label, counts f
   fi
   echo "{\"label\": \"$label\", \"result\": $line}" >> "$log"
 }
-preemptd=${PREEMPT_BUILD_DIR:-$root/build}/tools/preemptd/preemptd
+preemptd=$bench/preemptd
 daemon_pid=""
 start_daemon() { # name, preemptd arguments...: a fresh daemon on its own socket, its log in OUT/NAME.log
   local name=$1
@@ -52,8 +52,12 @@ trap stop_daemon EXIT
 have_daemon=0
 [ -x "$preemptd" ] && have_daemon=1
 period=${COEXEC_PERIOD:-1ms}
+# COEXEC_ONLY: a comma list of the parts to run (pairs, mix, latency); all by default.
+only=",${COEXEC_ONLY:-pairs,mix,latency},"
+wanted() { [[ $only == *",$1,"* ]]; }
 scale=${COEXEC_DAEMON_SCALE:-4}
 for pair in "${pairs[@]}"; do
+  wanted pairs || break
   a=${pair%%:*} b=${pair##*:}
   space=$("$bench/preempt/coexec_bench" space "$a" "$b") || { echo "FAIL space $pair" >&2; failures=$((failures + 1)); continue; }
   echo "{\"label\": \"space\", \"result\": $space}" >> "$log"
@@ -81,16 +85,17 @@ for pair in "${pairs[@]}"; do
 done
 # Latency-sensitive mode (FlexSched §5.5, Table 4): a batch process and a higher-priority process under MPS (two
 # priorities need two processes); the log's latency settle says how many CTAs per SM the batch kernel kept.
-if [ $have_daemon -eq 1 ] && [ -z "${COEXEC_SKIP_LATENCY:-}" ] && command -v nvidia-cuda-mps-control >/dev/null; then
+if [ $have_daemon -eq 1 ] && wanted latency && command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY=$out/mps-pipe CUDA_MPS_LOG_DIRECTORY=$out/mps-log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if timeout -s KILL 30 nvidia-cuda-mps-control -d; then
     for slowdown in 0.5 0.4 0.3 0.2 0.1; do
       if start_daemon "latency-$slowdown" --policy flexsched --param flexsched_period=$period \
           --param flexsched_slowdown=$slowdown; then
-        COEXEC_SCALE=$((scale * 3)) "$bench/preempt/coexec_bench" alone gather daemon 1 > "$out/latency-$slowdown-batch.json" 2>&1 &
+        # The batch kernel runs about 0.9 s; the latency-sensitive one (about 55 ms alone) arrives 0.4 s in.
+        COEXEC_SCALE=$((scale * 16)) "$bench/preempt/coexec_bench" alone gather daemon 1 > "$out/latency-$slowdown-batch.json" 2>&1 &
         batch=$!
-        sleep 0.3
+        sleep 0.4
         PREEMPT_PRIORITY=5 COEXEC_SCALE=$scale run "latency-$slowdown" "$bench/preempt/coexec_bench" alone alu daemon 1
         wait $batch || { echo "FAIL latency-$slowdown batch: $(tail -2 "$out/latency-$slowdown-batch.json")" >&2; failures=$((failures + 1)); }
         stop_daemon
@@ -102,7 +107,7 @@ if [ $have_daemon -eq 1 ] && [ -z "${COEXEC_SKIP_LATENCY:-}" ] && command -v nvi
   fi
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
-if [ $have_daemon -eq 1 ]; then
+if [ $have_daemon -eq 1 ] && wanted mix; then
   COEXEC_SCALE=$scale run "mix-seq-long" "$bench/original/coexec_bench" mix 12 seq "$reps"
   COEXEC_SCALE=$scale run "mix-streams-long" "$bench/original/coexec_bench" mix 12 streams "$reps"
   if start_daemon flexsched-mix --policy flexsched --param flexsched_period=$period; then
@@ -110,7 +115,12 @@ if [ $have_daemon -eq 1 ]; then
     stop_daemon
   fi
 fi
-run "mix-seq" "$bench/original/coexec_bench" mix 12 seq "$reps"
-run "mix-streams" "$bench/original/coexec_bench" mix 12 streams "$reps"
+if wanted mix; then
+  run "mix-seq" "$bench/original/coexec_bench" mix 12 seq "$reps"
+  run "mix-streams" "$bench/original/coexec_bench" mix 12 streams "$reps"
+fi
+# The daemons' logs in one archive (the per-run files are many), their flexsched lines in one file.
+(cd "$out" && grep -H "flexsched" ./*.log > flexsched-lines.txt 2>/dev/null; tar czf logs.tgz ./*.log ./*.err ./*-batch.json 2>/dev/null &&
+  rm -f ./*.log ./*.err ./*-batch.json ./*.sock; rm -rf mps-pipe mps-log)
 echo "coexec_check: $failures failed"
 [ $failures -eq 0 ]

@@ -53,7 +53,13 @@ static int fake_kernel_footprint(const void *stub, uint32_t *registers_per_threa
   *static_shared_bytes = fake_gpu.static_shared_bytes;
   return 0;
 }
-/* "Device memory" is host memory here. */
+/* "Device memory" is host memory here: a copy lands at once. */
+static int fake_copy_device_async(void *device_destination, const void *device_source, size_t bytes, void *stream) {
+  (void)stream;
+  memcpy(device_destination, device_source, bytes);
+  fake_gpu.device_copies++;
+  return 0;
+}
 static int fake_copy_to_host(void *host, const void *device_pointer, size_t bytes, void *stream) {
   (void)stream;
   memcpy(host, device_pointer, bytes);
@@ -243,6 +249,7 @@ static const preempt_gpu_ops fake_ops = {
     .sm_count = fake_sm_count,
     .sm_limits = fake_sm_limits,
     .kernel_footprint = fake_kernel_footprint,
+    .copy_device_async = fake_copy_device_async,
     .copy_to_host = fake_copy_to_host,
     .device_uuid = fake_uuid,
     .kernel_marker = fake_kernel_marker,

@@ -61,7 +61,7 @@ typedef struct fake_gpu_state {
   int has_drain, drain_lookups;
   /* What kernel_footprint answers, and copy_to_host calls. */
   uint32_t registers_per_thread, static_shared_bytes;
-  int copies_to_host;
+  int copies_to_host, device_copies;
 } fake_gpu_state;
 
 /* The handle original_kernel gives for a kernel's copy. */

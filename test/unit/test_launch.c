@@ -422,10 +422,18 @@ static void test_quota(void) {
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     CHECK_EQ_U64(control->yield_mask[word], 0);
 
-  /* Raise: more CTAs, in quota mode, once the launch has started. */
+  /* Raise: every CTA leaves (quota 0 and every bit, on the control stream), then, on the relaunch stream behind
+   * the grid they leave, quota_next is copied into cta_quota and the bits are cleared before one new grid. The
+   * fake runs it all at once, so only the end shows, and the copy that made it. */
+  int copies_before_raise = fake_gpu.device_copies, writes_before_raise = fake_gpu.mask_writes;
   CHECK_EQ_U64(preempt_set_quota(launch, 4), PREEMPT_OK);
-  CHECK_EQ_U64(control->cta_quota, 4);
   wait_for_relauncher();
+  CHECK_EQ_U64(control->quota_next, 4);
+  CHECK_EQ_U64(control->cta_quota, 4);
+  CHECK_EQ_U64(fake_gpu.device_copies, copies_before_raise + 1);
+  CHECK_EQ_U64(fake_gpu.mask_writes - writes_before_raise, 2 + 2 * PREEMPT_YIELD_MASK_WORDS); /* quotas, bits, clear */
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    CHECK_EQ_U64(control->yield_mask[word], 0);
   CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
   CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
 
@@ -495,9 +503,9 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){4096, 3, 2}, (preempt_dim3){256, 1, 1}, args, 64,
                                        app_stream), 0);
     CHECK_EQ_U64(fake_gpu.launches, 1);
-    /* Events exist only for slots handed out: the device's resume_ready and one slot's eight (not 8 x 1024:
+    /* Events exist only for slots handed out: the device's resume_ready and one slot's nine (not 9 x 1024:
      * under MPS every process's events come from one server). */
-    CHECK_EQ_U64(fake_gpu.events_created, 1 + 8);
+    CHECK_EQ_U64(fake_gpu.events_created, 1 + 9);
     /* This first launch samples the task length: only it records timed events, the two around its first
      * wave (a timed record costs the stream ~1.4 us on the H100). */
     CHECK_EQ_U64(fake_gpu.timed_event_records, 2);

@@ -68,7 +68,11 @@ typedef struct preempt_control_block {
    * bit evict it all. A CTA that counted itself takes itself off as it
    * leaves, so the counts are all zero between launches. */
   unsigned int cta_quota;
-  unsigned int quota_reserved;
+  /* The quota a raise asks for: the raise first sends every CTA away
+   * (cta_quota 0), and once they have gone the runtime copies this word into
+   * cta_quota on the launch's relaunch stream, just before the new grid, so
+   * that a later change written meanwhile is the one that lands. */
+  unsigned int quota_next;
   unsigned int sm_resident[PREEMPT_MAX_SM_IDS];
 } preempt_control_block;
 
