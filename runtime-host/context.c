@@ -156,8 +156,9 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
     if (status != 0)
       return preempt_report_gpu(gpu, status, "allocating the control-block pool", NULL);
     status = gpu->stream_create(&state->control_stream, 1);
-    for (int index = 0; status == 0 && index < PREEMPT_RESUME_STREAMS; index++)
-      status = gpu->stream_create(&state->resume_streams[index], 0);
+    /* The others are created by the first quota launch that needs one (eviction.c). */
+    if (status == 0)
+      status = gpu->stream_create(&state->resume_streams[0], 0);
     if (status == 0)
       status = gpu->event_create(&state->resume_ready, 0);
     if (status != 0) {
@@ -226,7 +227,10 @@ preempt_status preempt_shutdown(void) {
     runtime->gpu->event_destroy(state->resume_ready);
     runtime->gpu->stream_destroy(state->control_stream);
     for (int index = 0; index < PREEMPT_RESUME_STREAMS; index++)
-      runtime->gpu->stream_destroy(state->resume_streams[index]);
+      if (state->resume_streams[index])
+        runtime->gpu->stream_destroy(state->resume_streams[index]);
+    memset(state->resume_streams, 0, sizeof state->resume_streams);
+    state->extra_resume_streams = 0;
     state->initialized = 0;
   }
   while (runtime->kernels) {

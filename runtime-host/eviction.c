@@ -70,7 +70,9 @@ static int write_yield_mask(const preempt_gpu_ops *gpu, preempt_device_state *de
  * the H100 with 32 queues, 16 held streams were fine and 40 hung the host
  * (bench/preemption/queue_trap.cu). Hold at most half the queues. */
 int preempt_may_hold_stream(const preempt_runtime *runtime, const preempt_device_state *device, void *stream) {
-  return runtime->hardware_queues > 1 && preempt_held_streams(device, stream) < runtime->hardware_queues / 2;
+  uint32_t limit = runtime->hardware_queues / 2;
+  limit = limit > device->extra_resume_streams ? limit - device->extra_resume_streams : 0;
+  return runtime->hardware_queues > 1 && preempt_held_streams(device, stream) < limit;
 }
 
 int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_device_state *device) {
@@ -144,7 +146,16 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
  * preemptd's critical path (each costs ~10 us there, measured on the H100
  * while the application thread waits in a synchronize). */
 static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
-  void *resume_stream = device->resume_streams[(record - device->control_pool.records) % PREEMPT_RESUME_STREAMS];
+  uint32_t index = 0;
+  if (record->cta_quota)
+    index = 1 + (uint32_t)(record - device->control_pool.records) % (PREEMPT_RESUME_STREAMS - 1);
+  if (!device->resume_streams[index]) {
+    int created = gpu->stream_create(&device->resume_streams[index], 0);
+    if (created != 0)
+      return preempt_report_gpu(gpu, created, "creating a relaunch stream for a quota launch", record->desc->name);
+    device->extra_resume_streams++;
+  }
+  void *resume_stream = device->resume_streams[index];
   int status = 0;
   if (record->relaunch_after_clear) {
     status = gpu->event_record(device->resume_ready, device->control_stream);

@@ -72,10 +72,12 @@ typedef struct preempt_device_state {
   uint32_t sm_count;
   preempt_control_pool control_pool;
   void *control_stream; /* urgent: carries yield-mask writes while kernels run */
-  /* Relaunched CTAs, each launch's on stream slot % PREEMPT_RESUME_STREAMS: one stream holds only relaunches
-   * that can start, and two launches' relaunches must not queue behind each other (co-running quota launches,
-   * a daemon's refill beside another kernel's first run). */
+  /* Relaunched CTAs: a stream holds only relaunches that can start. Quota launches co-run, so their
+   * relaunches must not queue behind each other's persistent grids: theirs go to streams 1.. (slot % 3 + 1),
+   * created on first use; every other launch's to stream 0, as before co-execution. Each stream created takes
+   * a hardware queue, so it counts against the held-stream limit (eviction.c). */
   void *resume_streams[PREEMPT_RESUME_STREAMS];
+  uint32_t extra_resume_streams;
   void *resume_ready;   /* event: the mask clearing before a relaunch has landed */
   /* NVIDIA's relaunch publisher (gpu.h), loaded with the device state; a
    * relaunch cannot complete without it, so evictions and preemptd's held

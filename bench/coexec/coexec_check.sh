@@ -92,8 +92,9 @@ if [ $have_daemon -eq 1 ] && wanted latency && command -v nvidia-cuda-mps-contro
     for slowdown in 0.5 0.4 0.3 0.2 0.1; do
       if start_daemon "latency-$slowdown" --policy flexsched --param flexsched_period=$period \
           --param flexsched_slowdown=$slowdown; then
-        # The batch kernel runs about 0.9 s; the latency-sensitive one (about 55 ms alone) arrives 0.4 s in.
-        COEXEC_SCALE=$((scale * 16)) "$bench/preempt/coexec_bench" alone gather daemon 1 > "$out/latency-$slowdown-batch.json" 2>&1 &
+        # The batch kernel runs 5 times about 0.9 s; the latency-sensitive process (38 ms kernels) starts 0.4 s in
+        # and reaches the GPU about 2 s later (its CUDA start under MPS).
+        COEXEC_SCALE=$((scale * 16)) "$bench/preempt/coexec_bench" alone gather daemon 4 > "$out/latency-$slowdown-batch.json" 2>&1 &
         batch=$!
         sleep 0.4
         PREEMPT_PRIORITY=5 COEXEC_SCALE=$scale run "latency-$slowdown" "$bench/preempt/coexec_bench" alone alu daemon 1
