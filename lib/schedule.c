@@ -490,6 +490,16 @@ preempt_sched_status preempt_sched_remove_kernel(preempt_sched_state *state, uin
 
 /* --- helpers for the policy files (schedule_internal.h) --- */
 
+int preempt_sched_by_priority_then_arrival(const preempt_sched_state *state, const preempt_sched_kernel *a,
+                                           const preempt_sched_kernel *b) {
+  (void)state;
+  if (a->priority != b->priority)
+    return a->priority > b->priority ? -1 : 1;
+  if (a->arrival != b->arrival)
+    return a->arrival < b->arrival ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
 uint32_t preempt_sched_ready_in_order(const preempt_sched_state *state, preempt_sched_order_fn order,
                                       uint32_t indices[PREEMPT_SCHED_MAX_KERNELS]) {
   uint32_t count = 0;

@@ -10,17 +10,6 @@
 
 typedef preempt_flexsched_data flexsched_data;
 
-/* The waiting order: priority first, then arrival (then id: equal arrivals keep launch order). */
-static int by_priority_then_arrival(const preempt_sched_state *state, const preempt_sched_kernel *a,
-                                    const preempt_sched_kernel *b) {
-  (void)state;
-  if (a->priority != b->priority)
-    return a->priority > b->priority ? -1 : 1;
-  if (a->arrival != b->arrival)
-    return a->arrival < b->arrival ? -1 : 1;
-  return a->id < b->id ? -1 : a->id > b->id;
-}
-
 /* How many CTAs of the kernel one SM holds alone; false when it cannot be co-located at all: footprint unknown
  * (registers_per_thread 0: HIP, an older runtime), GPU limits unknown, or a CTA that fits no SM. */
 static bool ctas_alone(const preempt_sched_state *state, const preempt_sched_kernel *kernel, uint32_t *ctas) {
@@ -325,7 +314,7 @@ static preempt_sched_status preempt_for_latency(preempt_sched_state *state, pree
   if (state->params.flexsched_slowdown <= 0 || running_count == 0)
     return PREEMPT_SCHED_OK;
   uint32_t order[PREEMPT_SCHED_MAX_KERNELS];
-  if (preempt_sched_ready_in_order(state, by_priority_then_arrival, order) == 0)
+  if (preempt_sched_ready_in_order(state, preempt_sched_by_priority_then_arrival, order) == 0)
     return PREEMPT_SCHED_OK;
   preempt_sched_kernel *waiting = &state->kernels[order[0]];
   if (!coexecutable(state, waiting))
@@ -358,7 +347,7 @@ static preempt_sched_status place(preempt_sched_state *state, preempt_sched_deci
   if (draining)
     return PREEMPT_SCHED_OK;
   uint32_t order[PREEMPT_SCHED_MAX_KERNELS];
-  uint32_t waiting = preempt_sched_ready_in_order(state, by_priority_then_arrival, order);
+  uint32_t waiting = preempt_sched_ready_in_order(state, preempt_sched_by_priority_then_arrival, order);
   preempt_coexec_space space;
   uint32_t alone = 0;
   if (running_count == 0) {

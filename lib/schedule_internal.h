@@ -12,6 +12,10 @@ typedef int (*preempt_sched_order_fn)(const preempt_sched_state *state, const pr
                                       const preempt_sched_kernel *b);
 
 /* Indices of READY kernels, best first. Returns how many. */
+/* Highest priority first, then earliest arrival, then launch order (id): PIV's queue (EffiSha §7, which says
+ * nothing of ties) and flexsched's waiting order. */
+int preempt_sched_by_priority_then_arrival(const preempt_sched_state *state, const preempt_sched_kernel *a,
+                                           const preempt_sched_kernel *b);
 uint32_t preempt_sched_ready_in_order(const preempt_sched_state *state, preempt_sched_order_fn order,
                                       uint32_t indices[PREEMPT_SCHED_MAX_KERNELS]);
 

@@ -2,23 +2,12 @@
  * EffiSha §7 ("piv"). */
 #include "schedule_internal.h"
 
-/* EffiSha §7 orders the waiting queue by priority and says nothing of ties;
- * we keep arrival order among equal priorities. */
-static int by_priority(const preempt_sched_state *state, const preempt_sched_kernel *a, const preempt_sched_kernel *b) {
-  (void)state;
-  if (a->priority != b->priority)
-    return a->priority > b->priority ? -1 : 1;
-  if (a->arrival != b->arrival)
-    return a->arrival < b->arrival ? -1 : 1;
-  return a->id < b->id ? -1 : a->id > b->id;
-}
-
 static preempt_sched_status piv_decide(preempt_sched_state *state, const preempt_sched_event *event,
                                        preempt_sched_decisions *out) {
   if (!state || !event || !out)
     return PREEMPT_SCHED_INVALID_ARGUMENT;
   uint32_t order[PREEMPT_SCHED_MAX_KERNELS];
-  uint32_t count = preempt_sched_ready_in_order(state, by_priority, order);
+  uint32_t count = preempt_sched_ready_in_order(state, preempt_sched_by_priority_then_arrival, order);
   preempt_sm_set claimed;
   preempt_sm_set_clear(&claimed);
   uint32_t first_unplaced = 0;

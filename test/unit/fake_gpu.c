@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fake_gpu.h"
+#include "runtime.h"
 
 fake_gpu_state fake_gpu;
 
@@ -293,4 +294,12 @@ preempt_kernel_desc fake_kernel_desc(const void *stub, const char *name, uint32_
   preempt_kernel_desc desc = {.desc_version = 1, .gpu_api = 1, .param_count = params,
                               .kernel_abi = PREEMPT_KERNEL_ABI_VERSION, .host_stub = stub, .name = name};
   return desc;
+}
+
+preempt_launch_record *fake_launch_record(preempt_launch_id launch) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_device_state *device;
+  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
+  preempt_runtime_unlock(runtime);
+  return record;
 }

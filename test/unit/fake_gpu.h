@@ -78,6 +78,9 @@ void fake_gpu_reset(uint32_t marker_abi);
 /* A kernel descriptor as the host pass emits it, for a stub address and a name. */
 preempt_kernel_desc fake_kernel_desc(const void *stub, const char *name, uint32_t params);
 
+/* The runtime's record of a launch in flight (runtime.h), for its events; NULL once its block was reused. */
+struct preempt_launch_record *fake_launch_record(preempt_launch_id launch);
+
 /* Each device's UUID: bytes 0xfa 0xce, the device number, then 13 bytes of 0x5a. */
 void fake_device_uuid(int device, unsigned char uuid[16]);
 /* One event's own state, on top of events_pending: a pending event answers

@@ -269,25 +269,17 @@ static uint32_t locked_word(const uint32_t *word) {
   return value;
 }
 
-static preempt_launch_record *record_of(preempt_launch_id launch) {
-  preempt_runtime *runtime = preempt_runtime_lock();
-  preempt_device_state *device;
-  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
-  preempt_runtime_unlock(runtime);
-  return record;
-}
-
 /* The test plays the GPU: a launch whose tasks are not all done, whose relaunched CTAs still run
  * (EVICTED waits for relaunch_done_event, the event right behind the relaunch's grid). */
 static void keep_running(preempt_launch_id launch) {
-  preempt_launch_record *record = record_of(launch);
+  preempt_launch_record *record = fake_launch_record(launch);
   fake_event_set_pending(record->done_event, 1);
   fake_event_set_pending(record->relaunch_done_event, 1);
   fake_event_set_pending(record->resume_event, 1);
 }
 
 static void finish(preempt_launch_id launch) {
-  preempt_launch_record *record = record_of(launch);
+  preempt_launch_record *record = fake_launch_record(launch);
   fake_event_set_pending(record->done_event, 0);
   fake_event_set_pending(record->relaunch_done_event, 0);
   fake_event_set_pending(record->resume_event, 0);
@@ -407,7 +399,7 @@ static void test_scheduled_launches(void) {
   usleep(5000);
   CHECK_EQ_U64(stub_state(0), PREEMPT_STUB_TOEVICT); /* the relaunched CTAs are still there */
   /* Their grid has ended; its publisher behind it has not run yet (resume_event): evicted all the same. */
-  fake_event_set_pending(record_of(launch)->relaunch_done_event, 0);
+  fake_event_set_pending(fake_launch_record(launch)->relaunch_done_event, 0);
   CHECK(wait_state(0, PREEMPT_STUB_READY));
   CHECK_EQ_U64(stub->evictions_done, 1);
   CHECK(stub->last_eviction_ns >= 5000000 && stub->last_eviction_ns < 2000000000);
@@ -428,7 +420,7 @@ static void test_scheduled_launches(void) {
   two.words[1] = 1u << 8;
   command(0, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, 0, &two);
   CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
-  preempt_launch_record *record = record_of(launch);
+  preempt_launch_record *record = fake_launch_record(launch);
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++) {
     CHECK_EQ_U64(locked_word(&control->yield_mask[word]), two.words[word]);
     CHECK_EQ_U64(locked_word(&record->yield_mask[word]), two.words[word]);
@@ -609,7 +601,7 @@ static void test_held_stream_limit(void) {
   command(0, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, 1, NULL);
   usleep(20000);
   CHECK_EQ_U64(stub_state(0), PREEMPT_STUB_TOEVICT);
-  CHECK_EQ_U64(locked_word(&record_of(running)->yield_mask[0]), 0);
+  CHECK_EQ_U64(locked_word(&fake_launch_record(running)->yield_mask[0]), 0);
   finish(running);
   CHECK(wait_state(0, PREEMPT_STUB_DONE));
   /* Its one relaunch ran the whole grid undisturbed: the task length sample. 0.01 ms for 8 tasks on 8

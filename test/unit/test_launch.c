@@ -326,15 +326,6 @@ static void test_drain_form(void) {
   preempt_shutdown();
 }
 
-/* The record of a launch in flight (runtime.h), for its events. */
-static preempt_launch_record *record_of(preempt_launch_id launch) {
-  preempt_runtime *runtime = preempt_runtime_lock();
-  preempt_device_state *device;
-  preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
-  preempt_runtime_unlock(runtime);
-  return record;
-}
-
 /* CTA quotas (quota.c; FlexSched §4.2's BSUs placed by the CTAs themselves, control_block.h). The fake's device
  * memory is host memory: the test reads the control block the runtime wrote, and writes what CTAs would. */
 static void test_quota(void) {
@@ -371,7 +362,7 @@ static void test_quota(void) {
   CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
   CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING); /* not an eviction: nothing for the application to resume */
   CHECK_EQ_U64(fake_gpu.launches, launches_before); /* its start event has not fired */
-  preempt_launch_record *record = record_of(launch);
+  preempt_launch_record *record = fake_launch_record(launch);
   fake_event_set_pending(record->done_event, 1); /* from here on it runs; its other events have fired */
   fake_gpu.events_pending = 0;
   wait_for_relauncher();
