@@ -91,9 +91,37 @@ static bool writesOutsideBlock(Instruction &I) {
   return true;
 }
 
+// Whether the blocks of `Region` (reached from `Entry` before the first
+// barrier) hold a cycle: a depth-first walk that meets a block still on its
+// path.
+static bool regionHasCycle(BasicBlock &Entry, const DenseSet<BasicBlock *> &Region) {
+  if (!Region.count(&Entry))
+    return false;
+  DenseSet<BasicBlock *> Done, OnPath;
+  SmallVector<std::pair<BasicBlock *, unsigned>, 16> Stack{{&Entry, 0}};
+  OnPath.insert(&Entry);
+  while (!Stack.empty()) {
+    auto &[Block, NextSuccessor] = Stack.back();
+    if (NextSuccessor == Block->getTerminator()->getNumSuccessors()) {
+      OnPath.erase(Block);
+      Done.insert(Block);
+      Stack.pop_back();
+      continue;
+    }
+    BasicBlock *Next = Block->getTerminator()->getSuccessor(NextSuccessor++);
+    if (!Region.count(Next) || Done.count(Next))
+      continue;
+    if (OnPath.count(Next))
+      return true;
+    OnPath.insert(Next);
+    Stack.push_back({Next, 0});
+  }
+  return false;
+}
+
 // The kernel's first barrier, if the fused gate may take its place: every
 // path from entry reaches that one barrier (no return, no other barrier, no
-// call before it) and nothing before it writes outside the block. Else
+// call, no loop before it) and nothing before it writes outside the block. Else
 // nullptr and why in `Why`.
 static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
   if (none_of(instructions(Kernel), [](Instruction &I) {
@@ -106,6 +134,7 @@ static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
   CallBase *First = nullptr;
   SmallVector<BasicBlock *, 16> Work{&Kernel.getEntryBlock()};
   DenseSet<BasicBlock *> Seen{&Kernel.getEntryBlock()};
+  DenseSet<BasicBlock *> Region; // blocks before the first barrier, the barrier's own excluded
   while (!Work.empty()) {
     BasicBlock *Block = Work.pop_back_val();
     bool Stopped = false;
@@ -135,9 +164,18 @@ static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
     }
     if (Stopped)
       continue;
+    Region.insert(Block);
     for (BasicBlock *Next : successors(Block))
       if (Seen.insert(Next).second)
         Work.push_back(Next);
+  }
+  // A fused gate decides at that barrier: work before it runs whatever the bit says. A loop there can be a
+  // block's whole task (long_kernel's, bench/preemption/bench_kernels.cuh, whose barrier follows its loop: its
+  // drained launches took 13.6 ms to give the GPU up on the H100, against 131 us persistent), so a loop before
+  // the barrier means the gate goes at entry.
+  if (regionHasCycle(Kernel.getEntryBlock(), Region)) {
+    Why = "a loop runs before its first barrier";
+    return nullptr;
   }
   return First;
 }

@@ -56,6 +56,13 @@ period=${COEXEC_PERIOD:-1ms}
 only=",${COEXEC_ONLY:-pairs,mix,latency},"
 wanted() { [[ $only == *",$1,"* ]]; }
 scale=${COEXEC_DAEMON_SCALE:-4}
+# Each kind alone, converted and persistent, at the daemon runs' length: the rates O_prof is measured against.
+if wanted pairs; then
+  for kind in $(printf '%s\n' "${pairs[@]}" | tr ':' '\n' | sort -u); do
+    PREEMPT_DAEMON=off PREEMPT_FORM=persistent COEXEC_SCALE=$scale run "alone-long" \
+      "$bench/preempt/coexec_bench" alone "$kind" seq "$reps"
+  done
+fi
 for pair in "${pairs[@]}"; do
   wanted pairs || break
   a=${pair%%:*} b=${pair##*:}

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """report_coexec.py: the markdown summary of bench/coexec/coexec_check.sh's runs (issue 7, FlexSched §5.3-5.5).
 
-Usage: report_coexec.py COEXEC_JSONL FLEXSCHED_LINES [LATENCY_LINES] > report.md
+Usage: report_coexec.py COEXEC_JSONL FLEXSCHED_LINES [LATENCY_LINES [ALONE_JSONL]] > report.md
+ALONE_JSONL: `coexec_bench alone KIND seq 3` of the preempt build at COEXEC_SCALE=4, PREEMPT_FORM=persistent, one
+line per kind, for FlexSched §5.4.2's profiling overhead.
 Ratios are of medians measured in the same run; each line's spread is its min..max over the repetitions."""
 import json
 import re
@@ -26,7 +28,59 @@ def fmt(result):
     return f"{median:.1f} ({low:.1f}..{high:.1f})"
 
 
+KIND_OF_LOG = re.compile(r"^flexsched-(?P<a>\w+)-(?P<b>\w+)$")
+
+
+def profiling_overheads(lines, alone_rates, window_ms=1.0):
+    """O_prof of each pair search: the kernels' kinds come from the log's name (flexsched-A-B); a kernel of the
+    pair is A when its id is the pair's a=, which the first kernel launched (kind A) is in these runs."""
+    searches = defaultdict(list)
+    settled = set()
+    for line in lines:
+        m = MEASURED.match(line)
+        if m and KIND_OF_LOG.match(m["log"]):
+            searches[(m["log"], m["ka"], m["kb"])].append((float(m["ra"]), float(m["rb"])))
+        s = SETTLED.match(line)
+        if s and KIND_OF_LOG.match(s["log"]) and s["mode"] == "throughput":
+            settled.add((s["log"],) + tuple(re.findall(r"a=(\d+) b=(\d+)", line)[0]))
+    overheads = []
+    for key, rates in searches.items():
+        if key not in settled:
+            continue
+        kinds = KIND_OF_LOG.match(key[0])
+        first, second = kinds["a"], kinds["b"]
+        # The kernel launched first gets the lower id in a run of this pair.
+        kind_a, kind_b = (first, second) if int(key[1]) < int(key[2]) else (second, first)
+        if kind_a not in alone_rates or kind_b not in alone_rates:
+            continue
+        span_us = 2 * window_ms * 1000
+        tasks_a = sum(rate_a for rate_a, _ in rates) * span_us
+        tasks_b = sum(rate_b for _, rate_b in rates) * span_us
+        alone_us = tasks_a / alone_rates[kind_a] + tasks_b / alone_rates[kind_b]
+        overheads.append(len(rates) * span_us / alone_us)
+    return overheads
+
+
+TASKS = {"alu": 132 * 8 * 800, "tile": 132 * 12 * 250, "gather": 132 * 8 * 45, "wide": 132 * 8 * 45 // 2}
+
+
+def read_alone(path, scale=4):
+    """Tasks per microsecond of each kind alone, from coexec_bench's `alone` runs at COEXEC_SCALE=scale."""
+    rates = {}
+    for line in open(path):
+        if line.strip().startswith("{"):
+            result = json.loads(line)
+            if "result" in result:  # coexec_check.sh's own lines: only its alone-long runs
+                if result.get("label") != "alone-long":
+                    continue
+                result = result["result"]
+            kind = result["kernels"]
+            rates[kind] = TASKS[kind] * scale / result["makespan"]["median_us"]
+    return rates
+
+
 def main():
+    alone_rates = read_alone(sys.argv[4]) if len(sys.argv) > 4 else {}
     runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
     lines = open(sys.argv[2]).read().splitlines()
     by_pair = defaultdict(list)
@@ -105,8 +159,17 @@ def main():
         durations.sort()
         print(f"{len(durations)} searches (pairs and mix): from pairing to settle, median {durations[len(durations) // 2]:.1f} ms "
               f"({durations[0]:.1f}..{durations[-1]:.1f}), with 1 ms windows; the configurations measured meanwhile "
-              "run the kernels' own tasks (productive profiling). FlexSched §5.4.2's O_prof (against sequential runs "
-              "of the same tasks) is not computed here.\n")
+              "run the kernels' own tasks (productive profiling).\n")
+    if alone_rates:
+        overheads = profiling_overheads(lines, alone_rates)
+        if overheads:
+            overheads.sort()
+            print(f"FlexSched §5.4.2's O_prof = T_prof / (tasks_a / R_a + tasks_b / R_b), over the {len(overheads)} pair "
+                  f"searches (not the mix): median {overheads[len(overheads) // 2]:.3f} ({overheads[0]:.3f}..{overheads[-1]:.3f}); "
+                  "FlexSched: 0.913 mean, 0.926 median. T_prof = 2 windows per configuration measured (settle + measure); "
+                  "tasks = each configuration's measured rate x 2 windows (the settle window's rate taken as the measured "
+                  "one's); R = the kernel's rate alone, converted, at full occupancy (" +
+                  ", ".join(f"{kind} {rate:.1f}" for kind, rate in sorted(alone_rates.items())) + " tasks/us).\n")
     if len(sys.argv) > 3:
         latency = open(sys.argv[3]).read().splitlines()
         print("## Latency-sensitive mode (FlexSched §5.5, Table 4)\n")

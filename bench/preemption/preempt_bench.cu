@@ -147,8 +147,11 @@ int main() {
       do {
         preempt_query(launch, &state);
       } while (state == PREEMPT_LAUNCH_EVICTING && since_us(start) < 1e6);
-      if (state == PREEMPT_LAUNCH_EVICTED)
+      if (state == PREEMPT_LAUNCH_EVICTED) {
         latencies.push_back(since_us(start));
+        if (latencies.back() > 10000) // an outlier: which eviction, to tell a one-time cost from a stall
+          std::fprintf(stderr, "preempt_bench: eviction %d of 80 took %.0f us\n", e, latencies.back());
+      }
       preempt_resume(launch);
     }
     CHECK_CUDA(cudaStreamSynchronize(long_stream));

@@ -12,6 +12,7 @@
 // REMARK-DAG: kernel '_Z5scalePfi': drain form kept, its gate a barrier added at entry (it has no barrier)
 // REMARK-DAG: kernel '_Z11store_firstPKfPfS1_': drain form kept, its gate a barrier added at entry (it writes memory outside the block before its first barrier)
 // REMARK-DAG: kernel '_Z10early_exitPKfPfi': drain form kept, its gate a barrier added at entry (a path from entry ends before any barrier)
+// REMARK-DAG: kernel '_Z10loop_firstPjj': drain form kept, its gate a barrier added at entry (a loop runs before its first barrier)
 // REMARK-DAG: kernel '_Z9wait_flagPVjPj': no drain form (launches stay persistent): it reads memory other blocks may write while it runs
 // REMARK-DAG: kernel '_Z6ticketPjS_': no drain form (launches stay persistent): it uses the result of an atomic
 
@@ -80,6 +81,19 @@ __global__ void early_exit(const float *in, float *out, int n) {
   staged[threadIdx.x] = in[blockIdx.x * 256 + threadIdx.x];
   __syncthreads();
   out[blockIdx.x * 256 + threadIdx.x] = staged[255 - threadIdx.x];
+}
+
+// A block's whole work before its barrier (bench_kernels.cuh's long_kernel): a gate fused with that barrier
+// would decide only after the work, so it goes at entry.
+__global__ void loop_first(unsigned *out, unsigned iterations) {
+  __shared__ unsigned partial[256];
+  unsigned value = blockIdx.x + threadIdx.x;
+  for (unsigned i = 0; i < iterations; i++)
+    value = value * 1664525u + 1013904223u;
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = partial[255];
 }
 
 // Block b waits for block b - 1's flag: a skipped block would leave its successor spinning.
