@@ -79,29 +79,40 @@ int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_de
   return !runtime->gpu->publisher_load || (device->publisher_status == 0 && device->publisher);
 }
 
-preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
-                                    preempt_launch_record *record, const preempt_sm_mask *sms) {
+preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
+                                      preempt_launch_record *record, const char *what, int holds_stream) {
   const preempt_gpu_ops *gpu = runtime->gpu;
-  if (!record->in_flight || preempt_launch_finished(record, gpu))
-    return PREEMPT_ERROR_FINISHED;
   if (!preempt_device_can_relaunch(runtime, device)) {
-    preempt_report("eviction refused for kernel '%s': the relaunch publisher failed to load on this device (%s "
-                   "error %d), so a relaunch could never complete", record->desc->name, gpu->api_name,
+    preempt_report("%s refused for kernel '%s': the relaunch publisher failed to load on this device (%s "
+                   "error %d), so a relaunch could never complete", what, record->desc->name, gpu->api_name,
                    device->publisher_status);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
+  if (!holds_stream)
+    return PREEMPT_OK;
   if (record->unordered) {
-    preempt_report("eviction refused for kernel '%s': its stream could not be ordered after it",
+    preempt_report("%s refused for kernel '%s': its stream could not be ordered after it", what,
                    record->desc->name);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
   if (!preempt_may_hold_stream(runtime, device, record->stream)) {
     uint32_t held = preempt_held_streams(device, record->stream);
-    preempt_report("eviction refused for kernel '%s': %u streams already held by evicted launches, and "
+    preempt_report("%s refused for kernel '%s': %u streams already held by evicted launches, and "
                    "CUDA_DEVICE_MAX_CONNECTIONS=%u hardware queues: more would deadlock",
-                   record->desc->name, held, runtime->hardware_queues);
+                   what, record->desc->name, held, runtime->hardware_queues);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
+  return PREEMPT_OK;
+}
+
+preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
+                                    preempt_launch_record *record, const preempt_sm_mask *sms) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  if (!record->in_flight || preempt_launch_finished(record, gpu))
+    return PREEMPT_ERROR_FINISHED;
+  preempt_status refused = preempt_refuse_relaunch(runtime, device, record, "eviction", 1);
+  if (refused != PREEMPT_OK)
+    return refused;
   preempt_sm_mask requested;
   if (sms)
     requested = *sms;

@@ -50,6 +50,29 @@ static int set_shrink_bits(const preempt_gpu_ops *gpu, preempt_device_state *dev
   return gpu->stream_write_words(device->control_stream, control->yield_mask, all, PREEMPT_YIELD_MASK_WORDS);
 }
 
+/* Sets every bit (the quota written before says who leaves) and marks the shrink. */
+static preempt_status send_away(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                preempt_launch_record *record, const char *what) {
+  int status = set_shrink_bits(gpu, device, record);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, what, record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
+  record->quota_shrinking = 1;
+  return PREEMPT_OK;
+}
+
+/* The same, then a grid at the kernel's occupancy once the writes on the control stream have landed; where the
+ * hardware places more CTAs than the quota, the excess leaves at once. */
+static preempt_status send_away_and_refill(preempt_runtime *runtime, preempt_device_state *device,
+                                           preempt_launch_record *record, const char *what) {
+  preempt_status status = send_away(runtime->gpu, device, record, what);
+  if (status != PREEMPT_OK)
+    return status;
+  record->relaunch_after_clear = 1;
+  return preempt_relaunch_more(runtime, device, record, record->full_ctas);
+}
+
 int preempt_quota_end_shrink(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record) {
   if (!record->quota_shrinking || record->quota_refresh)
     return 0;
@@ -73,9 +96,7 @@ int preempt_quota_before_evict(const preempt_gpu_ops *gpu, preempt_device_state 
   /* Bits left from a shrink would turn a partial eviction into a full one. */
   if (status == 0)
     status = preempt_quota_end_shrink(gpu, device, record);
-  return status ? status : gpu->stream_write_words(device->control_stream,
-                                                   &((preempt_control_block *)record->control)->cta_quota,
-                                                   &(uint32_t){0}, 1);
+  return status ? status : write_quota(gpu, device, record, 0, record->cta_quota);
 }
 
 int preempt_quota_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
@@ -95,33 +116,23 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
                    "application's own grid", record->desc->name);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
-  if (!preempt_device_can_relaunch(runtime, device)) {
-    preempt_report("quota refused for kernel '%s': the relaunch publisher failed to load on this device",
-                   record->desc->name);
-    return PREEMPT_ERROR_UNSUPPORTED;
-  }
   /* A running launch without a quota: its CTAs never counted themselves. Every yield bit sends them away at
    * their next check and stays set until they are all gone (the first wave's end), while the relaunch below
    * counts its own CTAs, which the bits send away only above the quota. Evicting and resuming instead would
    * clear the bits within microseconds, before most CTAs had looked. */
-  if (!record->cta_quota && !record->held_unstarted && !preempt_launch_suspended(record)) {
-    if (!preempt_may_hold_stream(runtime, device, record->stream) || record->unordered) {
-      preempt_report("quota refused for kernel '%s': its stream cannot be held (see preempt_evict)",
-                     record->desc->name);
-      return PREEMPT_ERROR_UNSUPPORTED;
-    }
+  int converting = !record->cta_quota && !record->held_unstarted && !preempt_launch_suspended(record);
+  preempt_status refused = preempt_refuse_relaunch(runtime, device, record, "quota", converting);
+  if (refused != PREEMPT_OK)
+    return refused;
+  if (converting) {
     int status = write_quota(gpu, device, record, quota, quota);
-    if (status == 0)
-      status = set_shrink_bits(gpu, device, record);
     if (status != 0) {
       preempt_report_gpu(gpu, status, "moving a running launch under a CTA quota", record->desc->name);
       return PREEMPT_ERROR_GPU;
     }
     record->cta_quota = quota;
-    record->quota_shrinking = 1;
     record->quota_first_wave = 1;
-    record->relaunch_after_clear = 1;
-    return preempt_relaunch_more(runtime, device, record, record->full_ctas);
+    return send_away_and_refill(runtime, device, record, "moving a running launch under a CTA quota");
   }
   uint32_t before = record->cta_quota;
   if (quota == before && !preempt_launch_suspended(record))
@@ -143,28 +154,14 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
       record->relaunch_after_clear = 1;
     return preempt_resume_record(runtime, device, record);
   }
-  if (quota < before) {
-    status = set_shrink_bits(gpu, device, record);
-    if (status != 0) {
-      preempt_report_gpu(gpu, status, "asking CTAs above a lowered quota to leave", record->desc->name);
-      return PREEMPT_ERROR_GPU;
-    }
-    record->quota_shrinking = 1;
-    return PREEMPT_OK;
-  }
+  if (quota < before)
+    return send_away(gpu, device, record, "asking CTAs above a lowered quota to leave");
   /* A raise. More CTAs beside the running grid would need a grid of the same launch running beside another on
    * a second stream, and the relaunch publisher of one would publish counts of the other's CTAs before their
    * writes are known to be visible (control_block.h). So every CTA leaves (quota 0, every bit: within a batch),
-   * and one new grid, behind the old one on its stream, restores the bits and quota_next and fills every SM at
-   * the kernel's occupancy; where the hardware places more than the quota, the excess leaves at once. */
-  if ((status = set_shrink_bits(gpu, device, record)) != 0) {
-    preempt_report_gpu(gpu, status, "sending a launch's CTAs away for a raised quota", record->desc->name);
-    return PREEMPT_ERROR_GPU;
-  }
-  record->quota_shrinking = 1;
+   * and one new grid, behind the old one on its stream, restores the bits and quota_next first. */
   record->quota_refresh = 1;
-  record->relaunch_after_clear = 1;
-  return preempt_relaunch_more(runtime, device, record, record->full_ctas);
+  return send_away_and_refill(runtime, device, record, "sending a launch's CTAs away for a raised quota");
 }
 
 preempt_status preempt_progress_record(preempt_runtime *runtime, preempt_device_state *device,

@@ -224,6 +224,12 @@ preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const pree
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (DESIGN.md's hardware-queue trap). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
+/* Why a launch may not be sent away and relaunched (`what`: "eviction", "quota"), said and returned as
+ * UNSUPPORTED, or OK: the relaunch publisher did not load; and when `holds_stream` (the launch's stream will wait
+ * on CTAs that are gone), its stream could not be ordered after it or one more held stream risks the
+ * hardware-queue trap. Context locked. */
+preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
+                                      preempt_launch_record *record, const char *what, int holds_stream);
 /* Whether a relaunch on this device can complete (gpu.h's publisher). */
 int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_device_state *device);
 /* Whether one more stream other than `stream` may be held on the device. */
