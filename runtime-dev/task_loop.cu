@@ -115,6 +115,8 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 /* A prefetch result that is a task of the CTA's current batch, not an
  * atomic's raw word: tagged with a generation the runtime never uses. */
 #define LOCAL_TAG TAG(0xfffffffeu)
+/* A CTA's first "fetch" when it claimed a saved in-task context instead. */
+#define RESUME_TAG TAG(0xfffffffdu)
 
 // How many tasks the next fetch takes: up to the check interval, fewer as the
 // tasks run out, so that no CTA is left with a long batch at the end
@@ -190,7 +192,46 @@ PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, uns
 PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
   if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
     return LOCAL_TAG | __preempt_task_ctx.batch_next++;
+  // A batch a resumed context had taken: run whatever the yield mask says,
+  // since nobody else will (a batch, once taken, is always run).
+  if (__preempt_task_ctx.pending_count) {
+    __preempt_task_ctx.batch_taken = __preempt_task_ctx.pending_count;
+    __preempt_task_ctx.pending_count = 0;
+    return TAG(__preempt_task_ctx.generation) | __preempt_task_ctx.pending_first;
+  }
   return fetch_batch(control, yield_seen);
+}
+
+// The ring record `index` of the control block's saved in-task contexts.
+PREEMPT_LOCAL preempt_intask_header *intask_record(preempt_control_block *control, unsigned int index) {
+  unsigned int capacity = __scoped_atomic_load_n(&control->intask_capacity, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  unsigned int bytes = __scoped_atomic_load_n(&control->intask_record_bytes, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  unsigned char *contexts = control->intask_contexts;
+  return (preempt_intask_header *)(contexts + (unsigned long long)(index % capacity) * bytes);
+}
+
+// Thread 0 of a grid that resumes contexts (PREEMPT_RELAUNCH_RESUMES), before
+// its first batch: takes the oldest saved context, if one waits. Every grid
+// that saved one has ended (the runtime starts such a grid only then), so its
+// record is whole and visible without a fence; records of this grid's own
+// epoch are being written and are never taken.
+PREEMPT_LOCAL bool claim_context(preempt_control_block *control) {
+  unsigned int head = __scoped_atomic_load_n(&control->intask_head, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  for (;;) {
+    unsigned int tail = __scoped_atomic_load_n(&control->intask_tail, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    if (head == tail)
+      return false;
+    preempt_intask_header *record = intask_record(control, head);
+    unsigned long long tag = __scoped_atomic_load_n(&record->tag, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    unsigned int saver = (unsigned int)(tag >> 32);
+    if ((unsigned int)tag != head || saver == 0 || saver - 1 == __preempt_task_ctx.epoch)
+      return false;
+    if (__scoped_atomic_compare_exchange_n(&control->intask_head, &head, head + 1, false, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE)) {
+      __preempt_task_ctx.claimed_record = head;
+      return true;
+    }
+  }
 }
 
 // Once per CTA, before the first task: publishes the launch's values, which
@@ -216,8 +257,12 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   __preempt_task_ctx.tasks_skipped = 0;
   if (__preempt_task_ctx.relaunched == PREEMPT_RELAUNCH_UNDONE)
     __preempt_task_ctx.undone = __scoped_atomic_load_n(&control->undone, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __preempt_task_ctx.epoch = relaunched >> PREEMPT_RELAUNCH_EPOCH_SHIFT;
+  __preempt_task_ctx.pending_count = 0;
   if ((relaunched & PREEMPT_LAUNCH_QUOTA) && !quota_admits(control))
     return YIELD_FETCH;
+  if ((relaunched & PREEMPT_RELAUNCH_RESUMES) && claim_context(control))
+    return RESUME_TAG;
   return issue_fetch(control, yield_word(control));
 }
 
@@ -295,8 +340,20 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
                                         preempt_task_slot *published, unsigned int slot) {
   unsigned int generation = __preempt_task_ctx.generation;
   unsigned int task;
+  published->resume_point = 0;
   if (fetched == YIELD_FETCH) {
     task = PREEMPT_NO_TASK;
+  } else if (fetched == RESUME_TAG) {
+    // A saved in-task context: its task, the rest of its batch, and a batch
+    // it had fetched (issue_fetch runs that one next).
+    const preempt_intask_header *record = intask_record(control, __preempt_task_ctx.claimed_record);
+    task = record->task;
+    __preempt_task_ctx.batch_next = task + 1;
+    __preempt_task_ctx.batch_end = record->batch_end;
+    __preempt_task_ctx.pending_first = record->extra_first;
+    __preempt_task_ctx.pending_count = record->extra_count;
+    published->resume_point = record->point;
+    published->resume_record = __preempt_task_ctx.claimed_record;
   } else if ((fetched & TAG_MASK) == LOCAL_TAG) {
     task = (unsigned int)fetched;
   } else {
@@ -464,3 +521,179 @@ PREEMPT_DEVICE unsigned int __preempt_block_index_z(void) {
 PREEMPT_DEVICE unsigned int __preempt_grid_dim_x(void) { return __preempt_task_ctx.grid_x; }
 PREEMPT_DEVICE unsigned int __preempt_grid_dim_y(void) { return __preempt_task_ctx.grid_y; }
 PREEMPT_DEVICE unsigned int __preempt_grid_dim_z(void) { return __preempt_task_ctx.grid_z; }
+
+// ---- In-task preemption (docs/intask.md; issue 8) ----
+//
+// The pass puts yield points at the back-edge of loops whose trip count is
+// the same in every thread of the CTA (PersistentThreads.cpp, InTaskYield.cpp).
+// Every `check_iterations[point]` iterations the CTA meets at a check: thread
+// 0 tests the eviction word it read at the previous check (so the read's
+// round trip overlaps the loop), and a barrier-reduction shares its answer.
+// On eviction every thread stores its context and the CTA leaves; a resumed
+// grid claims the context (claim_context) and each thread loads it back.
+// NVIDIA only: the pass places no in-task points on AMDGPU.
+#if defined(__NVPTX__)
+
+PREEMPT_LOCAL unsigned long long global_time_ns(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
+
+// Thread 0, once per CTA after __preempt_kernel_begin, in kernels with
+// in-task points: the launch's check period (0: checks never fire).
+PREEMPT_DEVICE void __preempt_intask_begin(preempt_control_block *control) {
+  if (!is_first_thread())
+    return;
+  unsigned int period = __scoped_atomic_load_n(&control->intask_period_ns, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __preempt_task_ctx.intask_period_ns = period;
+  __preempt_task_ctx.last_check_ns = 0;
+  // Start at one iteration: the first checks measure how long one takes.
+  for (unsigned int point = 0; point < PREEMPT_INTASK_MAX_POINTS; point++)
+    __preempt_task_ctx.check_iterations[point] = period ? 1u : 0xffffffffu;
+}
+
+// Every thread, entering a loop with yield point `point` (0-based): the
+// iterations until its first check. Written only between the two barriers of
+// a check, which no thread reading here has reached.
+PREEMPT_DEVICE unsigned int __preempt_intask_iterations(unsigned int point) {
+  return __preempt_task_ctx.check_iterations[point];
+}
+
+// Thread 0: the eviction word, tested at the next check (0 elsewhere).
+PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control) {
+  if (!is_first_thread())
+    return 0;
+  return __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}
+
+// Thread 0: how many iterations to the next check, so that checks come
+// about once per period (EffiSha §6.3's adaptive checking, per loop).
+PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
+  unsigned int iterations = __preempt_task_ctx.check_iterations[point];
+  unsigned int period = __preempt_task_ctx.intask_period_ns;
+  unsigned long long now = global_time_ns();
+  unsigned long long last = __preempt_task_ctx.last_check_ns;
+  __preempt_task_ctx.last_check_ns = now;
+  if (period == 0)
+    return 0xffffffffu;
+  unsigned long long elapsed = now - last;
+  // No measure: the first check, or a gap with other work in it.
+  if (last == 0 || elapsed == 0 || elapsed > 16ull * period)
+    return iterations;
+  unsigned long long wanted = (unsigned long long)iterations * period / elapsed;
+  unsigned long long low = iterations / 4 ? iterations / 4 : 1, high = (unsigned long long)iterations * 4;
+  wanted = wanted < low ? low : wanted > high ? high : wanted;
+  return wanted > (1u << 24) ? (1u << 24) : (unsigned int)wanted;
+}
+
+// Every thread, at a check: 0 when the CTA leaves (thread 0 has taken a ring
+// record for it), else the iterations to the next check. Two barriers: the
+// first shares the decision, and thread 0 writes the new count only after it,
+// so no sibling can still be reading the old one; the second publishes it.
+PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *control, unsigned int point,
+                                                   unsigned int evict_seen) {
+  unsigned int iterations = 0;
+  int leave = 0;
+  if (is_first_thread()) {
+    if (evict_seen) {
+      unsigned int index =
+          __scoped_atomic_fetch_add(&control->intask_tail, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+      unsigned int head = __scoped_atomic_load_n(&control->intask_head, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+      unsigned int capacity =
+          __scoped_atomic_load_n(&control->intask_capacity, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+      // The runtime sizes the ring for twice the CTAs that can be resident
+      // (docs/intask.md says why that suffices); overrunning it would
+      // overwrite a context: stop the kernel loudly instead.
+      if (index - head >= capacity)
+        __builtin_trap();
+      __preempt_task_ctx.save_record = index;
+      leave = 1;
+    } else {
+      iterations = next_check_iterations(point);
+    }
+  }
+  if (__nvvm_bar0_or(leave))
+    return 0;
+  if (is_first_thread())
+    __preempt_task_ctx.check_iterations[point] = iterations;
+  cta_barrier();
+  return __preempt_task_ctx.check_iterations[point];
+}
+
+// The CTA's thread count and this thread's place in it (contexts are laid
+// out value by value, thread by thread: control_block.h).
+PREEMPT_DEVICE unsigned int __preempt_intask_threads(void) {
+  return __nvvm_read_ptx_sreg_ntid_x() * __nvvm_read_ptx_sreg_ntid_y() * __nvvm_read_ptx_sreg_ntid_z();
+}
+PREEMPT_DEVICE unsigned int __preempt_intask_thread(void) {
+  return __nvvm_read_ptx_sreg_tid_x() +
+         __nvvm_read_ptx_sreg_ntid_x() * (__nvvm_read_ptx_sreg_tid_y() + __nvvm_read_ptx_sreg_ntid_y() *
+                                                                              __nvvm_read_ptx_sreg_tid_z());
+}
+
+// The record this CTA saves into (taken by thread 0 before the check's barrier).
+PREEMPT_DEVICE unsigned char *__preempt_intask_save_record(preempt_control_block *control) {
+  return (unsigned char *)intask_record(control, __preempt_task_ctx.save_record);
+}
+
+// The record the batch in `slot` resumes from.
+PREEMPT_DEVICE unsigned char *__preempt_intask_resume_record(preempt_control_block *control, unsigned int slot) {
+  return (unsigned char *)intask_record(control, __preempt_task_ctx.slots[slot].resume_record);
+}
+PREEMPT_DEVICE unsigned int __preempt_intask_resume_point(unsigned int slot) {
+  return __preempt_task_ctx.slots[slot].resume_point;
+}
+
+// Every thread: copies `bytes` between shared memory and a record, the CTA's
+// threads word by word together (shared arrays are word-aligned; a ragged
+// end goes byte by byte).
+PREEMPT_DEVICE void __preempt_intask_copy(unsigned char *destination, const unsigned char *source,
+                                          unsigned int bytes) {
+  unsigned int threads = __preempt_intask_threads(), thread = __preempt_intask_thread();
+  unsigned int words = bytes / 4;
+  for (unsigned int word = thread; word < words; word += threads)
+    ((unsigned int *)destination)[word] = ((const unsigned int *)source)[word];
+  for (unsigned int byte = words * 4 + thread; byte < bytes; byte += threads)
+    destination[byte] = source[byte];
+}
+
+// Every thread, after restoring shared memory: nobody reads it before all is back.
+PREEMPT_DEVICE void __preempt_intask_restored(void) { cta_barrier(); }
+
+// Every thread, once its values are stored: thread 0 finishes the record
+// (the task it stopped in, the rest of its batch, a batch it had fetched)
+// and takes the unfinished tasks off what the CTA will count as done. The
+// tag goes last; the grid that resumes it starts after this one has ended.
+PREEMPT_DEVICE void __preempt_intask_save_end(preempt_control_block *control, unsigned int point,
+                                              unsigned int task, unsigned int batch_end,
+                                              unsigned long long next_fetch) {
+  cta_barrier();
+  if (!is_first_thread())
+    return;
+  preempt_intask_header *record = intask_record(control, __preempt_task_ctx.save_record);
+  record->task = task;
+  record->batch_end = batch_end;
+  record->point = point;
+  unsigned int extra_first = 0, extra_count = 0;
+  if (next_fetch != YIELD_FETCH && (next_fetch & TAG_MASK) != LOCAL_TAG) {
+    // A new batch thread 0 fetched as this task started: taken, not begun.
+    unsigned int generation = __preempt_task_ctx.generation;
+    unsigned int taken = __preempt_task_ctx.batch_taken;
+    extra_first = (next_fetch & TAG_MASK) == TAG(generation)
+                      ? (unsigned int)next_fetch
+                      : tagged_add_slow(&control->task_word[lane()], generation, taken);
+    if (extra_first < __preempt_task_ctx.task_count)
+      extra_count = __preempt_task_ctx.task_count - extra_first < taken ? __preempt_task_ctx.task_count - extra_first
+                                                                         : taken;
+  } else if (__preempt_task_ctx.pending_count) {
+    // A resumed context's own extra batch, not yet begun: it goes on.
+    extra_first = __preempt_task_ctx.pending_first;
+    extra_count = __preempt_task_ctx.pending_count;
+    __preempt_task_ctx.pending_count = 0;
+  }
+  record->extra_first = extra_first;
+  record->extra_count = extra_count;
+  __scoped_atomic_store_n(&record->tag,
+                          ((unsigned long long)(__preempt_task_ctx.epoch + 1) << 32) | __preempt_task_ctx.save_record,
+                          __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __preempt_task_ctx.tasks_run -= batch_end - task;
+}
+
+#endif

@@ -6,7 +6,7 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 7u
+#define PREEMPT_KERNEL_ABI_VERSION 8u
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
@@ -74,12 +74,62 @@ typedef struct preempt_control_block {
    * that a later change written meanwhile is the one that lands. */
   unsigned int quota_next;
   unsigned int sm_resident[PREEMPT_MAX_SM_IDS];
+  /* In-task preemption (docs/intask.md, issue 8). Nonzero: every CTA leaves
+   * at its next in-task yield point, saving its context there. Written with
+   * a full eviction, cleared before the relaunch that resumes it. */
+  unsigned int intask_evict;
+  /* The time the runtime wants between in-task checks; 0: in-task points
+   * never check (tasks are short, or PREEMPT_INTASK=off). */
+  unsigned int intask_period_ns;
+  /* Saved contexts form a ring of intask_capacity records of
+   * intask_record_bytes each: [intask_head, intask_tail) are waiting to be
+   * resumed (indices modulo 2^32; record = index % capacity). A yielding CTA
+   * takes tail, a resuming CTA takes head. Both are equal whenever no launch
+   * of this block is in flight, so nothing is reset between launches. */
+  unsigned int intask_head, intask_tail;
+  unsigned int intask_capacity, intask_record_bytes;
+  unsigned char *intask_contexts;
 } preempt_control_block;
+
+/* One saved context: this header, then the CTA's uniform values and shared
+ * memory (cta_bytes of the kernel's descriptor, rounded up to 16), then the
+ * threads' values, value by value (value j of thread t at
+ * offset_j * threads + t * bytes_j, so that a warp's stores coalesce). */
+typedef struct preempt_intask_header {
+  /* (epoch of the grid that saved it << 32) | (ring index + 1), written last:
+   * a resuming CTA takes a record only if the ring index matches and the
+   * epoch is not its own grid's (control_block.h, PREEMPT_RELAUNCH_RESUMES). */
+  unsigned long long tag;
+  unsigned int task, batch_end; /* the task it stopped in and the rest of its batch */
+  unsigned int point;           /* 1-based yield point */
+  unsigned int extra_first, extra_count; /* a batch it had fetched but not begun */
+  unsigned int pad[9];
+} preempt_intask_header;
+#define PREEMPT_INTASK_HEADER_BYTES 64u
+#define PREEMPT_INTASK_MAX_POINTS 16u
+
+/* The pass's description of a kernel's in-task points, a device global of
+ * this prefix and the kernel's name: the runtime sizes the context ring from
+ * it. Absent for kernels without in-task points. */
+#define PREEMPT_INTASK_DESC_PREFIX "__preempt_intask_"
+typedef struct preempt_intask_desc {
+  unsigned int abi_version;
+  unsigned int point_count;
+  unsigned int thread_bytes; /* the largest per-thread area of any point */
+  unsigned int cta_bytes;    /* the largest CTA area (uniform values and shared memory) of any point */
+} preempt_intask_desc;
 
 /* Or'ed into a grid's `relaunched` parameter: the grid keeps its SMs' CTA
  * counts within the control block's cta_quota (above). */
 #define PREEMPT_LAUNCH_QUOTA 4u
 #define PREEMPT_RELAUNCH_KIND_MASK 3u
+/* Or'ed into a relaunch's `relaunched` parameter when every earlier grid of
+ * the launch has ended before it starts: only such a grid resumes saved
+ * in-task contexts, so it never reads one still being written, and needs no
+ * fence to see it. Bits 8-31 carry the grid's epoch (0 for the first wave,
+ * the relaunch's number after), which it tags the contexts it saves with. */
+#define PREEMPT_RELAUNCH_RESUMES 8u
+#define PREEMPT_RELAUNCH_EPOCH_SHIFT 8u
 
 /* Converted kernels carry a device global with this prefix and the kernel's
  * symbol name; its presence is how the runtime tells converted kernels apart. */
@@ -118,6 +168,8 @@ typedef struct preempt_task_slot {
   unsigned int has_task;
   unsigned int task;      /* batched loop: the batch is [task, batch_end) */
   unsigned int batch_end;
+  unsigned int resume_point;  /* nonzero: the batch's first task resumes at this in-task point */
+  unsigned int resume_record; /* ... from this record of the context ring */
 } preempt_task_slot;
 
 /* Lives in shared memory, one per CTA. Tasks alternate between two slots:
@@ -140,6 +192,17 @@ typedef struct preempt_task_context {
    * bitmap, and the task ids thread 0 passed because their block had run. */
   unsigned int tasks_skipped;
   const unsigned int *undone;
+  /* In-task preemption: this grid's epoch and whether it resumes contexts
+   * (PREEMPT_RELAUNCH_RESUMES); a context claimed before the first batch;
+   * a batch a resumed context had fetched, run after the context's own;
+   * thread 0's last check time and the ring record it saves into; the
+   * iterations between checks, per point (changed only between the two
+   * barriers of a check, so every thread reads the same value). */
+  unsigned int epoch, resumes, claimed_record, pending_first, pending_count;
+  unsigned int save_record;
+  unsigned long long last_check_ns;
+  unsigned int intask_period_ns;
+  unsigned int check_iterations[PREEMPT_INTASK_MAX_POINTS];
   preempt_task_slot slots[2];
 } preempt_task_context;
 

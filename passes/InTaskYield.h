@@ -1,0 +1,41 @@
+// InTaskYield.h: yield points inside a block-task of converted NVIDIA kernels (issue 8, docs/intask.md).
+// CTXBack §III (flashback by re-execution and reverting, uniform values saved once) at the IR level.
+#ifndef PREEMPT_IN_TASK_YIELD_H
+#define PREEMPT_IN_TASK_YIELD_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/PassManager.h"
+
+#include <string>
+
+namespace preempt {
+
+// Before conversion: marks the loops of `Kernel` that may take a yield point
+// (metadata on their latch's terminator) and the values that are the same in
+// every thread of the CTA. Returns how many loops were marked; remarks say
+// why the others (or the whole kernel) get none.
+unsigned markInTaskCandidates(llvm::Function &Kernel, llvm::FunctionAnalysisManager &FAM);
+
+// What the task loop (PersistentThreads.cpp) hands over.
+struct TaskLoopValues {
+  llvm::Value *Control = nullptr;     // the control block parameter
+  llvm::Value *ResumePoint = nullptr; // nonzero: the task resumes at this point (1-based)
+  llvm::Value *BatchSlot = nullptr;   // the slot the resumed batch was published in
+  llvm::Value *CurrentTask = nullptr, *CurrentEnd = nullptr; // the task and the end of its batch
+  llvm::Value *NextTask = nullptr;    // thread 0's fetch in flight
+  llvm::BasicBlock *TaskStart = nullptr; // branches to the body
+  llvm::BasicBlock *Exit = nullptr;      // leaves the kernel (counts finished tasks)
+};
+
+// After conversion: places a yield point at each marked loop whose context
+// can be saved, with its save and restore routines, a dispatch at the task's
+// start, and the kernel's descriptor for the runtime (control_block.h).
+// Returns the number of points placed.
+unsigned placeInTaskYields(llvm::Function &Converted, llvm::StringRef KernelName, const TaskLoopValues &Loop);
+
+// Drops the marks markInTaskCandidates left (a kernel that was not converted).
+void clearInTaskMarks(llvm::Function &F);
+
+} // namespace preempt
+#endif
