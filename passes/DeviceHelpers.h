@@ -24,6 +24,19 @@ inline constexpr llvm::StringLiteral BatchFirst = "__preempt_batch_first";
 inline constexpr llvm::StringLiteral BatchEnd = "__preempt_batch_end";
 inline constexpr llvm::StringLiteral BatchYieldCheck = "__preempt_batch_yield_check";
 inline constexpr llvm::StringLiteral BatchPrefetch = "__preempt_batch_prefetch";
+// In-task preemption (InTaskYield.cpp), NVPTX only.
+inline constexpr llvm::StringLiteral InTaskBegin = "__preempt_intask_begin";
+inline constexpr llvm::StringLiteral InTaskIterations = "__preempt_intask_iterations";
+inline constexpr llvm::StringLiteral InTaskPoll = "__preempt_intask_poll";
+inline constexpr llvm::StringLiteral InTaskCheck = "__preempt_intask_check";
+inline constexpr llvm::StringLiteral InTaskThreads = "__preempt_intask_threads";
+inline constexpr llvm::StringLiteral InTaskThread = "__preempt_intask_thread";
+inline constexpr llvm::StringLiteral InTaskSaveRecord = "__preempt_intask_save_record";
+inline constexpr llvm::StringLiteral InTaskResumeRecord = "__preempt_intask_resume_record";
+inline constexpr llvm::StringLiteral InTaskResumePoint = "__preempt_intask_resume_point";
+inline constexpr llvm::StringLiteral InTaskCopy = "__preempt_intask_copy";
+inline constexpr llvm::StringLiteral InTaskRestored = "__preempt_intask_restored";
+inline constexpr llvm::StringLiteral InTaskSaveEnd = "__preempt_intask_save_end";
 inline constexpr llvm::StringLiteral TaskBlockIndex[3] = {"__preempt_task_block_x", "__preempt_task_block_y",
                                                           "__preempt_task_block_z"};
 inline constexpr llvm::StringLiteral BlockIndex[3] = {"__preempt_block_index_x", "__preempt_block_index_y",

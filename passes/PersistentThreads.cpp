@@ -22,6 +22,7 @@
 #include "DeviceHelpers.h"
 #include "DrainForm.h"
 #include "GpuTarget.h"
+#include "InTaskYield.h"
 #include "KernelCopy.h"
 #include "KernelSafety.h"
 
@@ -246,7 +247,9 @@ static TaskLoop chooseTaskLoop(Function &Kernel, const DenseMap<Function *, Func
 
 // Wraps the body in the task loop (diagram at the top of this file) and
 // returns the block index of the current task, loaded once per task.
-static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
+// With `InTask` set (a batched loop only), also reads whether each batch
+// resumes an in-task context and hands the values the points need over.
+static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop, TaskLoopValues *InTask) {
   Module &M = *Kernel.getParent();
   LLVMContext &Context = Kernel.getContext();
   unsigned FirstExtra = Kernel.arg_size() - PREEMPT_KERNEL_EXTRA_PARAMS;
@@ -279,6 +282,8 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
                          {Control, Kernel.getArg(FirstExtra + 1), Kernel.getArg(FirstExtra + 2),
                           Kernel.getArg(FirstExtra + 3), Kernel.getArg(FirstExtra + 4), Kernel.getArg(FirstExtra + 5),
                           Kernel.getArg(FirstExtra + 6), Kernel.getArg(FirstExtra + 7)});
+  if (InTask)
+    Builder.CreateCall(helperFunction(M, helper::InTaskBegin), {Control});
   Builder.CreateBr(TaskHead);
 
   Builder.SetInsertPoint(TaskHead);
@@ -328,6 +333,7 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
     Value *First = Builder.CreateCall(helperFunction(M, helper::BatchFirst), {Slot});
     Value *End = Builder.CreateCall(helperFunction(M, helper::BatchEnd), {Slot});
     Value *RefilledSlot = Builder.CreateXor(Slot, Builder.getInt32(1)); // the next batch's slot
+    Value *ResumeRead = InTask ? Builder.CreateCall(helperFunction(M, helper::InTaskResumePoint), {Slot}) : nullptr;
     Builder.CreateBr(TaskStart);
 
     // The next task of the batch: one step along x, carried into y and z
@@ -371,6 +377,22 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
     CurrentTask = Current;
     CurrentEnd = CurrentEndPhi;
     NextSlot = SlotAfter;
+    if (InTask) {
+      // Only a batch's first task can resume, from the slot just published.
+      PHINode *ResumePoint = Builder.CreatePHI(Int32, 2, "preempt.intask.resume");
+      ResumePoint->addIncoming(ResumeRead, Refilled);
+      ResumePoint->addIncoming(Builder.getInt32(0), Step);
+      PHINode *BatchSlot = Builder.CreatePHI(Int32, 2, "preempt.intask.slot");
+      BatchSlot->addIncoming(Slot, Refilled);
+      BatchSlot->addIncoming(Builder.getInt32(0), Step);
+      InTask->Control = Control;
+      InTask->ResumePoint = ResumePoint;
+      InTask->BatchSlot = BatchSlot;
+      InTask->CurrentTask = Current;
+      InTask->CurrentEnd = CurrentEndPhi;
+      InTask->TaskStart = TaskStart;
+      InTask->Exit = Exit;
+    }
   }
   // Thread 0 reads the yield mask (for the fetch after next) and issues the
   // fetch of the next task, both left in flight while the task runs.
@@ -386,6 +408,8 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop) {
     YieldNow = Builder.CreateCall(helperFunction(M, helper::YieldCheck), {Control}, "preempt.yield.now");
     NextTask = Builder.CreateCall(helperFunction(M, helper::TaskPrefetch), {Control, YieldSeen}, "preempt.next.task");
   }
+  if (InTask)
+    InTask->NextTask = NextTask;
   Builder.CreateBr(Body);
 
   SmallVector<ReturnInst *, 4> Returns;
@@ -511,11 +535,29 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   for (Function *Kernel : Convertible) {
     std::string Name = Kernel->getName().str();
     TaskLoop Loop = chooseTaskLoop(*Kernel, Clones, Target);
+    // In-task points (NVIDIA): their check's barrier needs every thread of
+    // the CTA in the same task, so the threads meet between tasks.
+    unsigned InTaskLoops = Target == GpuTarget::NVPTX ? markInTaskCandidates(*Kernel, FAM) : 0;
+    if (InTaskLoops && Loop == TaskLoop::PerTaskEndBarrier) {
+      OptimizationRemarkEmitter(Kernel).emit([&] {
+        return OptimizationRemarkMissed(PassName, "InTaskPoint", Kernel)
+               << "kernel '" << ore::NV("Kernel", Name) << "' gets no in-task yield points: its tasks end "
+               << "with a barrier of their own (a callee reads the block index, or inline assembly)";
+      });
+      clearInTaskMarks(*Kernel);
+      InTaskLoops = 0;
+    }
+    if (InTaskLoops && Loop == TaskLoop::Batched)
+      Loop = TaskLoop::BatchedBarrier;
+    FAM.clear(*Kernel, Kernel->getName());
     redirectCalls(*Kernel, Clones);
     Function *Converted = appendControlParameter(*Kernel);
     dropDerivedAttributes(*Converted);
-    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop);
+    TaskLoopValues InTask;
+    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop, InTaskLoops ? &InTask : nullptr);
     remapGridReads(*Converted, Target, BlockIndex);
+    if (InTaskLoops)
+      placeInTaskYields(*Converted, Name, InTask);
     addKernelMarker(M, Name);
     OptimizationRemarkEmitter Remarks(Converted);
     Remarks.emit([&] {

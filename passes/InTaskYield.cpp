@@ -1,0 +1,667 @@
+// InTaskYield.cpp: yield points inside a block-task of converted NVIDIA kernels, with their save and restore routines.
+// CTXBack §III-B/C (re-execution, reverting) and §III-D (uniform values saved once) at the IR level; issue 8.
+//
+// A point sits at the back-edge of a loop whose trip count every thread of
+// the CTA agrees on. Every few iterations (adapted at run time to the
+// launch's check period) the CTA meets at a check (task_loop.cu); on eviction
+// every thread stores what the planner (lib/intask_plan.c) chose, thread 0
+// the values uniform across the CTA, the CTA its shared memory, and it leaves
+// through the task loop's exit. A resumed task enters through a dispatch at
+// the task's start: each thread loads its values, rebuilds the rest by
+// re-executing or reverting instructions, and continues at the back-edge.
+// The saved values replace the originals through SSA reconstruction.
+#include "InTaskYield.h"
+
+#include "DeviceHelpers.h"
+#include "GpuTarget.h"
+
+#include "preempt/control_block.h"
+#include "preempt/intask_plan.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/Analysis/PostDominators.h"
+#include "llvm/Analysis/UniformityAnalysis.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/SSAUpdater.h"
+
+using namespace llvm;
+
+static cl::opt<bool> InTaskEnabled("preempt-intask", cl::init(true),
+                                   cl::desc("place in-task yield points in converted NVIDIA kernels"));
+static cl::opt<unsigned> InTaskMaxContext("preempt-intask-max-context", cl::init(64 * 1024),
+                                          cl::desc("the largest context per CTA (bytes, at 256 threads or the "
+                                                   "kernel's maximum) an in-task yield point may save"));
+
+namespace preempt {
+
+static constexpr const char *PassName = "preempt";
+static constexpr const char *LoopMark = "preempt.intask.loop";
+static constexpr const char *UniformMark = "preempt.uniform";
+
+static void remarkMissed(Function &F, const Twine &Message) {
+  OptimizationRemarkEmitter Remarks(&F);
+  Remarks.emit([&] { return OptimizationRemarkMissed(PassName, "InTaskPoint", &F) << Message.str(); });
+}
+
+// A call that is a pure function of its operands: an intrinsic that touches
+// no memory and does not synchronize (thread and block registers, math).
+static bool isPureCall(const CallBase &Call) {
+  return isa<IntrinsicInst>(Call) && Call.doesNotAccessMemory() && !Call.isConvergent();
+}
+
+static bool touchesMemory(const Instruction &I) {
+  if (auto *Call = dyn_cast<CallBase>(&I))
+    return !isPureCall(*Call);
+  return I.mayReadOrWriteMemory();
+}
+
+// UniformityAnalysis over a scratch copy of `Kernel` in which every value read
+// from memory comes from an opaque call, which NVPTX takes as divergent: a
+// load from a uniform address may still give warps different values when a
+// write races with it, and a trip count the warps disagree on would deadlock
+// the check's barrier. Marks the uniform instructions (UniformMark) and
+// returns, per block of `Kernel`, whether its terminator is divergent.
+static DenseSet<const BasicBlock *> markUniformity(Function &Kernel, FunctionAnalysisManager &FAM) {
+  Module &M = *Kernel.getParent();
+  Function *Scratch = Function::Create(Kernel.getFunctionType(), GlobalValue::PrivateLinkage,
+                                       "preempt.intask.scratch", M);
+  Scratch->setCallingConv(Kernel.getCallingConv());
+  ValueToValueMapTy Map;
+  for (auto [Old, New] : zip(Kernel.args(), Scratch->args()))
+    Map[&Old] = &New;
+  SmallVector<ReturnInst *, 4> Returns;
+  CloneFunctionInto(Scratch, &Kernel, Map, CloneFunctionChangeType::LocalChangesOnly, Returns);
+  SmallVector<Instruction *, 16> Reads;
+  for (Instruction &I : instructions(*Scratch))
+    if (!I.getType()->isVoidTy() && !isa<PHINode>(I) && touchesMemory(I))
+      Reads.push_back(&I);
+  SmallVector<Function *, 4> Opaque;
+  for (Instruction *I : Reads) {
+    FunctionType *Type = FunctionType::get(I->getType(), false);
+    Function *Read = Function::Create(Type, GlobalValue::ExternalLinkage, "preempt.intask.memory", M);
+    Opaque.push_back(Read);
+    I->replaceAllUsesWith(CallInst::Create(Read, "", std::next(I->getIterator())));
+  }
+  DenseSet<const BasicBlock *> Divergent;
+  {
+    auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(*Scratch);
+    MDNode *Empty = MDNode::get(Kernel.getContext(), {});
+    for (Instruction &I : instructions(Kernel)) {
+      auto *Copy = dyn_cast_or_null<Instruction>(Map.lookup(&I));
+      if (Copy && !I.getType()->isVoidTy() && !touchesMemory(I) && Uniformity.isUniform(Copy))
+        I.setMetadata(UniformMark, Empty);
+    }
+    for (BasicBlock &BB : Kernel)
+      if (Uniformity.hasDivergentTerminator(*cast<BasicBlock>(Map[&BB])))
+        Divergent.insert(&BB);
+  }
+  FAM.clear(*Scratch, Scratch->getName());
+  Scratch->eraseFromParent();
+  for (Function *Read : Opaque)
+    Read->eraseFromParent();
+  return Divergent;
+}
+
+static bool isDynamicShared(const GlobalVariable &Global) {
+  if (Global.getAddressSpace() != 3)
+    return false;
+  auto *Array = dyn_cast<ArrayType>(Global.getValueType());
+  return Global.isDeclaration() || (Array && Array->getNumElements() == 0);
+}
+
+// Why no loop of the kernel can take a point, or "".
+static std::string kernelRefusal(Function &Kernel) {
+  for (Instruction &I : instructions(Kernel)) {
+    if (isa<AllocaInst>(I))
+      return "keeps data in local memory (an alloca), which an in-task context does not save";
+    if (auto *Call = dyn_cast<CallBase>(&I)) {
+      if (Call->isInlineAsm())
+        return "has inline assembly";
+      Function *Callee = Call->getCalledFunction();
+      if (!Callee || (!Callee->isIntrinsic() && !Callee->getName().starts_with("__preempt_")))
+        return "calls a function (" + (Callee ? Callee->getName().str() : std::string("indirectly")) + ")";
+    }
+    for (const Use &Operand : I.operands())
+      if (auto *Global = dyn_cast<GlobalVariable>(Operand.get()->stripPointerCasts()); Global && isDynamicShared(*Global))
+        return "uses dynamic shared memory, whose size the pass does not know";
+  }
+  return "";
+}
+
+// How remarks name a loop: by its source line when known.
+static std::string loopName(const BasicBlock &Header, unsigned Ordinal) {
+  if (Header.hasName())
+    return "'" + Header.getName().str() + "'";
+  for (const Instruction &I : Header)
+    if (const DebugLoc &Location = I.getDebugLoc(); Location && Location.getLine())
+      return "at line " + std::to_string(Location.getLine());
+  return "#" + std::to_string(Ordinal);
+}
+
+unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
+  if (!InTaskEnabled)
+    return 0;
+  auto &Loops = FAM.getResult<LoopAnalysis>(Kernel);
+  if (Loops.empty())
+    return 0;
+  std::string Refusal = kernelRefusal(Kernel);
+  if (!Refusal.empty()) {
+    remarkMissed(Kernel, "kernel '" + Kernel.getName() + "' gets no in-task yield points: it " + Refusal);
+    return 0;
+  }
+  DenseSet<const BasicBlock *> Divergent = markUniformity(Kernel, FAM);
+  auto &PostDom = FAM.getResult<PostDominatorTreeAnalysis>(Kernel);
+  // Blocks from which each block can be reached.
+  DenseMap<const BasicBlock *, SmallPtrSet<const BasicBlock *, 16>> ReachedFrom;
+  for (BasicBlock &Start : Kernel) {
+    SmallVector<const BasicBlock *, 16> Work(succ_begin(&Start), succ_end(&Start));
+    SmallPtrSet<const BasicBlock *, 16> Seen;
+    while (!Work.empty()) {
+      const BasicBlock *BB = Work.pop_back_val();
+      if (!Seen.insert(BB).second)
+        continue;
+      ReachedFrom[BB].insert(&Start);
+      append_range(Work, successors(BB));
+    }
+  }
+  unsigned Marked = 0, Ordinal = 0;
+  for (Loop *L : Loops.getLoopsInPreorder()) {
+    Ordinal++;
+    std::string Why;
+    BasicBlock *Header = L->getHeader();
+    if (!L->getLoopLatch() || !L->getLoopPreheader())
+      Why = "it has several back-edges or no preheader";
+    for (BasicBlock *Exiting : L->getBlocks())
+      if (Why.empty() && L->isLoopExiting(Exiting) && Divergent.contains(Exiting))
+        Why = "its threads may leave it after different iterations";
+    // A divergent branch outside the loop decides who enters it unless the
+    // threads meet again (at its immediate post-dominator) before the header.
+    for (const BasicBlock *Before : ReachedFrom[Header]) {
+      if (!Why.empty() || L->contains(Before) || !Divergent.contains(Before))
+        continue;
+      const DomTreeNode *Node = PostDom.getNode(Before);
+      const BasicBlock *Meet = Node && Node->getIDom() ? Node->getIDom()->getBlock() : nullptr;
+      SmallVector<const BasicBlock *, 16> Work(succ_begin(Before), succ_end(Before));
+      SmallPtrSet<const BasicBlock *, 16> Seen;
+      while (!Work.empty() && Why.empty()) {
+        const BasicBlock *BB = Work.pop_back_val();
+        if (BB == Meet || !Seen.insert(BB).second)
+          continue;
+        if (BB == Header)
+          Why = "not every thread of the CTA may enter it";
+        append_range(Work, successors(BB));
+      }
+    }
+    if (Why.empty() && Marked == PREEMPT_INTASK_MAX_POINTS)
+      Why = "the kernel has " + std::to_string(PREEMPT_INTASK_MAX_POINTS) + " points already";
+    if (!Why.empty()) {
+      remarkMissed(Kernel, "loop " + loopName(*Header, Ordinal) + " of kernel '" + Kernel.getName() +
+                               "' gets no in-task yield point: " + Why);
+      continue;
+    }
+    // The mark carries the loop's name, for the remarks after conversion.
+    L->getLoopLatch()->getTerminator()->setMetadata(
+        LoopMark, MDNode::get(Kernel.getContext(), MDString::get(Kernel.getContext(), loopName(*Header, Ordinal))));
+    Marked++;
+  }
+  return Marked;
+}
+
+void clearInTaskMarks(Function &F) {
+  for (Instruction &I : instructions(F)) {
+    I.setMetadata(LoopMark, nullptr);
+    I.setMetadata(UniformMark, nullptr);
+  }
+}
+
+namespace {
+
+// Everything one point needs.
+struct YieldPoint {
+  unsigned Number; // 1-based, as the runtime records it
+  BasicBlock *Header, *Preheader, *Latch;
+};
+
+class PointBuilder {
+public:
+  PointBuilder(Function &F, const TaskLoopValues &Loop, BasicBlock *Dispatch, SwitchInst *DispatchSwitch,
+               uint32_t Threads)
+      : F(F), M(*F.getParent()), DL(M.getDataLayout()), Loop(Loop), Dispatch(Dispatch),
+        DispatchSwitch(DispatchSwitch), Threads(Threads) {}
+
+  // Places one point; "" when placed, else why not.
+  std::string place(const YieldPoint &Point, std::string &Summary, uint32_t &ThreadBytes, uint32_t &CtaBytes);
+
+private:
+  Function &F;
+  Module &M;
+  const DataLayout &DL;
+  const TaskLoopValues &Loop;
+  BasicBlock *Dispatch;
+  SwitchInst *DispatchSwitch;
+  uint32_t Threads;
+
+  Function *helper(StringRef Name) { return M.getFunction(Name); }
+  bool isFree(const Value *V, const DominatorTree &DT) const;
+  static bool isRebuildable(const Instruction &I);
+};
+
+bool PointBuilder::isFree(const Value *V, const DominatorTree &DT) const {
+  if (isa<Constant>(V) || isa<Argument>(V))
+    return true;
+  auto *I = dyn_cast<Instruction>(V);
+  // The task loop's own values dominate the dispatch: there at resumption.
+  return I && I->getParent() != Dispatch && DT.dominates(I->getParent(), Dispatch);
+}
+
+bool PointBuilder::isRebuildable(const Instruction &I) {
+  if (auto *Call = dyn_cast<CallBase>(&I))
+    return isPureCall(*Call);
+  if (isa<FreezeInst>(I) || isa<PHINode>(I) || I.mayHaveSideEffects() || I.mayReadOrWriteMemory())
+    return false;
+  return isa<BinaryOperator>(I) || isa<CastInst>(I) || isa<GetElementPtrInst>(I) || isa<CmpInst>(I) ||
+         isa<SelectInst>(I) || isa<ExtractElementInst>(I) || isa<InsertElementInst>(I) ||
+         isa<ShuffleVectorInst>(I) || isa<ExtractValueInst>(I) || isa<InsertValueInst>(I) || isa<UnaryOperator>(I);
+}
+
+static preempt_intask_operation operationOf(const Instruction &I) {
+  if (!I.getType()->isIntOrIntVectorTy())
+    return PREEMPT_INTASK_OTHER;
+  switch (I.getOpcode()) {
+  case Instruction::Add:
+    return PREEMPT_INTASK_ADD;
+  case Instruction::Sub:
+    return PREEMPT_INTASK_SUB;
+  case Instruction::Xor:
+    return PREEMPT_INTASK_XOR;
+  default:
+    return PREEMPT_INTASK_OTHER;
+  }
+}
+
+std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, uint32_t &ThreadBytes,
+                                uint32_t &CtaBytes) {
+  DominatorTree DT(F);
+  BasicBlock *Latch = Point.Latch;
+  // Liveness at the end of the latch, before its terminator: a value is live
+  // if a use is reachable from there without passing its definition again.
+  SmallVector<Instruction *, 32> Live;
+  for (Instruction &I : instructions(F)) {
+    if (I.getType()->isVoidTy() || isFree(&I, DT) || I.use_empty())
+      continue;
+    BasicBlock *Def = I.getParent();
+    if (!DT.dominates(Def, Latch))
+      continue;
+    SmallPtrSet<BasicBlock *, 32> Reach;
+    SmallVector<BasicBlock *, 16> Work(succ_begin(Latch), succ_end(Latch));
+    while (!Work.empty()) {
+      BasicBlock *BB = Work.pop_back_val();
+      if (BB == Def || !Reach.insert(BB).second)
+        continue;
+      append_range(Work, successors(BB));
+    }
+    bool IsLive = false;
+    for (const Use &U : I.uses()) {
+      auto *User = cast<Instruction>(U.getUser());
+      if (auto *Phi = dyn_cast<PHINode>(User)) {
+        BasicBlock *Incoming = Phi->getIncomingBlock(U);
+        IsLive |= Incoming == Latch || Reach.contains(Incoming);
+      } else {
+        IsLive |= User == Latch->getTerminator() || Reach.contains(User->getParent());
+      }
+    }
+    if (IsLive)
+      Live.push_back(&I);
+  }
+
+  // The planner's values: the live ones and what they are computed from.
+  SmallVector<Value *, 64> Values;
+  DenseMap<Value *, uint32_t> IndexOf;
+  auto Add = [&](Value *V) {
+    auto [It, Inserted] = IndexOf.try_emplace(V, Values.size());
+    if (Inserted)
+      Values.push_back(V);
+    return It->second;
+  };
+  for (Instruction *I : Live)
+    Add(I);
+  for (size_t Index = 0; Index < Values.size(); ++Index)
+    if (auto *I = dyn_cast<Instruction>(Values[Index]); I && !isFree(I, DT) && isRebuildable(*I))
+      for (Value *Operand : I->operands())
+        if (!isa<Constant>(Operand) && !isa<BasicBlock>(Operand))
+          Add(Operand);
+  std::vector<preempt_intask_value> Plain(Values.size());
+  std::vector<std::vector<uint32_t>> Operands(Values.size());
+  SmallPtrSet<Value *, 32> LiveSet(Live.begin(), Live.end());
+  for (auto [Index, V] : enumerate(Values)) {
+    preempt_intask_value &Value = Plain[Index];
+    Type *Type = V->getType();
+    if (!Type->isSized() || Type->isTokenTy())
+      return "a live value has no size in memory";
+    Value.bytes = std::max<uint32_t>(1, (uint32_t)DL.getTypeStoreSize(Type).getFixedValue());
+    Value.live = LiveSet.contains(V);
+    auto *I = dyn_cast<Instruction>(V);
+    Value.uniform = I && I->getMetadata(UniformMark);
+    if (isFree(V, DT)) {
+      Value.kind = PREEMPT_INTASK_FREE;
+      Value.live = 0;
+    } else if (I && isRebuildable(*I)) {
+      Value.kind = PREEMPT_INTASK_PURE;
+      for (llvm::Value *Operand : I->operands())
+        if (!isa<Constant>(Operand))
+          Operands[Index].push_back(IndexOf.lookup(Operand));
+      if (Operands[Index].size() == 2 && I->getNumOperands() == 2)
+        Value.operation = operationOf(*I);
+    } else {
+      Value.kind = PREEMPT_INTASK_OPAQUE;
+    }
+    if (Value.operation != PREEMPT_INTASK_OTHER && Operands[Index].size() != 2)
+      Value.operation = PREEMPT_INTASK_OTHER;
+    Value.operands = Operands[Index].data();
+    Value.operand_count = (uint32_t)Operands[Index].size();
+  }
+  preempt_intask_plan Plan;
+  if (preempt_intask_plan_make(Plain.data(), Plain.size(), Threads, &Plan) != 0)
+    return "the context planner rejected its values";
+  scope_exit FreePlan([&] { preempt_intask_plan_free(&Plan); });
+
+  // Shared memory the rest of the task may read: all of the kernel's, unless
+  // nothing after the point reads memory at all.
+  SmallVector<GlobalVariable *, 4> Shared;
+  for (GlobalVariable &Global : M.globals())
+    if (Global.getAddressSpace() == 3 && !Global.getName().starts_with("__preempt_") &&
+        any_of(Global.users(), [&](const User *U) {
+          SmallVector<const User *, 8> Work{U};
+          while (!Work.empty()) {
+            const User *Next = Work.pop_back_val();
+            if (auto *I = dyn_cast<Instruction>(Next))
+              if (I->getFunction() == &F)
+                return true;
+            if (isa<Constant>(Next))
+              append_range(Work, Next->users());
+          }
+          return false;
+        }))
+      Shared.push_back(&Global);
+  uint32_t SharedBytes = 0;
+  for (GlobalVariable *Global : Shared)
+    SharedBytes += alignTo(DL.getTypeAllocSize(Global->getValueType()).getFixedValue(), 16);
+  uint32_t CtaArea = alignTo(Plan.cta_bytes, 16);
+  uint64_t PerCta = (uint64_t)Plan.thread_bytes * Threads + CtaArea + SharedBytes;
+  if (PerCta > InTaskMaxContext)
+    return "its context (" + std::to_string(PerCta) + " B per CTA) is larger than -preempt-intask-max-context";
+
+  LLVMContext &Context = F.getContext();
+  Type *Int32 = Type::getInt32Ty(Context), *Int8 = Type::getInt8Ty(Context);
+  Value *Control = Loop.Control;
+  unsigned PointIndex = Point.Number - 1;
+
+  // The check at the back-edge.
+  Instruction *Terminator = Latch->getTerminator();
+  BasicBlock *Cont = Latch->splitBasicBlock(Terminator, Latch->getName() + ".intask.cont");
+  BasicBlock *Check = BasicBlock::Create(Context, Latch->getName() + ".intask.check", &F, Cont);
+  BasicBlock *Save = BasicBlock::Create(Context, Latch->getName() + ".intask.save", &F, Cont);
+  BasicBlock *Restore = BasicBlock::Create(Context, Latch->getName() + ".intask.restore", &F, Cont);
+
+  IRBuilder<> Builder(Point.Preheader->getTerminator());
+  Value *FirstIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
+  Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
+  PHINode *Count = Builder.CreatePHI(Int32, 2, "preempt.intask.count");
+  PHINode *Iterations = Builder.CreatePHI(Int32, 2, "preempt.intask.iterations");
+  PHINode *EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
+
+  Latch->getTerminator()->eraseFromParent();
+  Builder.SetInsertPoint(Latch);
+  Value *Counted = Builder.CreateAdd(Count, Builder.getInt32(1));
+  Builder.CreateCondBr(Builder.CreateICmpUGE(Counted, Iterations), Check, Cont);
+
+  Builder.SetInsertPoint(Check);
+  Value *EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
+  Value *NextIterations =
+      Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
+  Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, Cont);
+
+  // Save: every thread its values, thread 0 the uniform ones, all the shared memory.
+  Builder.SetInsertPoint(Save);
+  Value *Record = Builder.CreateCall(helper(helper::InTaskSaveRecord), {Control});
+  Value *CtaBase = Builder.CreateConstGEP1_32(Int8, Record, PREEMPT_INTASK_HEADER_BYTES);
+  Value *ThreadBase = Builder.CreateConstGEP1_32(Int8, CtaBase, CtaArea + SharedBytes);
+  Value *ThreadCount = Builder.CreateCall(helper(helper::InTaskThreads));
+  Value *Thread = Builder.CreateCall(helper(helper::InTaskThread));
+  Value *IsFirst = Builder.CreateICmpEQ(Thread, Builder.getInt32(0));
+  auto ThreadAddress = [&](IRBuilder<> &B, Value *Base, const preempt_intask_step &Step, Type *Type) {
+    Value *Offset = B.CreateAdd(B.CreateMul(B.getInt32(Step.offset), ThreadCount),
+                                B.CreateMul(Thread, B.getInt32(Plain[Step.value].bytes)));
+    return B.CreateGEP(Int8, Base, B.CreateZExt(Offset, B.getInt64Ty()));
+  };
+  // Records, areas and shared copies are 16-byte aligned and each value sits
+  // at a multiple of its own size's largest power of two (up to 8).
+  auto AlignOf = [&](Value *V) { return Align(MinAlign(Plain[IndexOf.lookup(V)].bytes, 8)); };
+  auto Store = [&](IRBuilder<> &B, Value *V, Value *Address) { B.CreateAlignedStore(V, Address, AlignOf(V)); };
+  // Per-CTA values: stored by thread 0 only, in a block of their own.
+  BasicBlock *SaveUniform = BasicBlock::Create(Context, Save->getName() + ".uniform", &F, Cont);
+  BasicBlock *SaveRest = BasicBlock::Create(Context, Save->getName() + ".rest", &F, Cont);
+  for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex) {
+    const preempt_intask_step &Step = Plan.steps[StepIndex];
+    if (Step.action == PREEMPT_INTASK_SAVE_THREAD)
+      Store(Builder, Values[Step.value], ThreadAddress(Builder, ThreadBase, Step, Values[Step.value]->getType()));
+  }
+  Builder.CreateCondBr(IsFirst, SaveUniform, SaveRest);
+  Builder.SetInsertPoint(SaveUniform);
+  for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex) {
+    const preempt_intask_step &Step = Plan.steps[StepIndex];
+    if (Step.action == PREEMPT_INTASK_SAVE_CTA)
+      Store(Builder, Values[Step.value], Builder.CreateConstGEP1_32(Int8, CtaBase, Step.offset));
+  }
+  Builder.CreateBr(SaveRest);
+  Builder.SetInsertPoint(SaveRest);
+  PointerType *Generic = PointerType::get(Context, 0);
+  uint32_t SharedOffset = CtaArea;
+  for (GlobalVariable *Global : Shared) {
+    uint32_t Bytes = DL.getTypeAllocSize(Global->getValueType()).getFixedValue();
+    Builder.CreateCall(helper(helper::InTaskCopy), {Builder.CreateConstGEP1_32(Int8, CtaBase, SharedOffset),
+                                                    Builder.CreateAddrSpaceCast(Global, Generic),
+                                                    Builder.getInt32(Bytes)});
+    SharedOffset += alignTo(Bytes, 16);
+  }
+  Builder.CreateCall(helper(helper::InTaskSaveEnd), {Control, Builder.getInt32(Point.Number), Loop.CurrentTask,
+                                                     Loop.CurrentEnd, Loop.NextTask});
+  Builder.CreateBr(Loop.Exit);
+
+  // Restore: loads, shared memory back, then the rebuilt values in plan order.
+  Builder.SetInsertPoint(Restore);
+  Value *Resumed = Builder.CreateCall(helper(helper::InTaskResumeRecord), {Control, Loop.BatchSlot});
+  Value *ResumedCta = Builder.CreateConstGEP1_32(Int8, Resumed, PREEMPT_INTASK_HEADER_BYTES);
+  Value *ResumedThreads = Builder.CreateConstGEP1_32(Int8, ResumedCta, CtaArea + SharedBytes);
+  ThreadCount = Builder.CreateCall(helper(helper::InTaskThreads));
+  Thread = Builder.CreateCall(helper(helper::InTaskThread));
+  SharedOffset = CtaArea;
+  for (GlobalVariable *Global : Shared) {
+    uint32_t Bytes = DL.getTypeAllocSize(Global->getValueType()).getFixedValue();
+    Builder.CreateCall(helper(helper::InTaskCopy), {Builder.CreateAddrSpaceCast(Global, Generic),
+                                                    Builder.CreateConstGEP1_32(Int8, ResumedCta, SharedOffset),
+                                                    Builder.getInt32(Bytes)});
+    SharedOffset += alignTo(Bytes, 16);
+  }
+  if (!Shared.empty())
+    Builder.CreateCall(helper(helper::InTaskRestored));
+  DenseMap<Value *, Value *> Rebuilt;
+  auto Mapped = [&](Value *V) { return Rebuilt.count(V) ? Rebuilt[V] : V; };
+  for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex) {
+    const preempt_intask_step &Step = Plan.steps[StepIndex];
+    Value *Original = Values[Step.value];
+    Type *Type = Original->getType();
+    Value *Result = nullptr;
+    switch (Step.action) {
+    case PREEMPT_INTASK_SAVE_THREAD:
+      Result = Builder.CreateAlignedLoad(Type, ThreadAddress(Builder, ResumedThreads, Step, Type), AlignOf(Original));
+      break;
+    case PREEMPT_INTASK_SAVE_CTA:
+      Result = Builder.CreateAlignedLoad(Type, Builder.CreateConstGEP1_32(Int8, ResumedCta, Step.offset),
+                                         AlignOf(Original));
+      break;
+    case PREEMPT_INTASK_REEXECUTE: {
+      Instruction *Copy = cast<Instruction>(Original)->clone();
+      for (Use &Operand : Copy->operands())
+        Operand.set(Mapped(Operand.get()));
+      Copy->setMetadata(UniformMark, nullptr);
+      Builder.Insert(Copy);
+      Result = Copy;
+      break;
+    }
+    case PREEMPT_INTASK_REVERT: {
+      auto *Source = cast<Instruction>(Values[Step.source]);
+      Value *SourceValue = Mapped(Source), *Other = Mapped(Values[Step.other]);
+      bool IsFirstOperand = Source->getOperand(0) == Original && Source->getOperand(1) == Values[Step.other];
+      switch (Source->getOpcode()) {
+      case Instruction::Add:
+        Result = Builder.CreateSub(SourceValue, Other);
+        break;
+      case Instruction::Sub:
+        Result = IsFirstOperand ? Builder.CreateAdd(SourceValue, Other) : Builder.CreateSub(Other, SourceValue);
+        break;
+      default:
+        Result = Builder.CreateXor(SourceValue, Other);
+        break;
+      }
+      break;
+    }
+    default:
+      return "the context planner returned an unknown step";
+    }
+    Rebuilt[Original] = Result;
+  }
+  Value *RestoredIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
+  Builder.CreateBr(Cont);
+
+  // The check's state flows around the loop.
+  Builder.SetInsertPoint(Cont, Cont->getFirstInsertionPt());
+  PHINode *CountAfter = Builder.CreatePHI(Int32, 3, "preempt.intask.count.next");
+  CountAfter->addIncoming(Counted, Latch);
+  CountAfter->addIncoming(Builder.getInt32(0), Check);
+  CountAfter->addIncoming(Builder.getInt32(0), Restore);
+  PHINode *IterationsAfter = Builder.CreatePHI(Int32, 3, "preempt.intask.iterations.next");
+  IterationsAfter->addIncoming(Iterations, Latch);
+  IterationsAfter->addIncoming(NextIterations, Check);
+  IterationsAfter->addIncoming(RestoredIterations, Restore);
+  PHINode *EvictAfter = Builder.CreatePHI(Int32, 3, "preempt.intask.evict.next");
+  EvictAfter->addIncoming(EvictSeen, Latch);
+  EvictAfter->addIncoming(EvictNext, Check);
+  EvictAfter->addIncoming(Builder.getInt32(0), Restore);
+  // Phis downstream named the latch: the edges now leave from Cont.
+  for (BasicBlock *Successor : successors(Cont))
+    Successor->replacePhiUsesWith(Latch, Cont);
+  for (BasicBlock *Pred : predecessors(Point.Header)) {
+    Value *Zero = Builder.getInt32(0);
+    bool FromLoop = Pred == Cont;
+    if (!FromLoop && Pred != Point.Preheader)
+      return "its header has an unexpected predecessor";
+    Count->addIncoming(FromLoop ? (Value *)CountAfter : Zero, Pred);
+    Iterations->addIncoming(FromLoop ? (Value *)IterationsAfter : FirstIterations, Pred);
+    EvictSeen->addIncoming(FromLoop ? (Value *)EvictAfter : Zero, Pred);
+  }
+
+  // Every live value now has a second definition, in Restore.
+  DispatchSwitch->addCase(Builder.getInt32(Point.Number), Restore);
+  for (Instruction *V : Live) {
+    auto Found = Rebuilt.find(V);
+    if (Found == Rebuilt.end())
+      return "the context planner did not rebuild a live value"; // plan_check makes this unreachable
+    SmallVector<Use *, 8> Uses;
+    for (Use &U : V->uses())
+      if (cast<Instruction>(U.getUser())->getParent() != Restore)
+        Uses.push_back(&U);
+    SSAUpdater Updater;
+    Updater.Initialize(V->getType(), V->getName());
+    Updater.AddAvailableValue(V->getParent(), V);
+    Updater.AddAvailableValue(Restore, Found->second);
+    for (Use *U : Uses)
+      Updater.RewriteUseAfterInsertions(*U);
+  }
+
+  raw_string_ostream Out(Summary);
+  Out << "saves " << Plan.thread_bytes << " B per thread and " << Plan.cta_bytes << " B per CTA and " << SharedBytes
+      << " B of shared memory; every live value: " << Plan.live_thread_bytes << " B per thread ("
+      << Plan.saved_count << " saved, " << Plan.reexecute_count << " re-executed, " << Plan.revert_count
+      << " reverted)";
+  ThreadBytes = std::max(ThreadBytes, Plan.thread_bytes);
+  CtaBytes = std::max<uint32_t>(CtaBytes, CtaArea + SharedBytes);
+  return "";
+}
+
+} // namespace
+
+unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop) {
+  SmallVector<BasicBlock *, 4> Latches;
+  for (BasicBlock &BB : F)
+    if (BB.getTerminator() && BB.getTerminator()->getMetadata(LoopMark))
+      Latches.push_back(&BB);
+  if (Latches.empty()) {
+    clearInTaskMarks(F);
+    return 0;
+  }
+  LLVMContext &Context = F.getContext();
+  // The dispatch: a task resumed at point p enters at its restore block.
+  BasicBlock *Body = Loop.TaskStart->getSingleSuccessor();
+  BasicBlock *Dispatch = BasicBlock::Create(Context, "preempt.intask.dispatch", &F, Body);
+  Loop.TaskStart->getTerminator()->replaceSuccessorWith(Body, Dispatch);
+  IRBuilder<> Builder(Dispatch);
+  SwitchInst *Switch = Builder.CreateSwitch(Loop.ResumePoint, Body, Latches.size());
+
+  // Weighs a per-thread byte against a per-CTA one; launches may differ.
+  uint32_t Threads = 256;
+  PointBuilder Points(F, Loop, Dispatch, Switch, Threads);
+  uint32_t ThreadBytes = 0, CtaBytes = 0;
+  unsigned Placed = 0;
+  OptimizationRemarkEmitter Remarks(&F);
+  for (BasicBlock *Latch : Latches) {
+    DominatorTree DT(F);
+    LoopInfo Loops(DT);
+    ::llvm::Loop *L = Loops.getLoopFor(Latch);
+    std::string Why, Summary;
+    std::string HeaderName = cast<MDString>(Latch->getTerminator()->getMetadata(LoopMark)->getOperand(0))->getString().str();
+    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch};
+    if (!L || L->getLoopLatch() != Latch || !L->getLoopPreheader())
+      Why = "the loop changed shape in conversion";
+    else {
+      Point.Header = L->getHeader();
+      Point.Preheader = L->getLoopPreheader();
+      Why = Points.place(Point, Summary, ThreadBytes, CtaBytes);
+    }
+    if (!Why.empty()) {
+      remarkMissed(F, "loop " + HeaderName + " of kernel '" + KernelName + "' gets no in-task yield point: " + Why);
+      continue;
+    }
+    Placed++;
+    Remarks.emit([&] {
+      return OptimizationRemark(PassName, "InTaskPoint", &F)
+             << "in-task yield point at loop " << HeaderName << " of kernel '" << KernelName << "': " << Summary;
+    });
+  }
+  clearInTaskMarks(F);
+  if (Placed == 0)
+    return 0;
+  // The kernel's descriptor (control_block.h): the runtime sizes contexts from it.
+  Module &M = *F.getParent();
+  Type *Int32 = Type::getInt32Ty(Context);
+  auto *DescType = ArrayType::get(Int32, 4);
+  auto *Desc = new GlobalVariable(
+      M, DescType, true, GlobalValue::ExternalLinkage,
+      ConstantArray::get(DescType, {ConstantInt::get(Int32, PREEMPT_KERNEL_ABI_VERSION), ConstantInt::get(Int32, Placed),
+                                    ConstantInt::get(Int32, ThreadBytes), ConstantInt::get(Int32, CtaBytes)}),
+      (PREEMPT_INTASK_DESC_PREFIX + KernelName).str(), nullptr, GlobalValue::NotThreadLocal, 1);
+  Desc->setAlignment(Align(4));
+  appendToUsed(M, {Desc});
+  return Placed;
+}
+
+} // namespace preempt
