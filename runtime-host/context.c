@@ -88,6 +88,11 @@ static void configure(preempt_runtime *runtime) {
     else
       preempt_report("PREEMPT_FORM='%s' is none of 'auto', 'persistent', 'drain': auto", form);
   }
+  /* In-task yield points (intask.c): "auto" (checked where tasks measure
+   * long), "on", "off"; their check period in microseconds. */
+  unsigned long period_us = 10;
+  parse_environment_number("PREEMPT_INTASK_PERIOD_US", 1, 1000000, &period_us);
+  preempt_intask_configure(runtime, getenv("PREEMPT_INTASK"), period_us);
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   const char *stress = getenv("PREEMPT_STRESS");

@@ -80,10 +80,12 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
     free(record->params);
     if (record->undone)
       gpu->device_free(record->undone);
+    if (record->intask_contexts)
+      gpu->device_free(record->intask_contexts);
   }
   for (uint32_t index = 0; index < pool->retired_count; index++)
-    gpu->device_free(pool->retired_undone[index]);
-  free(pool->retired_undone);
+    gpu->device_free(pool->retired_buffers[index]);
+  free(pool->retired_buffers);
   if (pool->device_blocks)
     gpu->device_free(pool->device_blocks);
   free(pool->records);
@@ -154,31 +156,40 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
   return gpu->not_ready;
 }
 
+int preempt_control_pool_grow_buffer(preempt_control_pool *pool, const preempt_gpu_ops *gpu, void **buffer,
+                                     size_t *bytes, size_t needed, size_t first_bytes) {
+  if (pool->retired_count == pool->retired_capacity) {
+    uint32_t capacity = pool->retired_capacity ? 2 * pool->retired_capacity : 8;
+    void **grown = realloc(pool->retired_buffers, capacity * sizeof *grown);
+    if (!grown)
+      return -1;
+    pool->retired_buffers = grown;
+    pool->retired_capacity = capacity;
+  }
+  /* Doubling: few regrowths per block. */
+  size_t grown_bytes = *bytes ? 2 * *bytes : first_bytes;
+  while (grown_bytes < needed)
+    grown_bytes *= 2;
+  void *fresh = NULL;
+  int status = gpu->device_alloc(&fresh, grown_bytes);
+  if (status != 0)
+    return status;
+  if (*buffer)
+    pool->retired_buffers[pool->retired_count++] = *buffer;
+  *buffer = fresh;
+  *bytes = grown_bytes;
+  return 0;
+}
+
 int preempt_launch_record_grow_undone(preempt_control_pool *pool, const preempt_gpu_ops *gpu,
                                       preempt_launch_record *record, uint32_t task_count) {
   size_t needed = ((size_t)task_count + 31) / 32 * sizeof(uint32_t);
   if (record->undone_bytes >= needed)
     return 0;
-  if (pool->retired_count == pool->retired_capacity) {
-    uint32_t capacity = pool->retired_capacity ? 2 * pool->retired_capacity : 8;
-    void **grown = realloc(pool->retired_undone, capacity * sizeof *grown);
-    if (!grown)
-      return -1;
-    pool->retired_undone = grown;
-    pool->retired_capacity = capacity;
-  }
-  /* Doubling, from 8 KiB (65,536 blocks): few regrowths per block. */
-  size_t bytes = record->undone_bytes ? 2 * record->undone_bytes : 8192;
-  while (bytes < needed)
-    bytes *= 2;
-  void *bitmap = NULL;
-  int status = gpu->device_alloc(&bitmap, bytes);
+  /* From 8 KiB (65,536 blocks). */
+  int status = preempt_control_pool_grow_buffer(pool, gpu, &record->undone, &record->undone_bytes, needed, 8192);
   if (status != 0)
     return status;
-  if (record->undone)
-    pool->retired_undone[pool->retired_count++] = record->undone;
-  record->undone = bitmap;
-  record->undone_bytes = bytes;
   record->undone_moved = 1;
   record->undone_dirty = 1;
   return 0;

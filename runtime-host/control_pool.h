@@ -96,6 +96,15 @@ typedef struct preempt_launch_record {
    * quota_refresh_event marks where those writes land; changes made before it must wait for it. */
   int quota_refresh;
   void *quota_refresh_event;
+  /* In-task preemption (intask.c): this launch's in-task points check
+   * (enabled); an eviction asked its CTAs to save contexts, so every later
+   * relaunch must resume them (evicted); the device's intask_evict is 1
+   * (evict_set). The control block's context ring (device memory), its size
+   * and layout as last written there, and the period last written. */
+  int intask_enabled, intask_evicted, intask_evict_set;
+  void *intask_contexts;
+  size_t intask_bytes;
+  uint32_t intask_capacity, intask_record_bytes, intask_period_ns;
 } preempt_launch_record;
 
 typedef struct preempt_control_pool {
@@ -106,9 +115,10 @@ typedef struct preempt_control_pool {
    * of it is busy; their events exist, the others' not yet. */
   uint32_t in_use;
   uint32_t next_slot;
-  /* Bitmaps outgrown by a larger drained launch, freed with the pool: a free
-   * now may wait for the whole device, evicted launches' held streams too. */
-  void **retired_undone;
+  /* Bitmaps and context rings outgrown by a larger launch, freed with the
+   * pool: a free now may wait for the whole device, evicted launches' held
+   * streams too. */
+  void **retired_buffers;
   uint32_t retired_count, retired_capacity;
 } preempt_control_pool;
 
@@ -137,6 +147,11 @@ int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_o
  * control block at it when the launch runs. Both return the API's code. */
 int preempt_launch_record_grow_undone(preempt_control_pool *pool, const preempt_gpu_ops *gpu,
                                       preempt_launch_record *record, uint32_t task_count);
+/* Replaces *buffer (device memory, *bytes long) by one of at least `needed`
+ * bytes (doubling, from first_bytes), retiring the old one until the pool is
+ * destroyed. Contents are not copied. */
+int preempt_control_pool_grow_buffer(preempt_control_pool *pool, const preempt_gpu_ops *gpu, void **buffer,
+                                     size_t *bytes, size_t needed, size_t first_bytes);
 int preempt_launch_record_reset_undone(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *stream);
 
 /* Makes room for `param_count` parameters of the given sizes, plus the

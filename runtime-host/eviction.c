@@ -142,6 +142,12 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   uint32_t wanted[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     wanted[word] = record->yield_mask[word] | requested.words[word];
+  /* A full eviction also stops CTAs inside their tasks (intask.c). */
+  status = preempt_intask_before_evict(gpu, device, record, wanted);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "asking the launch's CTAs to save their in-task contexts", record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
   status = write_yield_mask(gpu, device, record, wanted);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
@@ -180,7 +186,8 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
     status = gpu->event_record(record->relaunch_start_event, resume_stream);
   /* The kernel's last parameter, read by the launch call: a drained
    * launch's relaunches run only the blocks its gate turned away. */
-  record->relaunched = (record->drained ? PREEMPT_RELAUNCH_UNDONE : 1) | (record->cta_quota ? PREEMPT_LAUNCH_QUOTA : 0);
+  record->relaunched = (record->drained ? PREEMPT_RELAUNCH_UNDONE : 1) | (record->cta_quota ? PREEMPT_LAUNCH_QUOTA : 0) |
+                       preempt_intask_relaunch_flags(record);
   /* Batches of one task id: next_undone_task (task_loop.cu) skips ahead one
    * id at a time, and a batch is a run of consecutive ids. */
   if (record->drained)
@@ -235,8 +242,11 @@ static void enqueue_if_ready(preempt_runtime *runtime, preempt_device_state *dev
   /* The launch's start event: the work queued ahead of it is done. A
    * drained launch's relaunch waits for its whole first wave instead: a
    * block may still be about to set its bit in the bitmap, which the
-   * relaunch reads once (task_loop.cu, next_undone_task). */
-  void *started = record->drained ? record->wave_done_event : record->ready_event;
+   * relaunch reads once (task_loop.cu, next_undone_task). So does a launch
+   * asked for in-task contexts: a grid resumes only contexts whose grids
+   * have ended (control_block.h, PREEMPT_RELAUNCH_RESUMES); earlier
+   * relaunches end before it on its own stream. */
+  void *started = record->drained || record->intask_evicted ? record->wave_done_event : record->ready_event;
   if (runtime->gpu->event_query(started) != 0 || enqueue_relaunch_on_device(runtime, device, record) != 0)
     ++*(uint32_t *)waiting;
 }
@@ -314,6 +324,11 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
     int status = preempt_quota_before_resume(gpu, device, record);
     if (status != 0) {
       preempt_report_gpu(gpu, status, "restoring the launch's CTA quota", record->desc->name);
+      return PREEMPT_ERROR_GPU;
+    }
+    status = preempt_intask_before_resume(gpu, device, record);
+    if (status != 0) {
+      preempt_report_gpu(gpu, status, "clearing the in-task eviction word", record->desc->name);
       return PREEMPT_ERROR_GPU;
     }
     status = write_yield_mask(gpu, device, record, left);

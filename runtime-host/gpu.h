@@ -25,8 +25,9 @@ typedef struct preempt_gpu_ops {
   /* The device's 16-byte UUID: preemptd knows GPUs by UUID, so processes
    * that number devices differently (CUDA_VISIBLE_DEVICES) agree on them. */
   int (*device_uuid)(int device, unsigned char uuid[16]);
-  /* Reads the kernel's marker: *abi_version = 0 when it has none. */
-  int (*kernel_marker)(const void *host_stub, const char *marker_name, uint32_t *abi_version);
+  /* Reads a device global of exactly `bytes` bytes beside the kernel (its
+   * marker, its in-task descriptor): all zero when there is none. */
+  int (*kernel_global)(const void *host_stub, const char *name, void *value, size_t bytes);
   /* Byte size of each of the kernel's first `count` parameters. */
   int (*kernel_param_sizes)(const void *host_stub, uint32_t count, size_t *sizes);
   int (*occupancy)(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,

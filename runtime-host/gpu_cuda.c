@@ -101,32 +101,32 @@ static int cuda_module(const void *host_stub, CUmodule *module) {
 /* A private non-blocking stream, so that reading a marker never waits for,
  * nor orders, the application's work. Markers are read once per kernel and
  * device. */
-static int read_marker(CUdeviceptr address, uint32_t *value) {
+static int read_marker(CUdeviceptr address, void *value, size_t bytes) {
   cudaStream_t stream;
   cudaError_t status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (status != cudaSuccess)
     return status;
-  status = cudaMemcpyAsync(value, (const void *)(uintptr_t)address, sizeof *value, cudaMemcpyDeviceToHost, stream);
+  status = cudaMemcpyAsync(value, (const void *)(uintptr_t)address, bytes, cudaMemcpyDeviceToHost, stream);
   if (status == cudaSuccess)
     status = cudaStreamSynchronize(stream);
   cudaError_t destroy_status = cudaStreamDestroy(stream);
   return status != cudaSuccess ? status : destroy_status;
 }
 
-static int cuda_kernel_marker(const void *host_stub, const char *marker_name, uint32_t *abi_version) {
-  *abi_version = 0;
+static int cuda_kernel_global(const void *host_stub, const char *name, void *value, size_t bytes) {
+  memset(value, 0, bytes);
   CUmodule module;
   int status = cuda_module(host_stub, &module);
   if (status != cudaSuccess)
     return status;
   CUdeviceptr address;
-  size_t bytes;
-  CUresult lookup = driver.module_get_global(&address, &bytes, module, marker_name);
+  size_t found_bytes;
+  CUresult lookup = driver.module_get_global(&address, &found_bytes, module, name);
   if (lookup == CUDA_ERROR_NOT_FOUND)
-    return cudaSuccess; /* no marker: the plugin left this kernel as written */
-  if (lookup != CUDA_SUCCESS || bytes != sizeof *abi_version)
+    return cudaSuccess; /* none: the plugin left this kernel as written, or placed no in-task points */
+  if (lookup != CUDA_SUCCESS || found_bytes != bytes)
     return cudaErrorInvalidSymbol;
-  return read_marker(address, abi_version);
+  return read_marker(address, value, bytes);
 }
 
 static int cuda_kernel_param_sizes(const void *host_stub, uint32_t count, size_t *sizes) {
@@ -341,7 +341,7 @@ static const preempt_gpu_ops cuda_ops = {
     .device_count = cuda_device_count,
     .sm_count = cuda_sm_count,
     .device_uuid = cuda_device_uuid,
-    .kernel_marker = cuda_kernel_marker,
+    .kernel_global = cuda_kernel_global,
     .kernel_param_sizes = cuda_kernel_param_sizes,
     .occupancy = cuda_occupancy,
     .sm_limits = cuda_sm_limits,

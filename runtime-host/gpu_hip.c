@@ -35,10 +35,10 @@ static int hip_device_uuid(int device, unsigned char uuid[16]) {
  * hipGetFuncBySymbol), so converted kernels cannot be told apart yet: refuse
  * rather than guess, since a wrong guess launches a kernel with the wrong
  * parameters. */
-static int hip_kernel_marker(const void *host_stub, const char *marker_name, uint32_t *abi_version) {
+static int hip_kernel_global(const void *host_stub, const char *name, void *value, size_t bytes) {
   (void)host_stub;
-  (void)marker_name;
-  *abi_version = 0;
+  (void)name;
+  memset(value, 0, bytes);
   return hipErrorNotSupported;
 }
 
@@ -170,7 +170,7 @@ static const preempt_gpu_ops hip_ops = {
     .device_count = hip_device_count,
     .sm_count = hip_sm_count,
     .device_uuid = hip_device_uuid,
-    .kernel_marker = hip_kernel_marker,
+    .kernel_global = hip_kernel_global,
     .kernel_param_sizes = hip_kernel_param_sizes,
     .occupancy = hip_occupancy,
     .sm_limits = hip_sm_limits,

@@ -48,18 +48,20 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[4096], original_name[4096], drain_name[4096];
+  char marker_name[4096], original_name[4096], drain_name[4096], intask_name[4096];
   int length = snprintf(marker_name, sizeof marker_name, "%s%s", PREEMPT_KERNEL_MARKER_PREFIX, desc->name);
   int original_length =
       snprintf(original_name, sizeof original_name, "%s%s", PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name);
   int drain_length = snprintf(drain_name, sizeof drain_name, "%s%s", PREEMPT_DRAIN_KERNEL_PREFIX, desc->name);
+  int intask_length = snprintf(intask_name, sizeof intask_name, "%s%s", PREEMPT_INTASK_DESC_PREFIX, desc->name);
   if (length < 0 || (size_t)length >= sizeof marker_name || original_length < 0 ||
-      (size_t)original_length >= sizeof original_name || drain_length < 0 || (size_t)drain_length >= sizeof drain_name) {
+      (size_t)original_length >= sizeof original_name || drain_length < 0 || (size_t)drain_length >= sizeof drain_name ||
+      intask_length < 0 || (size_t)intask_length >= sizeof intask_name) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }
   uint32_t abi_version = 0;
-  int status = gpu->kernel_marker(desc->host_stub, marker_name, &abi_version);
+  int status = gpu->kernel_global(desc->host_stub, marker_name, &abi_version, sizeof abi_version);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "looking up the preempt marker", desc->name);
   if (abi_version != 0 && abi_version != PREEMPT_KERNEL_ABI_VERSION) {
@@ -92,7 +94,19 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
    * said, once, and means the same. */
   on_device->original_function = NULL;
   on_device->drain_function = NULL;
+  memset(&on_device->intask, 0, sizeof on_device->intask);
   if (abi_version != 0) {
+    /* In-task points (docs/intask.md): a descriptor of another ABI or with
+     * more points than the runtime knows is refused, not guessed at. */
+    status = gpu->kernel_global(desc->host_stub, intask_name, &on_device->intask, sizeof on_device->intask);
+    if (status != 0)
+      return preempt_report_gpu(gpu, status, "looking up the in-task descriptor", desc->name);
+    if (on_device->intask.point_count != 0 && (on_device->intask.abi_version != PREEMPT_KERNEL_ABI_VERSION ||
+                                               on_device->intask.point_count > PREEMPT_INTASK_MAX_POINTS)) {
+      preempt_report("kernel '%s' has an in-task descriptor of ABI %u with %u points: rebuild it with the matching "
+                     "libpreempt.so", desc->name, on_device->intask.abi_version, on_device->intask.point_count);
+      return gpu->not_supported;
+    }
     on_device->original_function =
         look_up_copy(gpu, desc, original_name, "looking up the unconverted copy (one-wave launches stay persistent)");
     on_device->drain_function =
@@ -148,8 +162,13 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
  * and later launches take whichever ran faster per task. The caller keeps
  * launches persistent under preemptd, whose held launches start through the
  * relaunch path. */
-static int choose_drain(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
+static int choose_drain(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
+                        uint32_t block_threads, uint32_t ctas) {
   if (!on_device->drain_function || runtime->form == PREEMPT_FORM_PERSISTENT)
+    return 0;
+  /* The drain form has no in-task points: where they would check, its
+   * evictions would wait for whole blocks (docs/intask.md). */
+  if (runtime->form == PREEMPT_FORM_AUTO && preempt_intask_wanted(runtime, on_device, block_threads, ctas))
     return 0;
   if (runtime->form == PREEMPT_FORM_DRAIN)
     return 1;
@@ -274,6 +293,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->quota_shrinking = 0;
   record->quota_first_wave = 0;
   record->quota_refresh = 0;
+  record->intask_enabled = 0;
+  record->intask_evicted = 0;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */
@@ -283,7 +304,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (scheduled)
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
   int held = stub >= 0;
-  int drain = !scheduled && choose_drain(runtime, on_device);
+  int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
                                               : on_device->task_samples < PREEMPT_TASK_SAMPLES);
   if (sample) {
@@ -298,6 +319,14 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
                                                            (uint32_t)task_count)) != 0) {
     preempt_report_gpu(gpu, status, "allocating the drain form's bitmap (this launch runs persistent)", desc->name);
     drain = 0;
+  }
+  /* In-task points: the period and context ring, on the stream ahead of the grid. */
+  if (!drain && (status = preempt_intask_prepare(runtime, device, on_device, record, stream)) != 0) {
+    if (sample)
+      on_device->sampling = 0;
+    if (held)
+      preempt_daemon_unhold(runtime, stub, epoch);
+    return preempt_report_gpu(gpu, status, "preparing the launch's in-task contexts", desc->name);
   }
   /* Enqueue with the context unlocked: a launch call can block while the
    * GPU's queue is full, and the queue may drain only once another thread
@@ -387,6 +416,10 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
                            size_t shared_bytes, void *stream) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
   if (runtime->one_wave_persistent || !on_device->original_function || preempt_daemon_active(runtime))
+    return 0;
+  /* With in-task points a one-wave launch can still be evicted inside its
+   * tasks (a persistent-style kernel's only way): it stays persistent. */
+  if (on_device->intask.point_count && runtime->intask_mode != PREEMPT_INTASK_OFF)
     return 0;
   /* The persistent grid would be the whole grid: task count <= CTAs per SM x
    * SMs (never at occupancy 0, a block that cannot run: the persistent path

@@ -24,6 +24,13 @@ typedef enum preempt_form {
   PREEMPT_FORM_DRAIN,      /* the drain form wherever the kernel has one */
 } preempt_form;
 
+/* PREEMPT_INTASK (intask.c): where kernels with in-task yield points check them. */
+typedef enum preempt_intask_mode {
+  PREEMPT_INTASK_AUTO = 0, /* where measured tasks are long enough for the saved context to pay */
+  PREEMPT_INTASK_ON,       /* in every launch of such a kernel */
+  PREEMPT_INTASK_OFF,      /* never: evictions wait for the task boundary */
+} preempt_intask_mode;
+
 typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
@@ -40,6 +47,8 @@ typedef struct preempt_kernel_on_device {
    * not measured yet; launch.c, choose_drain). */
   double persistent_ns_per_task, drain_ns_per_task; /* the drain form's: the mean of its samples */
   int drain_samples;
+  /* The pass's in-task descriptor (control_block.h): point_count 0 when none. */
+  preempt_intask_desc intask;
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
@@ -150,6 +159,8 @@ typedef struct preempt_runtime {
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
   int one_wave_persistent;       /* PREEMPT_ONE_WAVE=persistent: one-wave launches stay converted */
   preempt_form form;             /* PREEMPT_FORM: which form converted launches take */
+  preempt_intask_mode intask_mode; /* PREEMPT_INTASK (intask.c) */
+  uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
@@ -190,6 +201,23 @@ preempt_launch_id preempt_launch_id_make(int device, uint32_t slot, uint32_t gen
 /* The record of a launch that is still the one using its control block, or NULL. */
 preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_launch_id launch,
                                              preempt_device_state **device_out);
+
+/* In-task preemption (intask.c, docs/intask.md). Context locked. */
+/* Reads PREEMPT_INTASK's value (NULL: unset) and the period; 0, or -1 when the mode was not understood. */
+int preempt_intask_configure(preempt_runtime *runtime, const char *mode, unsigned long period_us);
+/* Whether a launch of this kernel, at this block size and CTA count, checks its in-task points. */
+int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
+                          uint32_t block_threads, uint32_t ctas);
+/* Before a persistent launch's first wave, on its stream: decides, and writes the period and context ring. */
+int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
+                           const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream);
+/* Around evictions and resumptions, on the control stream: the eviction word. Return the GPU API's code. */
+int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                preempt_launch_record *record, const uint32_t wanted[PREEMPT_YIELD_MASK_WORDS]);
+int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                 preempt_launch_record *record);
+/* What a relaunch's `relaunched` parameter carries beyond its kind: its epoch and PREEMPT_RELAUNCH_RESUMES. */
+uint32_t preempt_intask_relaunch_flags(const preempt_launch_record *record);
 
 /* Eviction and resumption of one launch, with the context locked. */
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,

@@ -23,11 +23,18 @@ void fake_device_uuid(int device, unsigned char uuid[16]) {
 }
 static int fake_uuid(int device, unsigned char uuid[16]) { fake_device_uuid(device, uuid); return 0; }
 static int fake_sm_count(int device, uint32_t *count) { (void)device; *count = fake_gpu.sm_count; return 0; }
-static int fake_kernel_marker(const void *stub, const char *marker_name, uint32_t *abi_version) {
+static int fake_kernel_global(const void *stub, const char *name, void *value, size_t bytes) {
   (void)stub;
+  memset(value, 0, bytes);
+  if (strncmp(name, PREEMPT_INTASK_DESC_PREFIX, strlen(PREEMPT_INTASK_DESC_PREFIX)) == 0) {
+    if (bytes == sizeof fake_gpu.intask_desc)
+      memcpy(value, &fake_gpu.intask_desc, bytes);
+    return 0;
+  }
   fake_gpu.marker_lookups++;
-  strncpy(fake_gpu.last_marker_name, marker_name, sizeof fake_gpu.last_marker_name - 1);
-  *abi_version = fake_gpu.marker_abi;
+  strncpy(fake_gpu.last_marker_name, name, sizeof fake_gpu.last_marker_name - 1);
+  if (bytes == sizeof fake_gpu.marker_abi)
+    memcpy(value, &fake_gpu.marker_abi, bytes);
   return 0;
 }
 static int fake_param_sizes(const void *stub, uint32_t count, size_t *sizes) {
@@ -253,7 +260,7 @@ static const preempt_gpu_ops fake_ops = {
     .copy_device_async = fake_copy_device_async,
     .copy_to_host = fake_copy_to_host,
     .device_uuid = fake_uuid,
-    .kernel_marker = fake_kernel_marker,
+    .kernel_global = fake_kernel_global,
     .kernel_param_sizes = fake_param_sizes,
     .occupancy = fake_occupancy,
     .device_alloc = fake_device_alloc,

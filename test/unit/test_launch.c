@@ -260,7 +260,7 @@ static void test_drain_form(void) {
     wait_for_relauncher();
     CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
     CHECK(fake_gpu.last.persistent);
-    CHECK_EQ_U64(fake_gpu.last.relaunched, PREEMPT_RELAUNCH_UNDONE);
+    CHECK_EQ_U64(fake_gpu.last.relaunched & 0xffu, PREEMPT_RELAUNCH_UNDONE);
     CHECK_EQ_U64(fake_gpu.last.task_count, 15000);
     CHECK(fake_gpu.last.control == control);
     CHECK_EQ_U64(fake_gpu.publishes, 1);
@@ -368,7 +368,7 @@ static void test_quota(void) {
   wait_for_relauncher();
   CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
   CHECK(fake_gpu.last.persistent && fake_gpu.last.control == control);
-  CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
+  CHECK_EQ_U64(fake_gpu.last.relaunched & 0xffu, 1 | PREEMPT_LAUNCH_QUOTA);
   CHECK_EQ_U64(fake_gpu.last.grid.x, 8 * 132); /* every SM at occupancy: the excess leaves at once */
   CHECK(fake_gpu.stream_event_waits > ordered_before);
 
@@ -426,7 +426,7 @@ static void test_quota(void) {
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     CHECK_EQ_U64(control->yield_mask[word], 0);
   CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
-  CHECK_EQ_U64(fake_gpu.last.relaunched, 1 | PREEMPT_LAUNCH_QUOTA);
+  CHECK_EQ_U64(fake_gpu.last.relaunched & 0xffu, 1 | PREEMPT_LAUNCH_QUOTA);
 
   /* Lower, then raise before the shrink ends: the raise clears the bits first. */
   CHECK_EQ_U64(preempt_set_quota(launch, 1), PREEMPT_OK);
@@ -512,7 +512,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(fake_gpu.last.task_count, 4096 * 3 * 2);
     CHECK(fake_gpu.last.grid_param[0] == 4096 && fake_gpu.last.grid_param[1] == 3 && fake_gpu.last.grid_param[2] == 2);
     CHECK_EQ_U64(fake_gpu.last.check_interval, 1); /* every task until the task length is known */
-    CHECK_EQ_U64(fake_gpu.last.relaunched, 0);      /* the first wave publishes completion itself */
+    CHECK_EQ_U64(fake_gpu.last.relaunched & 0xffu, 0);      /* the first wave publishes completion itself */
     preempt_launch_id launch = preempt_last_launch();
     CHECK(launch != 0);
     CHECK_EQ_U64((uint32_t)launch, fake_gpu.last.generation);
@@ -561,7 +561,7 @@ int main(int argc, char **argv) {
     CHECK_EQ_U64(fake_gpu.last.generation, (uint32_t)launch);
     CHECK(fake_gpu.last.control == control);
     /* A relaunch counts its tasks for the publisher, enqueued right behind it on its stream. */
-    CHECK_EQ_U64(fake_gpu.last.relaunched, 1);
+    CHECK_EQ_U64(fake_gpu.last.relaunched & 0xffu, 1);
     CHECK_EQ_U64(fake_gpu.publishes, 1);
     CHECK_EQ_U64(fake_gpu.launches_at_publish, fake_gpu.launches);
     CHECK(fake_gpu.last_publish_stream == fake_gpu.last.stream);

@@ -1,0 +1,161 @@
+/* intask.c: which launches check their in-task yield points, their context rings, and the eviction word.
+ * Issue 8 (docs/intask.md): CTXBack's contexts saved in software, at EffiSha §6.3's adaptive check period. */
+#include <stddef.h>
+#include <string.h>
+
+#include "runtime.h"
+
+/* A task this long or longer gets in-task checks under PREEMPT_INTASK=auto:
+ * below it, a task-boundary eviction already waits less than a few check
+ * periods, and the checks would cost without helping. */
+#define INTASK_MIN_TASK_NS 100000.0
+/* How fast CTAs write their contexts, for "the context pays for itself": a
+ * low estimate of the H100's write bandwidth (bytes per ns). */
+#define INTASK_SAVE_BYTES_PER_NS 1000.0
+
+int preempt_intask_configure(preempt_runtime *runtime, const char *mode, unsigned long period_us) {
+  runtime->intask_mode = PREEMPT_INTASK_AUTO;
+  runtime->intask_period_ns = (uint32_t)(period_us * 1000);
+  if (!mode || !*mode || strcmp(mode, "auto") == 0)
+    return 0;
+  if (strcmp(mode, "on") == 0) {
+    runtime->intask_mode = PREEMPT_INTASK_ON;
+    return 0;
+  }
+  if (strcmp(mode, "off") == 0) {
+    runtime->intask_mode = PREEMPT_INTASK_OFF;
+    return 0;
+  }
+  preempt_report("PREEMPT_INTASK='%s' is none of 'auto', 'on', 'off': auto", mode);
+  return -1;
+}
+
+/* Bytes of one saved context of this kernel at this block size. */
+static uint64_t record_bytes(const preempt_intask_desc *desc, uint32_t block_threads) {
+  uint64_t bytes = PREEMPT_INTASK_HEADER_BYTES + ((uint64_t)desc->cta_bytes + 15) / 16 * 16 +
+                   (uint64_t)desc->thread_bytes * block_threads;
+  return (bytes + 15) / 16 * 16;
+}
+
+int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
+                          uint32_t block_threads, uint32_t ctas) {
+  if (on_device->intask.point_count == 0 || runtime->intask_mode == PREEMPT_INTASK_OFF)
+    return 0;
+  if (runtime->intask_mode == PREEMPT_INTASK_ON)
+    return 1;
+  /* auto: the tasks measured long, and saving every CTA's context costs well
+   * under one task (as the check period does). */
+  double save_ns = (double)record_bytes(&on_device->intask, block_threads) * ctas / INTASK_SAVE_BYTES_PER_NS;
+  double task_ns = on_device->task_nanoseconds;
+  return task_ns >= INTASK_MIN_TASK_NS && task_ns >= 4 * save_ns;
+}
+
+/* Writes words [first, first + count) of the host image `image` of the
+ * control block to the device's, on `stream`. */
+static int write_control_words(const preempt_gpu_ops *gpu, void *stream, preempt_control_block *control,
+                               const preempt_control_block *image, size_t offset, size_t bytes) {
+  return gpu->stream_write_words(stream, (uint32_t *)((unsigned char *)control + offset),
+                                 (const uint32_t *)((const unsigned char *)image + offset), (uint32_t)(bytes / 4));
+}
+
+int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
+                           const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  uint32_t block_threads = record->block.x * record->block.y * record->block.z;
+  record->intask_evicted = 0;
+  record->intask_enabled = preempt_intask_wanted(runtime, on_device, block_threads, record->full_ctas);
+  preempt_control_block *control = record->control;
+  preempt_control_block image;
+  memset(&image, 0, sizeof image);
+  /* The block's last launch ended while an eviction asked for contexts (it
+   * finished first): this one must not find the word set. */
+  if (record->intask_evict_set) {
+    int status = write_control_words(gpu, stream, control, &image, offsetof(preempt_control_block, intask_evict),
+                                     sizeof image.intask_evict);
+    if (status != 0)
+      return status;
+    record->intask_evict_set = 0;
+  }
+  uint32_t period = record->intask_enabled ? runtime->intask_period_ns : 0;
+  if (period != record->intask_period_ns) {
+    image.intask_period_ns = period;
+    int status = write_control_words(gpu, stream, control, &image, offsetof(preempt_control_block, intask_period_ns),
+                                     sizeof image.intask_period_ns);
+    if (status != 0)
+      return status;
+    record->intask_period_ns = period;
+  }
+  if (!record->intask_enabled)
+    return 0;
+  /* Twice the CTAs the device holds at once: every grid of a launch saves at
+   * most one context per CTA it ran, and those it claimed free theirs
+   * (docs/intask.md). */
+  uint64_t capacity = 2ull * on_device->ctas_per_sm * device->sm_count + 2;
+  uint64_t bytes_each = record_bytes(&on_device->intask, block_threads);
+  if (capacity * bytes_each > (1ull << 34) || bytes_each > UINT32_MAX) {
+    preempt_report("kernel '%s': its in-task contexts would take %llu bytes; in-task checks off for this launch",
+                   record->desc->name, (unsigned long long)(capacity * bytes_each));
+    record->intask_enabled = 0;
+    return 0;
+  }
+  if (capacity == record->intask_capacity && bytes_each == record->intask_record_bytes)
+    return 0;
+  /* A new layout: no launch of this block has a context waiting (head ==
+   * tail between launches), but stale bytes could look like a record's tag:
+   * the ring starts zeroed. */
+  int status = 0;
+  size_t needed = (size_t)(capacity * bytes_each);
+  if (record->intask_bytes < needed)
+    status = preempt_control_pool_grow_buffer(&device->control_pool, gpu, &record->intask_contexts,
+                                              &record->intask_bytes, needed, 1u << 20);
+  if (status == 0)
+    status = gpu->device_zero_async(record->intask_contexts, record->intask_bytes, stream);
+  if (status != 0)
+    return status;
+  image.intask_capacity = (uint32_t)capacity;
+  image.intask_record_bytes = (uint32_t)bytes_each;
+  image.intask_contexts = record->intask_contexts;
+  size_t first = offsetof(preempt_control_block, intask_capacity);
+  size_t end = offsetof(preempt_control_block, intask_contexts) + sizeof image.intask_contexts;
+  if ((status = write_control_words(gpu, stream, control, &image, first, end - first)) != 0)
+    return status;
+  record->intask_capacity = (uint32_t)capacity;
+  record->intask_record_bytes = (uint32_t)bytes_each;
+  return 0;
+}
+
+/* Sets or clears the device's eviction word on the control stream. */
+static int write_evict_word(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record,
+                            uint32_t value) {
+  preempt_control_block *control = record->control;
+  int status = gpu->stream_write_words(device->control_stream, &control->intask_evict, &value, 1);
+  if (status == 0)
+    record->intask_evict_set = value != 0;
+  return status;
+}
+
+int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                preempt_launch_record *record, const uint32_t wanted[PREEMPT_YIELD_MASK_WORDS]) {
+  /* Only a full eviction stops CTAs inside their tasks: a partial one
+   * (spatial, or a quota's excess) leaves at task boundaries, so that no
+   * context is saved while other CTAs of the launch run on (docs/intask.md). */
+  if (!record->intask_enabled || record->intask_evict_set)
+    return 0;
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    if (wanted[word] != 0xffffffffu)
+      return 0;
+  int status = write_evict_word(gpu, device, record, 1);
+  if (status == 0)
+    record->intask_evicted = 1;
+  return status;
+}
+
+int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                 preempt_launch_record *record) {
+  return record->intask_evict_set ? write_evict_word(gpu, device, record, 0) : 0;
+}
+
+uint32_t preempt_intask_relaunch_flags(const preempt_launch_record *record) {
+  uint32_t epoch = record->relaunches + 1;
+  return (record->intask_evicted ? PREEMPT_RELAUNCH_RESUMES : 0) | (epoch << PREEMPT_RELAUNCH_EPOCH_SHIFT);
+}
