@@ -68,7 +68,7 @@
 // IR-NOT: membar
 // IR: ret void
 
-// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 7;
+// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 8;
 // PTX: .entry _Z3addPKfS0_Pfi(
 // PTX-NOT: membar
 // PTX-NOT: fence
