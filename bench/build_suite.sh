@@ -99,22 +99,14 @@ clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" 
 # the plugin build name every in-task yield point and what it saves.
 mkdir -p "$out/preempt_nointask"
 intask_source=$root/bench/intask/intask_bench.cu
-intask_off=(-mllvm -preempt-intask=0)
-if ! clang++-22 -fpass-plugin="$plugin" "${intask_off[@]}" -x c -c /dev/null -o /dev/null 2>/dev/null; then
-  # A plugin from before issue 8 has no such option: the build is then the same as preempt/ (said in the remarks).
-  echo "build_suite.sh: warning: the plugin has no -preempt-intask option: preempt_nointask/intask_bench is the plain plugin build" >&2
-  intask_off=()
-fi
 clang++-22 "${flags[@]}" "$intask_source" -o "$out/original/intask_bench" "${libs[@]}"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt"' -I"$root/runtime-host/include" \
   -fpass-plugin="$plugin" -Rpass=preempt -Rpass-missed=preempt "$intask_source" -o "$out/preempt/intask_bench" \
   -L"$runtime" -lpreempt_runtime "${libs[@]}" 2> "$out/remarks/intask_bench.txt"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nointask"' -I"$root/runtime-host/include" \
-  -fpass-plugin="$plugin" ${intask_off[@]+"${intask_off[@]}"} -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
+  -fpass-plugin="$plugin" -mllvm -preempt-intask=0 -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
   -o "$out/preempt_nointask/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
   2> "$out/remarks/intask_bench_nointask.txt"
-[ ${#intask_off[@]} -gt 0 ] || echo "intask_bench: built without -preempt-intask=0 (the plugin has no such option)" \
-  >> "$out/remarks/intask_bench_nointask.txt"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   name=$(basename "$source" .cu)
   converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)

@@ -14,6 +14,7 @@
 
 #include "DeviceHelpers.h"
 #include "GpuTarget.h"
+#include "KernelSafety.h"
 
 #include "preempt/control_block.h"
 #include "preempt/intask_plan.h"
@@ -30,6 +31,8 @@
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/SSAUpdater.h"
 
@@ -65,49 +68,28 @@ static bool touchesMemory(const Instruction &I) {
 }
 
 // UniformityAnalysis over a scratch copy of `Kernel` in which every value read
-// from memory comes from an opaque call, which NVPTX takes as divergent: a
-// load from a uniform address may still give warps different values when a
-// write races with it, and a trip count the warps disagree on would deadlock
-// the check's barrier. Marks the uniform instructions (UniformMark) and
-// returns, per block of `Kernel`, whether its terminator is divergent.
+// from memory is divergent (KernelSafety.cpp): a trip count the warps disagree
+// on would deadlock the check's barrier. Marks the uniform instructions
+// (UniformMark) and returns the blocks whose terminator is divergent.
 static DenseSet<const BasicBlock *> markUniformity(Function &Kernel, FunctionAnalysisManager &FAM) {
-  Module &M = *Kernel.getParent();
-  Function *Scratch = Function::Create(Kernel.getFunctionType(), GlobalValue::PrivateLinkage,
-                                       "preempt.intask.scratch", M);
-  Scratch->setCallingConv(Kernel.getCallingConv());
   ValueToValueMapTy Map;
-  for (auto [Old, New] : zip(Kernel.args(), Scratch->args()))
-    Map[&Old] = &New;
-  SmallVector<ReturnInst *, 4> Returns;
-  CloneFunctionInto(Scratch, &Kernel, Map, CloneFunctionChangeType::LocalChangesOnly, Returns);
-  SmallVector<Instruction *, 16> Reads;
-  for (Instruction &I : instructions(*Scratch))
-    if (!I.getType()->isVoidTy() && !isa<PHINode>(I) && touchesMemory(I))
-      Reads.push_back(&I);
-  SmallVector<Function *, 4> Opaque;
-  for (Instruction *I : Reads) {
-    FunctionType *Type = FunctionType::get(I->getType(), false);
-    Function *Read = Function::Create(Type, GlobalValue::ExternalLinkage, "preempt.intask.memory", M);
-    Opaque.push_back(Read);
-    I->replaceAllUsesWith(CallInst::Create(Read, "", std::next(I->getIterator())));
-  }
+  Function *Scratch = makeUniformityScratch(Kernel, GpuTarget::NVPTX, Map, true);
   DenseSet<const BasicBlock *> Divergent;
   {
     auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(*Scratch);
     MDNode *Empty = MDNode::get(Kernel.getContext(), {});
     for (Instruction &I : instructions(Kernel)) {
+      // Block-level register reads became parameters: uniform.
       auto *Copy = dyn_cast_or_null<Instruction>(Map.lookup(&I));
-      if (Copy && !I.getType()->isVoidTy() && !touchesMemory(I) && Uniformity.isUniform(Copy))
+      bool Uniform = Copy ? Uniformity.isUniform(Copy) : isa_and_nonnull<Argument>(Map.lookup(&I));
+      if (Uniform && !I.getType()->isVoidTy() && !touchesMemory(I))
         I.setMetadata(UniformMark, Empty);
     }
     for (BasicBlock &BB : Kernel)
       if (Uniformity.hasDivergentTerminator(*cast<BasicBlock>(Map[&BB])))
         Divergent.insert(&BB);
   }
-  FAM.clear(*Scratch, Scratch->getName());
-  Scratch->eraseFromParent();
-  for (Function *Read : Opaque)
-    Read->eraseFromParent();
+  eraseUniformityScratch(Scratch, FAM);
   return Divergent;
 }
 
@@ -178,8 +160,15 @@ unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
     Ordinal++;
     std::string Why;
     BasicBlock *Header = L->getHeader();
-    if (!L->getLoopLatch() || !L->getLoopPreheader())
-      Why = "it has several back-edges or no preheader";
+    if (!L->getLoopLatch())
+      Why = "it has several back-edges";
+    // Its check state starts in a preheader: make one where the optimizer
+    // left the loop without (an unrolled loop entered beside its remainder).
+    if (Why.empty() && !L->getLoopPreheader()) {
+      DominatorTree DT(Kernel);
+      if (!InsertPreheaderForLoop(L, &DT, &Loops, nullptr, false))
+        Why = "it has no preheader and none can be made";
+    }
     for (BasicBlock *Exiting : L->getBlocks())
       if (Why.empty() && L->isLoopExiting(Exiting) && Divergent.contains(Exiting))
         Why = "its threads may leave it after different iterations";
@@ -209,8 +198,10 @@ unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
       continue;
     }
     // The mark carries the loop's name, for the remarks after conversion.
+    LLVMContext &Context = Kernel.getContext();
     L->getLoopLatch()->getTerminator()->setMetadata(
-        LoopMark, MDNode::get(Kernel.getContext(), MDString::get(Kernel.getContext(), loopName(*Header, Ordinal))));
+        LoopMark, MDNode::get(Context, {MDString::get(Context, loopName(*Header, Ordinal)),
+                                        ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(Context), Ordinal))}));
     Marked++;
   }
   return Marked;
@@ -400,6 +391,14 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
   if (PerCta > InTaskMaxContext)
     return "its context (" + std::to_string(PerCta) + " B per CTA) is larger than -preempt-intask-max-context";
 
+  if (preempt_intask_plan_check(Plain.data(), Plain.size(), &Plan) != 0)
+    return "the context planner's plan did not check";
+  if (!isa<BranchInst>(Latch->getTerminator()))
+    return "its back-edge is not a branch";
+  for (BasicBlock *Pred : predecessors(Point.Header))
+    if (Pred != Latch && Pred != Point.Preheader)
+      return "its header has another predecessor";
+
   LLVMContext &Context = F.getContext();
   Type *Int32 = Type::getInt32Ty(Context), *Int8 = Type::getInt8Ty(Context);
   Value *Control = Loop.Control;
@@ -541,33 +540,40 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
     Rebuilt[Original] = Result;
   }
   Value *RestoredIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
-  Builder.CreateBr(Cont);
+  // The latch's own branch, on the restored values: the resumed task goes on
+  // where the back-edge (or the loop's exit) would have taken it. The loop
+  // keeps one header (a second entry from outside, not one into its middle).
+  Instruction *Branch = Cont->getTerminator()->clone();
+  for (Use &Operand : Branch->operands())
+    Operand.set(Mapped(Operand.get()));
+  Builder.Insert(Branch);
+  for (BasicBlock *Successor : successors(Cont))
+    for (PHINode &Phi : Successor->phis())
+      if (&Phi != Count && &Phi != Iterations && &Phi != EvictSeen)
+        Phi.addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
 
   // The check's state flows around the loop.
   Builder.SetInsertPoint(Cont, Cont->getFirstInsertionPt());
-  PHINode *CountAfter = Builder.CreatePHI(Int32, 3, "preempt.intask.count.next");
+  PHINode *CountAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.count.next");
   CountAfter->addIncoming(Counted, Latch);
   CountAfter->addIncoming(Builder.getInt32(0), Check);
-  CountAfter->addIncoming(Builder.getInt32(0), Restore);
-  PHINode *IterationsAfter = Builder.CreatePHI(Int32, 3, "preempt.intask.iterations.next");
+  PHINode *IterationsAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.iterations.next");
   IterationsAfter->addIncoming(Iterations, Latch);
   IterationsAfter->addIncoming(NextIterations, Check);
-  IterationsAfter->addIncoming(RestoredIterations, Restore);
-  PHINode *EvictAfter = Builder.CreatePHI(Int32, 3, "preempt.intask.evict.next");
+  PHINode *EvictAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.next");
   EvictAfter->addIncoming(EvictSeen, Latch);
   EvictAfter->addIncoming(EvictNext, Check);
-  EvictAfter->addIncoming(Builder.getInt32(0), Restore);
-  // Phis downstream named the latch: the edges now leave from Cont.
-  for (BasicBlock *Successor : successors(Cont))
-    Successor->replacePhiUsesWith(Latch, Cont);
   for (BasicBlock *Pred : predecessors(Point.Header)) {
     Value *Zero = Builder.getInt32(0);
-    bool FromLoop = Pred == Cont;
-    if (!FromLoop && Pred != Point.Preheader)
-      return "its header has an unexpected predecessor";
-    Count->addIncoming(FromLoop ? (Value *)CountAfter : Zero, Pred);
-    Iterations->addIncoming(FromLoop ? (Value *)IterationsAfter : FirstIterations, Pred);
-    EvictSeen->addIncoming(FromLoop ? (Value *)EvictAfter : Zero, Pred);
+    if (Pred == Cont) {
+      Count->addIncoming(CountAfter, Pred);
+      Iterations->addIncoming(IterationsAfter, Pred);
+      EvictSeen->addIncoming(EvictAfter, Pred);
+    } else {
+      Count->addIncoming(Zero, Pred);
+      Iterations->addIncoming(Pred == Restore ? RestoredIterations : FirstIterations, Pred);
+      EvictSeen->addIncoming(Zero, Pred);
+    }
   }
 
   // Every live value now has a second definition, in Restore.
@@ -601,10 +607,17 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
 } // namespace
 
 unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop) {
+  // Outer loops first: a point's restore path enters its loop's header from
+  // outside, which makes any loop around it irreducible, so that one must
+  // already have its point.
   SmallVector<BasicBlock *, 4> Latches;
   for (BasicBlock &BB : F)
     if (BB.getTerminator() && BB.getTerminator()->getMetadata(LoopMark))
       Latches.push_back(&BB);
+  auto OrdinalOf = [](BasicBlock *Latch) {
+    return mdconst::extract<ConstantInt>(Latch->getTerminator()->getMetadata(LoopMark)->getOperand(1))->getZExtValue();
+  };
+  llvm::sort(Latches, [&](BasicBlock *A, BasicBlock *B) { return OrdinalOf(A) < OrdinalOf(B); });
   if (Latches.empty()) {
     clearInTaskMarks(F);
     return 0;

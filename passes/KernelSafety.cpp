@@ -142,8 +142,7 @@ static bool isCtaUniformRegister(const CallBase &Call) {
 // CTA-uniform registers become kernel arguments, which are uniform. And at -O0
 // values live in allocas, whose loads are divergent to the analysis: the copy
 // gets mem2reg. Neither change alters the control flow, so blocks map 1:1.
-static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarget Target,
-                                                      FunctionAnalysisManager &FAM) {
+Function *makeUniformityScratch(Function &Kernel, GpuTarget Target, ValueToValueMapTy &Map, bool MemoryDivergent) {
   SmallVector<CallBase *, 16> UniformReads;
   if (Target == GpuTarget::NVPTX)
     for (Instruction &I : instructions(Kernel))
@@ -152,10 +151,10 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
   SmallVector<Type *, 16> Params(Kernel.getFunctionType()->params());
   for (CallBase *Read : UniformReads)
     Params.push_back(Read->getType());
+  Module &M = *Kernel.getParent();
   Function *Scratch = Function::Create(FunctionType::get(Kernel.getReturnType(), Params, false),
-                                       GlobalValue::PrivateLinkage, "preempt.uniformity.scratch", Kernel.getParent());
+                                       GlobalValue::PrivateLinkage, "preempt.uniformity.scratch", M);
   Scratch->setCallingConv(Kernel.getCallingConv());
-  ValueToValueMapTy Map;
   for (auto [Old, New] : zip(Kernel.args(), Scratch->args()))
     Map[&Old] = &New;
   SmallVector<ReturnInst *, 4> Returns;
@@ -173,6 +172,39 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
     DominatorTree Dominators(*Scratch);
     PromoteMemToReg(Promotable, Dominators);
   }
+  if (!MemoryDivergent)
+    return Scratch;
+  // Every value read from memory comes from an opaque call, divergent to
+  // NVPTX's TTI: a load from a uniform address may still give warps
+  // different values when a write races with it.
+  SmallVector<Instruction *, 16> Reads;
+  for (Instruction &I : instructions(*Scratch))
+    if (!I.getType()->isVoidTy() && !isa<PHINode>(I) && I.mayReadOrWriteMemory())
+      Reads.push_back(&I);
+  for (Instruction *Read : Reads) {
+    Function *Opaque = Function::Create(FunctionType::get(Read->getType(), false), GlobalValue::ExternalLinkage,
+                                        "preempt.uniformity.memory", M);
+    Read->replaceAllUsesWith(CallInst::Create(Opaque, "", std::next(Read->getIterator())));
+  }
+  return Scratch;
+}
+
+void eraseUniformityScratch(Function *Scratch, FunctionAnalysisManager &FAM) {
+  SmallVector<Function *, 8> Opaque;
+  for (Instruction &I : instructions(*Scratch))
+    if (auto *Call = dyn_cast<CallInst>(&I))
+      if (Function *Callee = Call->getCalledFunction(); Callee && Callee->getName().starts_with("preempt.uniformity.memory"))
+        Opaque.push_back(Callee);
+  FAM.clear(*Scratch, Scratch->getName());
+  Scratch->eraseFromParent();
+  for (Function *Callee : Opaque)
+    Callee->eraseFromParent();
+}
+
+static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarget Target,
+                                                      FunctionAnalysisManager &FAM) {
+  ValueToValueMapTy Map;
+  Function *Scratch = makeUniformityScratch(Kernel, Target, Map, false);
   DenseSet<const BasicBlock *> Divergent;
   {
     auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(*Scratch);
@@ -180,8 +212,7 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
       if (Uniformity.hasDivergentTerminator(*cast<BasicBlock>(Map[&BB])))
         Divergent.insert(&BB);
   }
-  FAM.clear(*Scratch, Scratch->getName());
-  Scratch->eraseFromParent();
+  eraseUniformityScratch(Scratch, FAM);
   return Divergent;
 }
 

@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/SetVector.h"
 #include "llvm/IR/PassManager.h"
+#include "llvm/IR/ValueMap.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <string>
 
@@ -15,6 +17,15 @@ namespace preempt {
 // The functions a kernel may call, found through direct calls only (the
 // safety check refuses indirect calls, so this set is complete when it passes).
 llvm::SetVector<llvm::Function *> reachableFunctions(llvm::Function &Kernel);
+
+// A copy of `Kernel` for UniformityAnalysis: block-level registers become
+// parameters (NVPTX's TTI takes every register read for divergent), allocas
+// are promoted, and with `MemoryDivergent` every value read from memory comes
+// from an opaque (divergent) call. Control flow is unchanged: `Map` maps
+// blocks and values 1:1. Remove it with eraseUniformityScratch.
+llvm::Function *makeUniformityScratch(llvm::Function &Kernel, GpuTarget Target, llvm::ValueToValueMapTy &Map,
+                                      bool MemoryDivergent);
+void eraseUniformityScratch(llvm::Function *Scratch, llvm::FunctionAnalysisManager &FAM);
 
 // Returns the empty string when `Kernel` is safe to convert, else why not.
 std::string whyNotConvertible(llvm::Function &Kernel, GpuTarget Target, llvm::FunctionAnalysisManager &FAM);
