@@ -14,6 +14,7 @@
 
 #include "DeviceHelpers.h"
 #include "GpuTarget.h"
+#include "KernelCopy.h"
 #include "KernelSafety.h"
 
 #include "preempt/control_block.h"
@@ -129,7 +130,7 @@ static std::string loopName(const BasicBlock &Header, unsigned Ordinal) {
   return "#" + std::to_string(Ordinal);
 }
 
-unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
+unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM, StringRef Name) {
   if (!InTaskEnabled)
     return 0;
   auto &Loops = FAM.getResult<LoopAnalysis>(Kernel);
@@ -137,7 +138,7 @@ unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
     return 0;
   std::string Refusal = kernelRefusal(Kernel);
   if (!Refusal.empty()) {
-    remarkMissed(Kernel, "kernel '" + Kernel.getName() + "' gets no in-task yield points: it " + Refusal);
+    remarkMissed(Kernel, "kernel '" + Name + "' gets no in-task yield points: it " + Refusal);
     return 0;
   }
   DenseSet<const BasicBlock *> Divergent = markUniformity(Kernel, FAM);
@@ -193,7 +194,7 @@ unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
     if (Why.empty() && Marked == PREEMPT_INTASK_MAX_POINTS)
       Why = "the kernel has " + std::to_string(PREEMPT_INTASK_MAX_POINTS) + " points already";
     if (!Why.empty()) {
-      remarkMissed(Kernel, "loop " + loopName(*Header, Ordinal) + " of kernel '" + Kernel.getName() +
+      remarkMissed(Kernel, "loop " + loopName(*Header, Ordinal) + " of kernel '" + Name +
                                "' gets no in-task yield point: " + Why);
       continue;
     }
@@ -205,6 +206,31 @@ unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM) {
     Marked++;
   }
   return Marked;
+}
+
+Function *makeInTaskVariant(Function &Kernel, FunctionAnalysisManager &FAM) {
+  if (!InTaskEnabled || FAM.getResult<LoopAnalysis>(Kernel).empty())
+    return nullptr;
+  Function *Variant = copyKernel(Kernel, (PREEMPT_INTASK_KERNEL_PREFIX + Kernel.getName()).str(), ".intask");
+  if (!Variant)
+    return nullptr;
+  if (markInTaskCandidates(*Variant, FAM, Kernel.getName()) == 0) {
+    eraseInTaskVariant(*Variant);
+    return nullptr;
+  }
+  return Variant;
+}
+
+void eraseInTaskVariant(Function &Variant) {
+  Module &M = *Variant.getParent();
+  Variant.replaceAllUsesWith(PoisonValue::get(Variant.getType())); // llvm.used, annotations
+  Variant.eraseFromParent();
+  SmallVector<GlobalVariable *, 4> Unused;
+  for (GlobalVariable &Global : M.globals())
+    if (Global.getAddressSpace() == 3 && Global.getName().ends_with(".intask") && Global.use_empty())
+      Unused.push_back(&Global);
+  for (GlobalVariable *Global : Unused)
+    Global->eraseFromParent();
 }
 
 void clearInTaskMarks(Function &F) {

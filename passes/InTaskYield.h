@@ -11,11 +11,19 @@
 
 namespace preempt {
 
+// Before conversion: a copy of `Kernel` (PREEMPT_INTASK_KERNEL_PREFIX) whose
+// loops that may take a yield point are marked, or nullptr (no loop can, or
+// -preempt-intask=0); remarks say why loops get none.
+llvm::Function *makeInTaskVariant(llvm::Function &Kernel, llvm::FunctionAnalysisManager &FAM);
+
+// Removes a variant that ends up without points, with its shared variables.
+void eraseInTaskVariant(llvm::Function &Variant);
+
 // Before conversion: marks the loops of `Kernel` that may take a yield point
 // (metadata on their latch's terminator) and the values that are the same in
 // every thread of the CTA. Returns how many loops were marked; remarks say
 // why the others (or the whole kernel) get none.
-unsigned markInTaskCandidates(llvm::Function &Kernel, llvm::FunctionAnalysisManager &FAM);
+unsigned markInTaskCandidates(llvm::Function &Kernel, llvm::FunctionAnalysisManager &FAM, llvm::StringRef Name);
 
 // What the task loop (PersistentThreads.cpp) hands over.
 struct TaskLoopValues {

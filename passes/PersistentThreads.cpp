@@ -477,7 +477,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     // The unconverted copy of a kernel a previous run converted is not a
     // kernel of the program's own: leave it as it is, without a remark.
     if (!isKernel(F, Target) || F.getName().starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) ||
-        F.getName().starts_with(PREEMPT_DRAIN_KERNEL_PREFIX))
+        F.getName().starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) || F.getName().starts_with(PREEMPT_INTASK_KERNEL_PREFIX))
       continue;
     OptimizationRemarkEmitter Remarks(&F);
     std::string Reason;
@@ -512,10 +512,15 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   // Copied before anything below changes the kernels or their callees. NVPTX
   // only: the HIP runtime path cannot launch a copy yet (gpu_hip.c), and on
   // AMDGPU a copy would only lengthen the code and CTXBack's reports.
+  // Kernels with loops that can take in-task yield points get a variant
+  // with them (InTaskYield.cpp), converted below like the kernel itself.
+  SmallVector<std::pair<std::string, Function *>, 8> InTaskVariants;
   if (Target == GpuTarget::NVPTX)
     for (Function *Kernel : Convertible) {
       addOriginalCopy(*Kernel);
       addDrainForm(*Kernel);
+      if (Function *Variant = makeInTaskVariant(*Kernel, FAM))
+        InTaskVariants.push_back({Kernel->getName().str(), Variant});
     }
 
   DenseMap<Function *, Function *> Clones;
@@ -535,35 +540,42 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   for (Function *Kernel : Convertible) {
     std::string Name = Kernel->getName().str();
     TaskLoop Loop = chooseTaskLoop(*Kernel, Clones, Target);
-    // In-task points (NVIDIA): their check's barrier needs every thread of
-    // the CTA in the same task, so the threads meet between tasks.
-    unsigned InTaskLoops = Target == GpuTarget::NVPTX ? markInTaskCandidates(*Kernel, FAM) : 0;
-    if (InTaskLoops && Loop == TaskLoop::PerTaskEndBarrier) {
-      OptimizationRemarkEmitter(Kernel).emit([&] {
-        return OptimizationRemarkMissed(PassName, "InTaskPoint", Kernel)
-               << "kernel '" << ore::NV("Kernel", Name) << "' gets no in-task yield points: its tasks end "
-               << "with a barrier of their own (a callee reads the block index, or inline assembly)";
-      });
-      clearInTaskMarks(*Kernel);
-      InTaskLoops = 0;
-    }
-    if (InTaskLoops && Loop == TaskLoop::Batched)
-      Loop = TaskLoop::BatchedBarrier;
     FAM.clear(*Kernel, Kernel->getName());
     redirectCalls(*Kernel, Clones);
     Function *Converted = appendControlParameter(*Kernel);
     dropDerivedAttributes(*Converted);
-    TaskLoopValues InTask;
-    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop, InTaskLoops ? &InTask : nullptr);
+    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop, nullptr);
     remapGridReads(*Converted, Target, BlockIndex);
-    if (InTaskLoops)
-      placeInTaskYields(*Converted, Name, InTask);
     addKernelMarker(M, Name);
     OptimizationRemarkEmitter Remarks(Converted);
     Remarks.emit([&] {
       return OptimizationRemark(PassName, "Converted", Converted)
              << "kernel '" << ore::NV("Kernel", Name) << "' converted to persistent-thread form";
     });
+  }
+  // The in-task variants: the same conversion, with their points placed.
+  // Their check's barrier needs every thread of the CTA in the same task, so
+  // the threads meet between tasks.
+  for (auto &[Name, Variant] : InTaskVariants) {
+    TaskLoop Loop = chooseTaskLoop(*Variant, Clones, Target);
+    if (Loop == TaskLoop::PerTaskEndBarrier) {
+      OptimizationRemarkEmitter(Variant).emit([&] {
+        return OptimizationRemarkMissed(PassName, "InTaskPoint", Variant)
+               << "kernel '" << ore::NV("Kernel", Name) << "' gets no in-task yield points: its tasks end "
+               << "with a barrier of their own (a callee reads the block index, or inline assembly)";
+      });
+      eraseInTaskVariant(*Variant);
+      continue;
+    }
+    FAM.clear(*Variant, Variant->getName());
+    redirectCalls(*Variant, Clones);
+    Function *Converted = appendControlParameter(*Variant);
+    dropDerivedAttributes(*Converted);
+    TaskLoopValues InTask;
+    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, TaskLoop::BatchedBarrier, &InTask);
+    remapGridReads(*Converted, Target, BlockIndex);
+    if (placeInTaskYields(*Converted, Name, InTask) == 0)
+      eraseInTaskVariant(*Converted);
   }
   inlineDeviceHelpers(M);
   return PreservedAnalyses::none();

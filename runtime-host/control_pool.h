@@ -102,6 +102,7 @@ typedef struct preempt_launch_record {
    * (evict_set). The control block's context ring (device memory), its size
    * and layout as last written there, and the period last written. */
   int intask_enabled, intask_evicted, intask_evict_set;
+  void *intask_function; /* the kernel's in-task variant, which this launch's grids run (enabled only) */
   void *intask_contexts;
   size_t intask_bytes;
   uint32_t intask_capacity, intask_record_bytes, intask_period_ns;

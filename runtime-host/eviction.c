@@ -193,8 +193,7 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   if (record->drained)
     record->check_interval = 1;
   if (status == 0)
-    status = gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes,
-                         resume_stream);
+    status = preempt_intask_launch(gpu, record, grid, resume_stream, 0);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "relaunching CTAs", record->desc->name);
   if ((status = gpu->event_record(record->relaunch_done_event, resume_stream)) != 0)

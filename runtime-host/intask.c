@@ -85,6 +85,7 @@ int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *devic
       return status;
     record->intask_period_ns = period;
   }
+  record->intask_function = record->intask_enabled ? on_device->intask_function : NULL;
   if (!record->intask_enabled)
     return 0;
   /* Twice the CTAs the device holds at once: every grid of a launch saves at
@@ -96,6 +97,7 @@ int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *devic
     preempt_report("kernel '%s': its in-task contexts would take %llu bytes; in-task checks off for this launch",
                    record->desc->name, (unsigned long long)(capacity * bytes_each));
     record->intask_enabled = 0;
+    record->intask_function = NULL;
     return 0;
   }
   if (capacity == record->intask_capacity && bytes_each == record->intask_record_bytes)
@@ -153,6 +155,23 @@ int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state
 int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                  preempt_launch_record *record) {
   return record->intask_evict_set ? write_evict_word(gpu, device, record, 0) : 0;
+}
+
+int preempt_intask_launch(const preempt_gpu_ops *gpu, preempt_launch_record *record, preempt_dim3 grid, void *stream,
+                          int first_wave) {
+  if (record->intask_function) {
+    int status = gpu->launch_function(record->desc->host_stub, record->intask_function, grid, record->block,
+                                      record->params, record->shared_bytes, stream);
+    if (status == 0 || !first_wave)
+      return status;
+    /* gpu.h: a copy that cannot be launched leaves the launch to the
+     * persistent form, whose evictions then wait for task boundaries. */
+    preempt_report_gpu(gpu, status, "launching the in-task variant (this launch runs without in-task checks)",
+                       record->desc->name);
+    record->intask_function = NULL;
+    record->intask_enabled = 0;
+  }
+  return gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes, stream);
 }
 
 uint32_t preempt_intask_relaunch_flags(const preempt_launch_record *record) {

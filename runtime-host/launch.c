@@ -48,15 +48,17 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[4096], original_name[4096], drain_name[4096], intask_name[4096];
+  char marker_name[4096], original_name[4096], drain_name[4096], intask_name[4096], variant_name[4096];
   int length = snprintf(marker_name, sizeof marker_name, "%s%s", PREEMPT_KERNEL_MARKER_PREFIX, desc->name);
   int original_length =
       snprintf(original_name, sizeof original_name, "%s%s", PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name);
   int drain_length = snprintf(drain_name, sizeof drain_name, "%s%s", PREEMPT_DRAIN_KERNEL_PREFIX, desc->name);
   int intask_length = snprintf(intask_name, sizeof intask_name, "%s%s", PREEMPT_INTASK_DESC_PREFIX, desc->name);
+  int variant_length = snprintf(variant_name, sizeof variant_name, "%s%s", PREEMPT_INTASK_KERNEL_PREFIX, desc->name);
   if (length < 0 || (size_t)length >= sizeof marker_name || original_length < 0 ||
       (size_t)original_length >= sizeof original_name || drain_length < 0 || (size_t)drain_length >= sizeof drain_name ||
-      intask_length < 0 || (size_t)intask_length >= sizeof intask_name) {
+      intask_length < 0 || (size_t)intask_length >= sizeof intask_name || variant_length < 0 ||
+      (size_t)variant_length >= sizeof variant_name) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }
@@ -95,6 +97,7 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
   on_device->original_function = NULL;
   on_device->drain_function = NULL;
   memset(&on_device->intask, 0, sizeof on_device->intask);
+  on_device->intask_function = NULL;
   if (abi_version != 0) {
     /* In-task points (docs/intask.md): a descriptor of another ABI or with
      * more points than the runtime knows is refused, not guessed at. */
@@ -106,6 +109,12 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
       preempt_report("kernel '%s' has an in-task descriptor of ABI %u with %u points: rebuild it with the matching "
                      "libpreempt.so", desc->name, on_device->intask.abi_version, on_device->intask.point_count);
       return gpu->not_supported;
+    }
+    if (on_device->intask.point_count != 0) {
+      on_device->intask_function =
+          look_up_copy(gpu, desc, variant_name, "looking up the in-task variant (evictions wait for task boundaries)");
+      if (!on_device->intask_function)
+        memset(&on_device->intask, 0, sizeof on_device->intask);
     }
     on_device->original_function =
         look_up_copy(gpu, desc, original_name, "looking up the unconverted copy (one-wave launches stay persistent)");
@@ -295,6 +304,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->quota_refresh = 0;
   record->intask_enabled = 0;
   record->intask_evicted = 0;
+  record->intask_function = NULL;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */
@@ -343,8 +353,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
       (time_wave && (status = gpu->event_record(record->sample_start_event, stream)) != 0)) {
     failed = "recording the launch's start";
   } else if (!held && !(record->drained = drain && launch_drained(gpu, on_device, record, grid, stream)) &&
-             (status = gpu->launch(desc->host_stub, persistent_grid, block, record->params, shared_bytes,
-                                   stream)) != 0) {
+             (status = preempt_intask_launch(gpu, record, persistent_grid, stream, 1)) != 0) {
     failed = "launching the persistent grid";
   } else if ((launched = !held, status = gpu->event_record(record->wave_done_event, stream)) != 0 ||
              (time_wave && (status = gpu->event_record(record->sample_end_event, stream)) != 0)) {

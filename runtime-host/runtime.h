@@ -47,8 +47,10 @@ typedef struct preempt_kernel_on_device {
    * not measured yet; launch.c, choose_drain). */
   double persistent_ns_per_task, drain_ns_per_task; /* the drain form's: the mean of its samples */
   int drain_samples;
-  /* The pass's in-task descriptor (control_block.h): point_count 0 when none. */
+  /* The pass's in-task descriptor and variant (control_block.h): point_count
+   * 0 and NULL when the kernel has none. */
   preempt_intask_desc intask;
+  void *intask_function;
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
@@ -216,6 +218,10 @@ int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state
                                 preempt_launch_record *record, const uint32_t wanted[PREEMPT_YIELD_MASK_WORDS]);
 int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                  preempt_launch_record *record);
+/* Launches a grid of the launch: its in-task variant when it has one (a first
+ * wave whose variant fails to launch runs the persistent form instead). */
+int preempt_intask_launch(const preempt_gpu_ops *gpu, preempt_launch_record *record, preempt_dim3 grid, void *stream,
+                          int first_wave);
 /* What a relaunch's `relaunched` parameter carries beyond its kind: its epoch and PREEMPT_RELAUNCH_RESUMES. */
 uint32_t preempt_intask_relaunch_flags(const preempt_launch_record *record);
 

@@ -108,10 +108,15 @@ typedef struct preempt_intask_header {
 #define PREEMPT_INTASK_HEADER_BYTES 64u
 #define PREEMPT_INTASK_MAX_POINTS 16u
 
-/* The pass's description of a kernel's in-task points, a device global of
+/* Kernels with in-task points get them in a variant of their own, a kernel
+ * of this prefix and the kernel's name with the persistent form's parameters:
+ * the runtime launches it only where in-task checks pay (long tasks), so the
+ * persistent form stays as it was everywhere else. */
+#define PREEMPT_INTASK_KERNEL_PREFIX "__preempt_intask_"
+/* The pass's description of the variant's in-task points, a device global of
  * this prefix and the kernel's name: the runtime sizes the context ring from
  * it. Absent for kernels without in-task points. */
-#define PREEMPT_INTASK_DESC_PREFIX "__preempt_intask_"
+#define PREEMPT_INTASK_DESC_PREFIX "__preempt_points_"
 typedef struct preempt_intask_desc {
   unsigned int abi_version;
   unsigned int point_count;
