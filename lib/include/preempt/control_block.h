@@ -112,7 +112,7 @@ typedef struct preempt_intask_header {
  * of this prefix and the kernel's name with the persistent form's parameters:
  * the runtime launches it only where in-task checks pay (long tasks), so the
  * persistent form stays as it was everywhere else. */
-#define PREEMPT_INTASK_KERNEL_PREFIX "__preempt_intask_"
+#define PREEMPT_INTASK_KERNEL_PREFIX "__preempt_intaskform_"
 /* The pass's description of the variant's in-task points, a device global of
  * this prefix and the kernel's name: the runtime sizes the context ring from
  * it. Absent for kernels without in-task points. */
