@@ -440,14 +440,15 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
   IRBuilder<> Builder(Point.Preheader->getTerminator());
   Value *FirstIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
   Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
-  PHINode *Count = Builder.CreatePHI(Int32, 2, "preempt.intask.count");
-  PHINode *Iterations = Builder.CreatePHI(Int32, 2, "preempt.intask.iterations");
+  // A count-down (one register) and the eviction word thread 0 read at the
+  // previous check (one more).
+  PHINode *Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
   PHINode *EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
 
   Latch->getTerminator()->eraseFromParent();
   Builder.SetInsertPoint(Latch);
-  Value *Counted = Builder.CreateAdd(Count, Builder.getInt32(1));
-  Builder.CreateCondBr(Builder.CreateICmpUGE(Counted, Iterations), Check, Cont);
+  Value *Left = Builder.CreateSub(Remaining, Builder.getInt32(1));
+  Builder.CreateCondBr(Builder.CreateICmpEQ(Left, Builder.getInt32(0)), Check, Cont);
 
   Builder.SetInsertPoint(Check);
   Value *EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
@@ -575,29 +576,24 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
   Builder.Insert(Branch);
   for (BasicBlock *Successor : successors(Cont))
     for (PHINode &Phi : Successor->phis())
-      if (&Phi != Count && &Phi != Iterations && &Phi != EvictSeen)
+      if (&Phi != Remaining && &Phi != EvictSeen)
         Phi.addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
 
   // The check's state flows around the loop.
   Builder.SetInsertPoint(Cont, Cont->getFirstInsertionPt());
-  PHINode *CountAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.count.next");
-  CountAfter->addIncoming(Counted, Latch);
-  CountAfter->addIncoming(Builder.getInt32(0), Check);
-  PHINode *IterationsAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.iterations.next");
-  IterationsAfter->addIncoming(Iterations, Latch);
-  IterationsAfter->addIncoming(NextIterations, Check);
+  PHINode *RemainingAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining.next");
+  RemainingAfter->addIncoming(Left, Latch);
+  RemainingAfter->addIncoming(NextIterations, Check);
   PHINode *EvictAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.next");
   EvictAfter->addIncoming(EvictSeen, Latch);
   EvictAfter->addIncoming(EvictNext, Check);
   for (BasicBlock *Pred : predecessors(Point.Header)) {
     Value *Zero = Builder.getInt32(0);
     if (Pred == Cont) {
-      Count->addIncoming(CountAfter, Pred);
-      Iterations->addIncoming(IterationsAfter, Pred);
+      Remaining->addIncoming(RemainingAfter, Pred);
       EvictSeen->addIncoming(EvictAfter, Pred);
     } else {
-      Count->addIncoming(Zero, Pred);
-      Iterations->addIncoming(Pred == Restore ? RestoredIterations : FirstIterations, Pred);
+      Remaining->addIncoming(Pred == Restore ? RestoredIterations : FirstIterations, Pred);
       EvictSeen->addIncoming(Zero, Pred);
     }
   }

@@ -575,12 +575,21 @@ PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
     return 0xffffffffu;
   unsigned long long elapsed = now - last;
   // No measure: the first check, or a gap with other work in it.
-  if (last == 0 || elapsed == 0 || elapsed > 16ull * period)
+  if (last == 0 || elapsed > 16ull * period)
     return iterations;
-  unsigned long long wanted = (unsigned long long)iterations * period / elapsed;
-  unsigned long long low = iterations / 4 ? iterations / 4 : 1, high = (unsigned long long)iterations * 4;
-  wanted = wanted < low ? low : wanted > high ? high : wanted;
-  return wanted > (1u << 24) ? (1u << 24) : (unsigned int)wanted;
+  // Powers of two toward the period, by shifts: this code sits in the
+  // kernel's loop, and a division's temporaries would raise its register
+  // count (and cut its occupancy) for a path taken once per period.
+  unsigned int measured = (unsigned int)elapsed;
+  if (measured < period / 4)
+    iterations <<= 2;
+  else if (measured < period / 2)
+    iterations <<= 1;
+  else if (measured > 4 * period)
+    iterations >>= 2;
+  else if (measured > 2 * period)
+    iterations >>= 1;
+  return iterations < 1 ? 1 : iterations > (1u << 24) ? (1u << 24) : iterations;
 }
 
 // Every thread, at a check: 0 when the CTA leaves (thread 0 has taken a ring
