@@ -161,7 +161,14 @@ unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM, St
     Ordinal++;
     std::string Why;
     BasicBlock *Header = L->getHeader();
-    if (!L->getLoopLatch())
+    // A resumed task enters the loop's header from outside: inside another
+    // loop, that second entry would make the outer one irreducible, and
+    // ptxas does not reconverge warps there before an aligned barrier (the
+    // bench's persistent kernel deadlocked on the H100 with points in its
+    // inner loops).
+    if (L->getParentLoop())
+      Why = "it is nested in another loop";
+    else if (!L->getLoopLatch())
       Why = "it has several back-edges";
     // Its check state starts in a preheader: make one where the optimizer
     // left the loop without (an unrolled loop entered beside its remainder).
@@ -629,9 +636,8 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
 } // namespace
 
 unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop) {
-  // Outer loops first: a point's restore path enters its loop's header from
-  // outside, which makes any loop around it irreducible, so that one must
-  // already have its point.
+  // In source order (the points' numbers follow it); marked loops are never
+  // nested in one another (markInTaskCandidates).
   SmallVector<BasicBlock *, 4> Latches;
   for (BasicBlock &BB : F)
     if (BB.getTerminator() && BB.getTerminator()->getMetadata(LoopMark))
