@@ -534,7 +534,10 @@ PREEMPT_DEVICE unsigned int __preempt_grid_dim_z(void) { return __preempt_task_c
 // NVIDIA only: the pass places no in-task points on AMDGPU.
 #if defined(__NVPTX__)
 
-PREEMPT_LOCAL unsigned long long global_time_ns(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
+// The low half of the global timer: checks compare times a few
+// microseconds apart, and 32-bit arithmetic keeps the check's registers
+// (it sits in the kernel's loop) few.
+PREEMPT_LOCAL unsigned int global_time_ns(void) { return (unsigned int)__nvvm_read_ptx_sreg_globaltimer(); }
 
 // Thread 0, once per CTA after __preempt_kernel_begin, in kernels with
 // in-task points: the launch's check period (0: checks never fire).
@@ -568,19 +571,18 @@ PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control
 PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
   unsigned int iterations = __preempt_task_ctx.check_iterations[point];
   unsigned int period = __preempt_task_ctx.intask_period_ns;
-  unsigned long long now = global_time_ns();
-  unsigned long long last = __preempt_task_ctx.last_check_ns;
+  unsigned int now = global_time_ns();
+  unsigned int last = __preempt_task_ctx.last_check_ns;
   __preempt_task_ctx.last_check_ns = now;
   if (period == 0)
     return 0xffffffffu;
-  unsigned long long elapsed = now - last;
+  unsigned int measured = now - last;
   // No measure: the first check, or a gap with other work in it.
-  if (last == 0 || elapsed > 16ull * period)
+  if (last == 0 || measured > 16 * period)
     return iterations;
-  // Powers of two toward the period, by shifts: this code sits in the
-  // kernel's loop, and a division's temporaries would raise its register
-  // count (and cut its occupancy) for a path taken once per period.
-  unsigned int measured = (unsigned int)elapsed;
+  // Powers of two toward the period, by shifts: a division's temporaries
+  // would raise the loop's register count (and cut its occupancy) for a
+  // path taken once per period.
   if (measured < period / 4)
     iterations <<= 2;
   else if (measured < period / 2)
@@ -592,8 +594,8 @@ PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
   return iterations < 1 ? 1 : iterations > (1u << 24) ? (1u << 24) : iterations;
 }
 
-// Every thread, at a check: 0 when the CTA leaves (thread 0 has taken a ring
-// record for it), else the iterations to the next check. Two barriers: the
+// Every thread, at a check: 0 when the CTA leaves, else the iterations to
+// the next check. Two barriers: the
 // first shares the decision, and thread 0 writes the new count only after it,
 // so no sibling can still be reading the old one; the second publishes it.
 PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *control, unsigned int point,
@@ -601,22 +603,9 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *contro
   unsigned int iterations = 0;
   int leave = 0;
   if (is_first_thread()) {
-    if (evict_seen) {
-      unsigned int index =
-          __scoped_atomic_fetch_add(&control->intask_tail, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-      unsigned int head = __scoped_atomic_load_n(&control->intask_head, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-      unsigned int capacity =
-          __scoped_atomic_load_n(&control->intask_capacity, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-      // The runtime sizes the ring for twice the CTAs that can be resident
-      // (docs/intask.md says why that suffices); overrunning it would
-      // overwrite a context: stop the kernel loudly instead.
-      if (index - head >= capacity)
-        __builtin_trap();
-      __preempt_task_ctx.save_record = index;
-      leave = 1;
-    } else {
+    leave = evict_seen != 0;
+    if (!leave)
       iterations = next_check_iterations(point);
-    }
   }
   if (__nvvm_bar0_or(leave))
     return 0;
@@ -637,8 +626,21 @@ PREEMPT_DEVICE unsigned int __preempt_intask_thread(void) {
                                                                               __nvvm_read_ptx_sreg_tid_z());
 }
 
-// The record this CTA saves into (taken by thread 0 before the check's barrier).
+// Every thread, as the CTA leaves at a point: the record it saves into, which
+// thread 0 takes from the ring here, outside the loop's check.
 PREEMPT_DEVICE unsigned char *__preempt_intask_save_record(preempt_control_block *control) {
+  if (is_first_thread()) {
+    unsigned int index = __scoped_atomic_fetch_add(&control->intask_tail, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    unsigned int head = __scoped_atomic_load_n(&control->intask_head, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    unsigned int capacity = __scoped_atomic_load_n(&control->intask_capacity, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    // The runtime sizes the ring for twice the CTAs that can be resident
+    // (docs/intask.md says why that suffices); overrunning it would
+    // overwrite a context: stop the kernel loudly instead.
+    if (index - head >= capacity)
+      __builtin_trap();
+    __preempt_task_ctx.save_record = index;
+  }
+  cta_barrier();
   return (unsigned char *)intask_record(control, __preempt_task_ctx.save_record);
 }
 

@@ -205,7 +205,7 @@ typedef struct preempt_task_context {
    * barriers of a check, so every thread reads the same value). */
   unsigned int epoch, resumes, claimed_record, pending_first, pending_count;
   unsigned int save_record;
-  unsigned long long last_check_ns;
+  unsigned int last_check_ns; /* the global timer's low half */
   unsigned int intask_period_ns;
   unsigned int check_iterations[PREEMPT_INTASK_MAX_POINTS];
   preempt_task_slot slots[2];
