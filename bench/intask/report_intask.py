@@ -11,7 +11,7 @@ import re
 import sys
 
 KERNELS = ["stencil", "gemm", "persistent", "solver"]
-REMARK = re.compile(r"in-task yield point at loop '([^']*)' of kernel '([^']*)': saves (\d+) B per thread and "
+REMARK = re.compile(r"in-task yield point at loop (.*?) of kernel '([^']*)': saves (\d+) B per thread and "
                     r"(\d+) B per CTA and (\d+) B of shared memory; every live value: (\d+) B per thread")
 
 
@@ -108,9 +108,11 @@ def main():
             continue
         s = lambda r: spread(r["time"], 3) if r else "n/a"
         out.append(f"| {k} | {s(o)} | {s(p)} | {s(n)} | {ratio(p, n)} | {ratio(p, o)} | {ratio(n, o)} |")
-    out += ["", "Bytes an eviction saves per CTA at each in-task yield point (remarks of the plugin build): "
-            "T x threads + U + S shared, against every live value (L x threads).", ""]
-    out.append("| kernel | loop | per thread T | per CTA U | shared S | saved per CTA | all live per CTA | saved / all live |")
+    out += ["", "Bytes an eviction saves per CTA at each in-task yield point (remarks of the plugin build): registers "
+            "T x threads + U (values uniform across the CTA, once) against every live value (L x threads, what "
+            "saving all live registers would take); the shared memory S comes on top of both.", ""]
+    out.append("| kernel | loop | per thread T | per CTA U | registers saved per CTA | all live registers per CTA "
+               "| saved / all live | shared S |")
     out.append("|---|---|---|---|---|---|---|---|")
     any_point = False
     for k in KERNELS:
@@ -119,9 +121,9 @@ def main():
                         and r["result"].get("threads")), 256)
         for loop, t, u, s, live in points.get(k, []):
             any_point = True
-            saved, all_live = t * threads + u + s, live * threads
-            rel = f"{saved / all_live:.2f}" if all_live else "n/a"
-            out.append(f"| {k} | {loop} | {t} | {u} | {s} | {saved} | {all_live} | {rel} |")
+            saved, all_live = t * threads + u, live * threads
+            rel = f"{saved / all_live:.3f}" if all_live else "n/a"
+            out.append(f"| {k} | {loop} | {t} | {u} | {saved} | {all_live} | {rel} | {s} |")
     if not any_point:
         out.append("| (no in-task yield point in the remarks: a plugin from before issue 8?) | | | | | | | |")
     out += ["", "Correctness: the plugin build's output after random evictions (0.2-3 ms apart) against the "
