@@ -100,15 +100,24 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
   on_device->intask_function = NULL;
   if (abi_version != 0) {
     /* In-task points (docs/intask.md): a descriptor of another ABI or with
-     * more points than the runtime knows is refused, not guessed at. */
+     * more points than the runtime knows is refused, not guessed at. Left
+     * unresolved, the kernel is resolved again at its next launch: its
+     * parameter sizes go, or each attempt would leak them. */
     status = gpu->kernel_global(desc->host_stub, intask_name, &on_device->intask, sizeof on_device->intask);
-    if (status != 0)
-      return preempt_report_gpu(gpu, status, "looking up the in-task descriptor", desc->name);
-    if (on_device->intask.point_count != 0 && (on_device->intask.abi_version != PREEMPT_KERNEL_ABI_VERSION ||
-                                               on_device->intask.point_count > PREEMPT_INTASK_MAX_POINTS)) {
+    if (status == 0 && on_device->intask.point_count != 0 &&
+        (on_device->intask.abi_version != PREEMPT_KERNEL_ABI_VERSION ||
+         on_device->intask.point_count > PREEMPT_INTASK_MAX_POINTS)) {
       preempt_report("kernel '%s' has an in-task descriptor of ABI %u with %u points: rebuild it with the matching "
                      "libpreempt.so", desc->name, on_device->intask.abi_version, on_device->intask.point_count);
-      return gpu->not_supported;
+      status = gpu->not_supported;
+    } else if (status != 0) {
+      preempt_report_gpu(gpu, status, "looking up the in-task descriptor", desc->name);
+    }
+    if (status != 0) {
+      free(on_device->param_sizes);
+      on_device->param_sizes = NULL;
+      memset(&on_device->intask, 0, sizeof on_device->intask);
+      return status;
     }
     if (on_device->intask.point_count != 0) {
       on_device->intask_function =

@@ -90,6 +90,7 @@ static int fake_device_zero_async(void *pointer, size_t bytes, void *stream) {
   (void)stream;
   memset(pointer, 0, bytes);
   fake_gpu.zeroed_async_bytes += bytes;
+  fake_gpu.last_zeroed_async = pointer;
   return 0;
 }
 static int fake_stream_create(void **stream, int urgent) {
@@ -100,7 +101,10 @@ static int fake_stream_create(void **stream, int urgent) {
 }
 /* "Device memory" is host memory here: a stream write lands at once. */
 static int fake_stream_write(void *stream, uint32_t *words, const uint32_t *values, uint32_t count) {
-  (void)stream;
+  int entry = fake_gpu.write_count++ % FAKE_WRITE_LOG;
+  fake_gpu.write_log[entry].stream = stream;
+  fake_gpu.write_log[entry].word = words;
+  fake_gpu.write_log[entry].value = count ? values[0] : 0;
   for (uint32_t index = 0; index < count; index++) {
     uint32_t before = words[index];
     fake_gpu.nonzero_mask_words += (before == 0 && values[index] != 0) - (before != 0 && values[index] == 0);
@@ -151,6 +155,21 @@ static int fake_event_elapsed(void *start, void *end, float *milliseconds) {
   *milliseconds = fake_gpu.elapsed_ms;
   return 0;
 }
+/* The parameters a persistent form takes after the kernel's own. */
+static void read_persistent_params(fake_launch *last, void **args) {
+  int first = fake_gpu.expected_params;
+  last->persistent = 1;
+  if (first > 0)
+    last->first_param = *(long long *)args[0];
+  last->control = *(preempt_control_block **)args[first];
+  last->task_count = *(unsigned int *)args[first + 1];
+  for (int axis = 0; axis < 3; axis++)
+    last->grid_param[axis] = *(unsigned int *)args[first + 2 + axis];
+  last->generation = *(unsigned int *)args[first + 5];
+  last->check_interval = *(unsigned int *)args[first + 6];
+  last->relaunched = *(unsigned int *)args[first + 7];
+}
+
 static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared,
                               void *stream) {
   (void)stub;
@@ -161,19 +180,8 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
   last->shared = shared;
   last->stream = stream;
   last->args = args;
-  if (args && fake_gpu.expected_params >= 0) {
-    int first = fake_gpu.expected_params;
-    last->persistent = 1;
-    if (first > 0)
-      last->first_param = *(long long *)args[0];
-    last->control = *(preempt_control_block **)args[first];
-    last->task_count = *(unsigned int *)args[first + 1];
-    for (int axis = 0; axis < 3; axis++)
-      last->grid_param[axis] = *(unsigned int *)args[first + 2 + axis];
-    last->generation = *(unsigned int *)args[first + 5];
-    last->check_interval = *(unsigned int *)args[first + 6];
-    last->relaunched = *(unsigned int *)args[first + 7];
-  }
+  if (args && fake_gpu.expected_params >= 0)
+    read_persistent_params(last, args);
   __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE); /* last: the test polls it */
   if (block.x * block.y * block.z > 1024)
     return FAKE_ERROR_LAUNCH; /* what a real API says about an impossible block */
@@ -182,12 +190,20 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
 
 int fake_original_function;
 int fake_drain_function;
+int fake_intask_function;
 
 static int fake_original_kernel(const void *stub, const char *name, void **function) {
   (void)stub;
   if (strncmp(name, PREEMPT_DRAIN_KERNEL_PREFIX, strlen(PREEMPT_DRAIN_KERNEL_PREFIX)) == 0) {
     fake_gpu.drain_lookups++;
     *function = fake_gpu.has_drain ? &fake_drain_function : NULL;
+    return 0;
+  }
+  if (strncmp(name, PREEMPT_INTASK_KERNEL_PREFIX, strlen(PREEMPT_INTASK_KERNEL_PREFIX)) == 0) {
+    fake_gpu.intask_lookups++;
+    strncpy(fake_gpu.last_intask_name, name, sizeof fake_gpu.last_intask_name - 1);
+    int has = fake_gpu.intask_desc.point_count != 0 && !fake_gpu.intask_variant_missing;
+    *function = has ? &fake_intask_function : NULL;
     return 0;
   }
   fake_gpu.original_lookups++;
@@ -214,8 +230,11 @@ static int fake_launch_function(const void *host_stub, void *function, preempt_d
   last->block = block;
   last->shared = shared;
   last->stream = stream;
-  if (args)
+  if (args && function != &fake_intask_function)
     last->first_param = *(long long *)args[0];
+  /* An in-task variant takes the persistent form's parameters. */
+  if (function == &fake_intask_function && args && fake_gpu.expected_params >= 0)
+    read_persistent_params(last, args);
   /* A drain form takes the control block after the kernel's own parameters. */
   if (function == &fake_drain_function && args && fake_gpu.expected_params >= 0)
     last->control = *(preempt_control_block **)args[fake_gpu.expected_params];

@@ -63,12 +63,28 @@ typedef struct fake_gpu_state {
   /* What kernel_footprint answers, and copy_to_host calls. */
   uint32_t registers_per_thread, static_shared_bytes;
   int copies_to_host, device_copies;
+  /* In-task variants (control_block.h): a kernel whose descriptor has points has one, unless intask_variant_missing;
+   * how often one was looked up. */
+  int intask_variant_missing, intask_lookups;
+  char last_intask_name[256];
+  void *last_zeroed_async; /* where the last device_zero_async began */
+  /* The last stream writes, oldest first (write_count of them, the last FAKE_WRITE_LOG kept): which stream, the first
+   * word written, its value. */
+  struct {
+    void *stream;
+    uint32_t *word;
+    uint32_t value;
+  } write_log[64];
+  int write_count;
 } fake_gpu_state;
+#define FAKE_WRITE_LOG 64
 
 /* The handle original_kernel gives for a kernel's copy. */
 extern int fake_original_function;
 /* The handle original_kernel gives for a kernel's drain form. */
 extern int fake_drain_function;
+/* The handle original_kernel gives for a kernel's in-task variant. */
+extern int fake_intask_function;
 
 extern fake_gpu_state fake_gpu;
 

@@ -471,6 +471,411 @@ static void test_quota(void) {
   unsetenv("PREEMPT_FORM");
 }
 
+/* In-task preemption (intask.c, docs/intask.md, control_block.h). The fake's device memory is host memory: the test
+ * reads what the runtime wrote into the control block, and its write log says on which stream and in what order. */
+static int find_write(const void *word, int since) {
+  if (since < fake_gpu.write_count - FAKE_WRITE_LOG)
+    since = fake_gpu.write_count - FAKE_WRITE_LOG;
+  for (int index = since; index < fake_gpu.write_count; index++)
+    if (fake_gpu.write_log[index % FAKE_WRITE_LOG].word == word)
+      return index;
+  return -1;
+}
+
+static void *device_control_stream(void) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  void *stream = runtime->devices[0].control_stream;
+  preempt_runtime_unlock(runtime);
+  return stream;
+}
+
+static void set_intask_mode(const char *mode) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  CHECK_EQ_U64(preempt_intask_configure(runtime, mode, 10), 0);
+  preempt_runtime_unlock(runtime);
+}
+
+/* 16 SMs x 4 CTAs (64 persistent CTAs, a ring of 2 x 64 + 2 contexts), and kernels with one in-task point. */
+static void intask_fake(void) {
+  fake_gpu.sm_count = 16;
+  fake_gpu.ctas_per_sm = 4;
+  fake_gpu.expected_params = 2;
+  fake_gpu.intask_desc = (preempt_intask_desc){PREEMPT_KERNEL_ABI_VERSION, 1, 16, 4096};
+}
+
+static void test_intask(void) {
+  static const preempt_dim3 block128 = {128, 1, 1}, block64 = {64, 1, 1};
+  static const preempt_dim3 grid = {20000, 1, 1}; /* many waves */
+  static const preempt_dim3 one_wave = {8, 1, 1};
+  const uint32_t capacity = 2 * 4 * 16 + 2, bytes128 = 64 + 4096 + 16 * 128, bytes64 = 64 + 4096 + 16 * 64;
+  long long first = 11, second = 12;
+  void *args[] = {&first, &second};
+  void *app_stream = &second;
+
+  /* PREEMPT_INTASK=on: the variant runs every grid of the launch, with the period and the ring, zeroed, in its
+   * control block. */
+  setenv("PREEMPT_INTASK", "on", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.intask_lookups, 1);
+    CHECK(strcmp(fake_gpu.last_intask_name, "__preempt_intaskform__Z4longPxx") == 0);
+    CHECK_EQ_U64(fake_gpu.launches, 1);
+    CHECK_EQ_U64(fake_gpu.function_launches, 1);
+    CHECK(fake_gpu.last.function == &fake_intask_function && fake_gpu.last.persistent);
+    CHECK(fake_gpu.last.host_stub == &stub_a && fake_gpu.last.stream == app_stream);
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 64);
+    CHECK_EQ_U64(fake_gpu.last.task_count, 20000);
+    CHECK_EQ_U64(fake_gpu.last.first_param, 11);
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 0);
+    preempt_control_block *control = fake_gpu.last.control;
+    CHECK(control != NULL);
+    CHECK_EQ_U64(control->intask_period_ns, 10000);
+    CHECK_EQ_U64(control->intask_capacity, capacity);
+    CHECK_EQ_U64(control->intask_record_bytes, bytes128);
+    CHECK(control->intask_contexts != NULL);
+    CHECK(fake_gpu.last_zeroed_async == control->intask_contexts);
+    CHECK(fake_gpu.zeroed_async_bytes >= (size_t)capacity * bytes128);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    int period_write = find_write(&control->intask_period_ns, 0);
+    CHECK(period_write >= 0 && fake_gpu.write_log[period_write % FAKE_WRITE_LOG].stream == app_stream);
+    preempt_launch_id launch = preempt_last_launch();
+    CHECK(launch != 0);
+    preempt_launch_record *record = fake_launch_record(launch);
+    CHECK(record != NULL && record->intask_enabled);
+    fake_event_set_pending(record->done_event, 1); /* from here on it runs; its other events have fired */
+    void *control_stream = device_control_stream();
+
+    /* A partial eviction leaves at task boundaries: no eviction word. Its relaunch runs the variant, as epoch 1,
+     * and resumes no context. */
+    int since = fake_gpu.write_count, launches_before = fake_gpu.launches;
+    preempt_sm_mask one_sm = {{0}};
+    one_sm.words[0] = 1u << 3;
+    CHECK_EQ_U64(preempt_evict(launch, &one_sm), PREEMPT_OK);
+    CHECK_EQ_U64(control->yield_mask[0], 1u << 3);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    CHECK_EQ_U64(find_write(&control->intask_evict, since), (uint64_t)-1);
+    CHECK(!record->intask_evicted && !record->intask_evict_set);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+    CHECK(fake_gpu.last.function == &fake_intask_function && fake_gpu.last.control == control);
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 1u | (1u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 4); /* one SM at occupancy */
+
+    /* A full eviction: the eviction word, on the control stream, ahead of the yield mask. */
+    since = fake_gpu.write_count;
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 1);
+    int evict_write = find_write(&control->intask_evict, since);
+    CHECK(evict_write >= 0 && fake_gpu.write_log[evict_write % FAKE_WRITE_LOG].stream == control_stream);
+    CHECK(find_write(&control->yield_mask[0], since) > evict_write);
+    CHECK(record->intask_evicted && record->intask_evict_set);
+    /* Again: nothing more to write. */
+    since = fake_gpu.write_count;
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(fake_gpu.write_count, since);
+
+    /* Resumed while the first wave still runs: the word goes back to 0 at once (control stream), but the relaunch
+     * waits for the first wave's end, since it resumes contexts that wave saved. */
+    fake_event_set_pending(record->wave_done_event, 1);
+    launches_before = fake_gpu.launches;
+    int publishes_before = fake_gpu.publishes;
+    since = fake_gpu.write_count;
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    evict_write = find_write(&control->intask_evict, since);
+    CHECK(evict_write >= 0 && fake_gpu.write_log[evict_write % FAKE_WRITE_LOG].stream == control_stream);
+    CHECK(!record->intask_evict_set && record->intask_evicted);
+    for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+      CHECK_EQ_U64(control->yield_mask[word], 0);
+    usleep(50000);
+    CHECK_EQ_U64(fake_gpu.launches, launches_before);
+    fake_event_set_pending(record->wave_done_event, 0);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+    CHECK(fake_gpu.last.function == &fake_intask_function && fake_gpu.last.control == control);
+    CHECK_EQ_U64(fake_gpu.last.relaunched,
+                 1u | PREEMPT_RELAUNCH_RESUMES | (2u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    CHECK_EQ_U64(fake_gpu.last.grid.x, 64);
+    CHECK_EQ_U64(fake_gpu.publishes, publishes_before + 1);
+
+    /* A second full eviction sets the word again; every later relaunch resumes contexts, at the next epoch. */
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 1);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 2);
+    CHECK_EQ_U64(fake_gpu.last.relaunched,
+                 1u | PREEMPT_RELAUNCH_RESUMES | (3u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    CHECK(fake_gpu.last.function == &fake_intask_function);
+    fake_event_set_pending(record->done_event, 0);
+
+    /* A launch preemptd holds before its first run (launch.c: every yield bit, held_unstarted) has no CTA to stop:
+     * an eviction writes no word, which its first run, clearing nothing on the device, would find set. */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    launch = preempt_last_launch();
+    record = fake_launch_record(launch);
+    control = fake_gpu.last.control;
+    fake_event_set_pending(record->done_event, 1);
+    preempt_runtime *runtime = preempt_runtime_lock();
+    memset(record->yield_mask, 0xff, sizeof record->yield_mask);
+    record->held_unstarted = 1;
+    preempt_runtime_unlock(runtime);
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    CHECK(!record->intask_evicted && !record->intask_evict_set);
+    launches_before = fake_gpu.launches;
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 1u | (1u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    fake_event_set_pending(record->done_event, 0);
+
+    /* The variant fails to launch: the first wave runs the persistent form, said, and its evictions wait for task
+     * boundaries. */
+    fake_gpu.fail_function_launch = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(strstr(preempt_last_error(), "in-task variant") != NULL);
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.original);
+    launch = preempt_last_launch();
+    record = fake_launch_record(launch);
+    control = fake_gpu.last.control;
+    CHECK(!record->intask_enabled);
+    fake_event_set_pending(record->done_event, 1);
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.original);
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 1u | (1u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    fake_event_set_pending(record->done_event, 0);
+    fake_gpu.fail_function_launch = 0;
+  }
+
+  /* A control block keeps what was last written: 64 launches later the same block comes back (the pool's first
+   * 64 slots, in turn). In-task off since: its period goes back to 0. On again, same layout: the period, and no
+   * second zeroing of the ring. A new layout (smaller blocks): the ring is zeroed again. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    preempt_control_block *control = fake_gpu.last.control;
+    CHECK_EQ_U64(control->intask_period_ns, 10000);
+    set_intask_mode("off");
+    for (int launch = 1; launch < 64; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.control != control && fake_gpu.last.control->intask_period_ns == 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.control == control && fake_gpu.last.function != &fake_intask_function);
+    CHECK_EQ_U64(control->intask_period_ns, 0);
+    CHECK_EQ_U64(control->intask_capacity, capacity);
+    set_intask_mode("on");
+    for (int launch = 1; launch < 64; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    size_t zeroed_before = fake_gpu.zeroed_async_bytes;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.control == control && fake_gpu.last.function == &fake_intask_function);
+    CHECK_EQ_U64(control->intask_period_ns, 10000);
+    CHECK_EQ_U64(fake_gpu.zeroed_async_bytes, zeroed_before);
+    for (int launch = 1; launch < 64; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    memset(control->intask_contexts, 0x5a, 64); /* stale bytes of the old layout */
+    zeroed_before = fake_gpu.zeroed_async_bytes;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.control == control);
+    CHECK_EQ_U64(control->intask_record_bytes, bytes64);
+    CHECK_EQ_U64(control->intask_capacity, capacity);
+    CHECK(fake_gpu.zeroed_async_bytes - zeroed_before >= (size_t)capacity * bytes64);
+    CHECK_EQ_U64(control->intask_contexts[0], 0);
+    CHECK_EQ_U64(control->intask_contexts[63], 0);
+  }
+
+  /* PREEMPT_INTASK=off: the persistent form as ever, period 0, and a full eviction writes only the yield mask. */
+  setenv("PREEMPT_INTASK", "off", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.original);
+    preempt_control_block *control = fake_gpu.last.control;
+    CHECK_EQ_U64(control->intask_period_ns, 0);
+    CHECK_EQ_U64(control->intask_capacity, 0);
+    CHECK(control->intask_contexts == NULL);
+    preempt_launch_id launch = preempt_last_launch();
+    preempt_launch_record *record = fake_launch_record(launch);
+    fake_event_set_pending(record->done_event, 1);
+    int writes_before = fake_gpu.mask_writes, since = fake_gpu.write_count;
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(fake_gpu.mask_writes - writes_before, PREEMPT_YIELD_MASK_WORDS);
+    CHECK_EQ_U64(find_write(&control->intask_evict, since), (uint64_t)-1);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 1u | (1u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    fake_event_set_pending(record->done_event, 0);
+  }
+
+  /* auto (the default): off until a sampled launch measures the kernel's tasks; on once they measure long (50 ms
+   * for 20000 tasks on 64 CTAs: 160 us a task); off again once they measure short (10 ms: 32 us). The fake's timed
+   * pairs measure elapsed_ms as the sample is read, at the next launch. */
+  unsetenv("PREEMPT_INTASK");
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    fake_gpu.elapsed_ms = 50.0f;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+    CHECK_EQ_U64(fake_gpu.last.control->intask_period_ns, 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.function_launches, 1);
+    CHECK(fake_gpu.last.function == &fake_intask_function);
+    CHECK_EQ_U64(fake_gpu.last.control->intask_period_ns, 10000);
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.task_microseconds > 159 && info.task_microseconds < 161);
+    fake_gpu.elapsed_ms = 10.0f;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.task_microseconds > 31 && info.task_microseconds < 33);
+    CHECK_EQ_U64(fake_gpu.function_launches, 1);
+    CHECK(!fake_gpu.last.original && fake_gpu.last.persistent);
+  }
+
+  /* Long tasks and a drain form: PREEMPT_FORM=auto keeps such launches persistent (the drain form has no
+   * in-task points) where it would otherwise time the drain form from the third launch on (test_drain_form). */
+  for (int intask_on = 0; intask_on <= 1; intask_on++) {
+    setenv("PREEMPT_INTASK", intask_on ? "on" : "off", 1);
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    intask_fake();
+    fake_gpu.has_drain = 1;
+    fake_gpu.elapsed_ms = 2.0f;
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    int drained = 0;
+    for (int launch = 0; launch < 6; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      drained += fake_gpu.last.function == &fake_drain_function;
+      if (intask_on)
+        CHECK(fake_gpu.last.function == &fake_intask_function);
+    }
+    CHECK(intask_on ? drained == 0 : drained >= 2);
+  }
+
+  /* A descriptor of another ABI, or with more points than the runtime knows: refused at resolution, said, no
+   * launch (again at the next launch, which resolves again). */
+  setenv("PREEMPT_INTASK", "on", 1);
+  for (int wrong = 0; wrong < 2; wrong++) {
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    intask_fake();
+    if (wrong == 0)
+      fake_gpu.intask_desc.abi_version = PREEMPT_KERNEL_ABI_VERSION + 1;
+    else
+      fake_gpu.intask_desc.point_count = PREEMPT_INTASK_MAX_POINTS + 1;
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    for (int attempt = 0; attempt < 2; attempt++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), FAKE_ERROR_NOT_SUPPORTED);
+      CHECK(strstr(preempt_last_error(), "in-task descriptor") != NULL);
+      CHECK(strstr(preempt_last_error(), "_Z4longPxx") != NULL);
+    }
+    CHECK_EQ_U64(fake_gpu.launches, 0);
+    CHECK_EQ_U64(fake_gpu.intask_lookups, 0);
+  }
+
+  /* Points but no variant (the lookup finds none): in-task stays off, silently; evictions write no word, and a
+   * one-wave grid runs the unconverted copy as any kernel's. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  fake_gpu.intask_variant_missing = 1;
+  fake_gpu.has_original = 1;
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.intask_lookups, 1);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.original);
+    preempt_control_block *control = fake_gpu.last.control;
+    CHECK_EQ_U64(control->intask_period_ns, 0);
+    preempt_launch_id launch = preempt_last_launch();
+    preempt_launch_record *record = fake_launch_record(launch);
+    fake_event_set_pending(record->done_event, 1);
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    CHECK_EQ_U64(control->intask_evict, 0);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    CHECK_EQ_U64(fake_gpu.last.relaunched, 1u | (1u << PREEMPT_RELAUNCH_EPOCH_SHIFT));
+    fake_event_set_pending(record->done_event, 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, one_wave, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
+  }
+
+  /* A one-wave grid of a kernel with points stays persistent, where an in-task eviction can reach it (the
+   * variant under on, the persistent form under auto with no task measured yet); under off it runs the copy. */
+  for (int mode = 0; mode < 3; mode++) {
+    static const char *const modes[] = {"auto", "on", "off"};
+    setenv("PREEMPT_INTASK", modes[mode], 1);
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    intask_fake();
+    fake_gpu.has_original = 1;
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, one_wave, block128, args, 0, app_stream), 0);
+    if (mode == 2) {
+      CHECK(fake_gpu.last.function == &fake_original_function);
+      CHECK_EQ_U64(preempt_last_launch(), 0);
+    } else {
+      CHECK(fake_gpu.last.persistent && fake_gpu.last.grid.x == 8);
+      CHECK(fake_gpu.last.function == (mode == 1 ? (void *)&fake_intask_function : NULL));
+      CHECK(preempt_last_launch() != 0);
+    }
+  }
+
+  /* The mode's spelling: a mistaken value is said, and auto kept; the period comes from PREEMPT_INTASK_PERIOD_US. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_runtime *runtime = preempt_runtime_lock();
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "on", 25), 0);
+    CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_ON);
+    CHECK_EQ_U64(runtime->intask_period_ns, 25000);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "sometimes", 10), (uint64_t)-1);
+    CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_AUTO);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, NULL, 10), 0);
+    CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_AUTO);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "off", 10), 0);
+    CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_OFF);
+    preempt_runtime_unlock(runtime);
+  }
+  CHECK(strstr(preempt_last_error(), "PREEMPT_INTASK='sometimes'") != NULL);
+  setenv("PREEMPT_INTASK", "On", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_INTASK='On'") != NULL);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0); /* auto, no task measured */
+  }
+  setenv("PREEMPT_INTASK", "on", 1);
+  setenv("PREEMPT_INTASK_PERIOD_US", "25", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.last.control->intask_period_ns, 25000);
+  }
+  unsetenv("PREEMPT_INTASK_PERIOD_US");
+  unsetenv("PREEMPT_INTASK");
+  preempt_shutdown();
+}
+
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
   if (argc == 2 && strcmp(argv[1], "--connections") == 0) {
@@ -482,6 +887,8 @@ int main(int argc, char **argv) {
   unsetenv("PREEMPT_STRESS");
   unsetenv("PREEMPT_ONE_WAVE");
   unsetenv("PREEMPT_FORM");
+  unsetenv("PREEMPT_INTASK");
+  unsetenv("PREEMPT_INTASK_PERIOD_US");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
@@ -868,5 +1275,6 @@ int main(int argc, char **argv) {
   test_one_wave_launches();
   test_drain_form();
   test_quota();
+  test_intask();
   CHECK_DONE("test_launch");
 }
