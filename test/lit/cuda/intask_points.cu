@@ -1,0 +1,272 @@
+// In-task yield points (passes/InTaskYield.cpp, issue 8): a converted kernel whose top-level loops
+// have a trip count every thread of the CTA agrees on gets a variant __preempt_intaskform_<kernel>
+// with a check at each such loop's back-edge, a save and a restore routine, a dispatch at the
+// task's start, and a descriptor __preempt_points_<kernel>; the persistent form stays as it was.
+// Loops and kernels that cannot take a point say why in a remark.
+//
+// Remarks without value names: loops are then named by source line (the first located instruction
+// of the loop's header; a rotated loop's header is its body's first block, so the line is that of
+// the body's first statement, not the `for`).
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -Rpass=preempt -Rpass-missed=preempt %s -o %t.lines.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
+// The IR, with value names; it must pass the verifier (release clang does not run it).
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names %s -o %t.ll
+// RUN: %opt -passes=verify -disable-output %t.ll
+// RUN: %FileCheck %s --check-prefix=VARIANT < %t.ll
+// RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.ll
+// Exactly two descriptors and three variants (kernels in module order), nothing else.
+// RUN: grep -e '^@__preempt_points_' -e '^define .*@__preempt_intaskform_' %t.ll | %FileCheck %s --check-prefix=LIST
+// -preempt-intask=0: no variant, no descriptor, no in-task remark; kernels still converted.
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -mllvm -preempt-intask=0 -Rpass=preempt -Rpass-missed=preempt %s -o %t.off.lines.ll 2>&1 | %FileCheck %s --check-prefix=OFF-REMARK --implicit-check-not=in-task
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask=0 %s -o %t.off.ll
+// RUN: %FileCheck %s --check-prefix=OFF --implicit-check-not=__preempt_intaskform_ --implicit-check-not=__preempt_points_ < %t.off.ll
+// The persistent form is the same text with in-task points on and off (same flags otherwise).
+// RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.ll > %t.on.stencil
+// RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
+// RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.off.stencil
+// RUN: diff %t.on.stencil %t.off.stencil
+// The PTX assembles.
+// RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
+// RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
+
+// LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 1056], align 4
+// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 16], align 4
+// LIST-NEXT: @__preempt_points__Z9two_loopsPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 2, i32 {{[0-9]+}}, i32 416], align 4
+// LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
+// LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z6nestedPKfPfii(
+// LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z9two_loopsPKfPfii({{.*}}
+// LIST-NOT: {{.}}
+
+// OFF-REMARK-DAG: kernel '_Z7stencilPKfPfi' converted to persistent-thread form
+// OFF-REMARK-DAG: kernel '_Z6nestedPKfPfii' converted to persistent-thread form
+// OFF: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 8, align 4
+// OFF: define {{.*}}ptx_kernel void @_Z7stencilPKfPfi(
+
+#define N 256
+
+// The stencil: `steps` is a kernel argument, so the loop's trip count is the same in every thread.
+// The numbers of its remark and descriptor, by hand:
+// - shared memory: buf is 258 floats = 1032 B, rounded up to 16 per array: 1040 B;
+// - per CTA: the loop counter after its increment (s + 1, uniform: from 0 and `steps`), 4 B;
+//   the CTA area is rounded to 16, so the descriptor's CTA bytes are 16 + 1040 = 1056;
+// - per thread: v after the iteration (a float computed from shared loads: only saving gives it
+//   back), 4 B; every other live value is rebuilt from threadIdx.x, the task's block index, `steps`
+//   and the saved values;
+// - every live value at the back-edge (values defined before it and used after it): the i64 index
+//   of in/out (blockIdx.x * 256 + t, widened), the three hoisted addresses &buf[t], &buf[t + 1],
+//   &buf[t + 2] (8 B each), v and s + 1 (4 B each), and two i1s (t == 0 hoisted out of the loop,
+//   and the exit test s + 1 == steps): 32 + 8 + 2 = 42 B, rounded to the largest alignment (8):
+//   48 B. Two saved (v, s + 1); ten re-executed: the exit test, and the index (zext, add, shl of
+//   the block index, tid.x) and the addresses (tid.x's zext, &buf[t], its +4 and +8, and t == 0);
+//   tid.x is counted once.
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+6]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 10 re-executed, 0 reverted)
+__global__ void stencil(const float *in, float *out, int steps) {
+  __shared__ float buf[N + 2];
+  int t = threadIdx.x;
+  float v = in[blockIdx.x * N + t];
+  for (int s = 0; s < steps; s++) {
+    buf[t + 1] = v;
+    if (t == 0) {
+      buf[0] = v;
+      buf[N + 1] = v;
+    }
+    __syncthreads();
+    v = (buf[t] + buf[t + 1] + buf[t + 2]) * 0.25f;
+    __syncthreads();
+  }
+  out[blockIdx.x * N + t] = v;
+}
+
+// The persistent form has no in-task code: no dispatch, check, save or restore, none of the
+// variant's shared copy (@..buf.intask), no check barrier; the kernel marker is the plain ABI word.
+// PERSISTENT-LABEL: define {{.*}}ptx_kernel void @_Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control,
+// PERSISTENT-NOT: intask
+// PERSISTENT-NOT: barrier.cta.red.or
+// PERSISTENT: store float %v.0.lcssa
+// PERSISTENT-NOT: intask
+// PERSISTENT-NOT: barrier.cta.red.or
+// PERSISTENT: {{^}}}
+
+// The variant: the persistent form's parameters; a resumed task's point comes from its batch.
+// VARIANT: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 8, align 4
+// VARIANT-NOT: @__preempt_kernel___preempt_intaskform_
+// VARIANT-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control, i32 noundef %preempt.task.count,
+// VARIANT: %preempt.intask.resume = phi i32
+// The dispatch: point 1 enters at the restore block, anything else runs the task from its start.
+// VARIANT: preempt.intask.dispatch:
+// VARIANT-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
+// VARIANT-NEXT: i32 1, label %if.end.intask.restore
+// VARIANT-NEXT: ]
+// The loop's header: the restored s and v come in from the restore block (checked there), the
+// count-down starts from the check period's iterations.
+// VARIANT: for.body:
+// VARIANT: %s.034 = phi i32 [ 0, %for.body.lr.ph ], [ %inc, %if.end.intask.cont ], [ [[S:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ]
+// VARIANT-NEXT: %v.033 = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ %mul16, %if.end.intask.cont ], [ [[V:%[0-9]+]], %[[RESTORED]] ]
+// VARIANT-NEXT: %preempt.intask.remaining = phi i32
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32
+// The back-edge counts down and checks at zero; the check (task_loop.cu, inlined) is a
+// barrier-reduction of thread 0's decision; 0 iterations to go means leave.
+// VARIANT: if.end:
+// VARIANT: [[LEFT:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
+// VARIANT-NEXT: [[DUE:%[0-9]+]] = icmp eq i32 [[LEFT]], 0
+// VARIANT-NEXT: br i1 [[DUE]], label %if.end.intask.check, label %if.end.intask.cont
+// VARIANT: if.end.intask.check:
+// VARIANT: call i1 @llvm.nvvm.barrier.cta.red.or.aligned.all(i32 0, i1
+// VARIANT: [[NEXT:%[0-9]+]] = phi i32
+// VARIANT-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXT]], 0
+// VARIANT-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %if.end.intask.cont
+// The save: record + 64 (header) is the CTA area; the threads' area follows the 16 B of uniform
+// values and the 1040 B of shared memory, at + 1056. Each thread stores v there.
+// VARIANT: if.end.intask.save:
+// VARIANT: [[CTA:%[0-9]+]] = getelementptr i8, ptr %{{[0-9]+}}, i32 64
+// VARIANT-NEXT: [[THREADS:%[0-9]+]] = getelementptr i8, ptr [[CTA]], i32 1056
+// VARIANT: [[SLOT:%[0-9]+]] = getelementptr i8, ptr [[THREADS]], i64 %{{[0-9]+}}
+// VARIANT-NEXT: store float %mul16, ptr [[SLOT]], align 4
+// VARIANT-NEXT: br i1 %{{[0-9]+}}, label %if.end.intask.save.uniform, label %if.end.intask.save.rest
+// The restore: the same layout; shared memory back from CTA area + 16 into the variant's copy of
+// buf, a barrier, then v from the thread's slot and s + 1 from the CTA area, into the header's phis;
+// it leaves the way the latch would: to the exit or around the loop.
+// VARIANT: if.end.intask.restore:
+// VARIANT: [[RCTA:%[0-9]+]] = getelementptr i8, ptr %{{[0-9]+}}, i32 64
+// VARIANT-NEXT: [[RTHREADS:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 1056
+// VARIANT: getelementptr i8, ptr [[RCTA]], i32 16
+// VARIANT: getelementptr inbounds nuw i32, ptr addrspacecast (ptr addrspace(3) @_ZZ7stencilPKfPfiE3buf.intask to ptr)
+// VARIANT: [[RESTORED]]:
+// VARIANT-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// VARIANT: [[RSLOT:%[0-9]+]] = getelementptr i8, ptr [[RTHREADS]], i64 %{{[0-9]+}}
+// VARIANT-NEXT: [[V]] = load float, ptr [[RSLOT]], align 4
+// VARIANT-NEXT: [[RUNIFORM:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 0
+// VARIANT-NEXT: [[S]] = load i32, ptr [[RUNIFORM]], align 4
+// VARIANT: [[EXIT:%[0-9]+]] = icmp eq i32 [[S]], %steps
+// VARIANT: br i1 [[EXIT]], label %for.cond.cleanup, label %for.body
+// Thread 0 alone saves s + 1, at the CTA area's start; then the CTA copies buf to CTA area + 16.
+// VARIANT: if.end.intask.save.uniform:
+// VARIANT-NEXT: [[UNIFORM:%[0-9]+]] = getelementptr i8, ptr [[CTA]], i32 0
+// VARIANT-NEXT: store i32 %inc, ptr [[UNIFORM]], align 4
+// VARIANT: if.end.intask.save.rest:
+// VARIANT-NEXT: getelementptr i8, ptr [[CTA]], i32 16
+// VARIANT: br label %preempt.exit
+// VARIANT: {{^}}}
+
+// Trip counts the threads disagree on: the check's barrier would deadlock. (The unroller's
+// remainder loop, at the same line, gets the same remark.)
+// REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z15per_thread_tripPKfPf' gets no in-task yield point: its threads may leave it after different iterations
+__global__ void per_thread_trip(const float *in, float *out) {
+  float acc = 0.0f;
+  for (unsigned i = 0; i < threadIdx.x; i++)
+    acc = acc * 0.5f + in[i];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// Every thread loads the same count, but a value read from memory counts as divergent (another
+// thread or block may write it meanwhile).
+// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z11loaded_tripPKiPKfPf' gets no in-task yield point: its threads may leave it after different iterations
+__global__ void loaded_trip(const int *count, const float *in, float *out) {
+  float acc = 0.0f;
+  int n = count[0];
+  for (int i = 0; i < n; i++)
+    acc = acc * 0.5f + in[i * blockDim.x + threadIdx.x];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// A uniform trip count, but only the first warp enters the loop.
+// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z12some_threadsPKfPfi' gets no in-task yield point: not every thread of the CTA may enter it
+__global__ void some_threads(const float *in, float *out, int n) {
+  float acc = 0.0f;
+  if (threadIdx.x < 32)
+    for (int i = 0; i < n; i++)
+      acc = acc * 0.5f + in[i * 32 + threadIdx.x];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// The bounds check of a 1-D kernel: threads past n have left before the loop.
+// REMARK-DAG: remark: loop at line [[@LINE+7]] of kernel '_Z12early_returnPKfPfii' gets no in-task yield point: not every thread of the CTA may enter it
+__global__ void early_return(const float *in, float *out, int n, int steps) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float v = in[i];
+  for (int s = 0; s < steps; s++)
+    v = v * v + 1.0f;
+  out[i] = v;
+}
+
+// The outer loop gets the point; the inner one is refused. Outer: per thread acc (4 B), per CTA
+// r + 1 (4 B), no shared memory: the descriptor's CTA bytes are the 4 B rounded to 16. The outer
+// header's first located instruction is the inner loop's entry test, on the inner `for` line. Its
+// live values depend on how the unroller split the inner loop: their total is not asserted.
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
+// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z6nestedPKfPfii' gets no in-task yield point: it is nested in another loop
+__global__ void nested(const float *in, float *out, int rows, int cols) {
+  float acc = 0.0f;
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++)
+      acc = acc * 0.5f + in[(r * cols + c) * blockDim.x + threadIdx.x];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// Two points, numbered in source order (dispatch cases 1 and 2). The first saves v (4 B per
+// thread) and s + 1 (4 B per CTA); tile is 400 B, already a multiple of 16. The second loop's
+// trip count m + blockIdx.x is uniform too (a task's block index is the same in all its threads).
+// The descriptor: 2 points, CTA bytes 16 + 400 = 416 (both points' CTA areas fit in 16 B); its
+// thread bytes are the larger point's and not asserted (the second point also saves values the
+// first point's restore gave a second definition).
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+6]] of kernel '_Z9two_loopsPKfPfii': saves 4 B per thread and 4 B per CTA and 400 B of shared memory
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+13]] of kernel '_Z9two_loopsPKfPfii': saves {{[0-9]+}} B per thread and {{[0-9]+}} B per CTA and 400 B of shared memory
+__global__ void two_loops(const float *in, float *out, int n, int m) {
+  __shared__ float tile[100];
+  float v = in[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int s = 0; s < n; s++) {
+    if (threadIdx.x < 100)
+      tile[threadIdx.x] = v;
+    __syncthreads();
+    v += tile[(threadIdx.x + s) % 100];
+    __syncthreads();
+  }
+  double d = v;
+  for (int k = 0; k < m + (int)blockIdx.x; k++)
+    d = d * 1.0001 + in[k * blockDim.x + threadIdx.x];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = (float)d;
+}
+// VARIANT-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z9two_loopsPKfPfii(
+// VARIANT: preempt.intask.dispatch:
+// VARIANT-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
+// VARIANT-NEXT: i32 1, label %if.end.intask.restore
+// VARIANT-NEXT: i32 2, label %for.body{{[0-9]+}}.intask.restore
+// VARIANT-NEXT: ]
+
+// Kernel-wide refusals: the pass does not know the size of dynamic shared memory, cannot save
+// local memory (the array indexed by a loaded value stays an alloca at -O2), and does not follow
+// calls (the callee could hold live state the context does not cover).
+// REMARK-DAG: remark: kernel '_Z14dynamic_sharedPKfPfi' gets no in-task yield points: it uses dynamic shared memory, whose size the pass does not know
+__global__ void dynamic_shared(const float *in, float *out, int steps) {
+  extern __shared__ float dyn[];
+  float v = in[threadIdx.x];
+  for (int s = 0; s < steps; s++) {
+    dyn[threadIdx.x] = v;
+    __syncthreads();
+    v = dyn[(threadIdx.x + 1) % blockDim.x];
+    __syncthreads();
+  }
+  out[threadIdx.x] = v;
+}
+
+// REMARK-DAG: remark: kernel '_Z11local_arrayPKiPii' gets no in-task yield points: it keeps data in local memory (an alloca), which an in-task context does not save
+__global__ void local_array(const int *in, int *out, int steps) {
+  int local[16];
+  for (int k = 0; k < 16; k++)
+    local[k] = in[k * blockDim.x + threadIdx.x];
+  int acc = 0;
+  for (int s = 0; s < steps; s++)
+    acc += local[(acc + s) & 15];
+  out[threadIdx.x] = acc;
+}
+
+__device__ __noinline__ float smooth(float x) { return x * 0.5f + 1.0f; }
+
+// REMARK-DAG: remark: kernel '_Z5callsPKfPfi' gets no in-task yield points: it calls a function (_Z6smoothf)
+__global__ void calls(const float *in, float *out, int steps) {
+  float v = in[threadIdx.x];
+  for (int s = 0; s < steps; s++)
+    v = smooth(v);
+  out[threadIdx.x] = v;
+}
