@@ -398,8 +398,8 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
     return "the context planner rejected its values";
   scope_exit FreePlan([&] { preempt_intask_plan_free(&Plan); });
 
-  // Shared memory the rest of the task may read: all of the kernel's, unless
-  // nothing after the point reads memory at all.
+  // Shared memory the rest of the task may read: all of the kernel's (which
+  // parts a resumed task reads again before writing is not analysed).
   SmallVector<GlobalVariable *, 4> Shared;
   for (GlobalVariable &Global : M.globals())
     if (Global.getAddressSpace() == 3 && !Global.getName().starts_with("__preempt_") &&
