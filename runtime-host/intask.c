@@ -5,7 +5,8 @@
 
 #include "runtime.h"
 
-/* A task this long or longer gets in-task checks under PREEMPT_INTASK=auto:
+/* A task this long or longer gets in-task checks under PREEMPT_INTASK=auto
+ * (with preemptd):
  * below it, a task-boundary eviction already waits less than a few check
  * periods, and the checks would cost without helping. */
 #define INTASK_MIN_TASK_NS 100000.0
@@ -43,8 +44,13 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
     return 0;
   if (runtime->intask_mode == PREEMPT_INTASK_ON)
     return 1;
-  /* auto: the tasks measured long, and saving every CTA's context costs well
-   * under one task (as the check period does). */
+  /* auto: only where preemptd schedules the launch (other processes share
+   * the GPU, and an eviction can come any time): the variant's checks cost
+   * 0-26% on the H100 (bench/intask), too much for a GPU nobody shares. And
+   * only where the tasks measured long, and saving every CTA's context costs
+   * well under one task (as the check period does). */
+  if (!runtime->daemon.registered)
+    return 0;
   double save_ns = (double)record_bytes(&on_device->intask, block_threads) * ctas / INTASK_SAVE_BYTES_PER_NS;
   double task_ns = on_device->task_nanoseconds;
   return task_ns >= INTASK_MIN_TASK_NS && task_ns >= 4 * save_ns;

@@ -724,9 +724,9 @@ static void test_intask(void) {
     fake_event_set_pending(record->done_event, 0);
   }
 
-  /* auto (the default): off until a sampled launch measures the kernel's tasks; on once they measure long (50 ms
-   * for 20000 tasks on 64 CTAs: 160 us a task); off again once they measure short (10 ms: 32 us). The fake's timed
-   * pairs measure elapsed_ms as the sample is read, at the next launch. */
+  /* auto (the default): in-task checks only for launches preemptd schedules (intask.c); with no daemon, off
+   * even once the tasks measure long (50 ms for 20000 tasks on 64 CTAs: 160 us a task). The fake's timed pairs
+   * measure elapsed_ms as the sample is read, at the next launch. */
   unsetenv("PREEMPT_INTASK");
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
@@ -737,9 +737,9 @@ static void test_intask(void) {
     CHECK_EQ_U64(fake_gpu.function_launches, 0);
     CHECK_EQ_U64(fake_gpu.last.control->intask_period_ns, 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
-    CHECK_EQ_U64(fake_gpu.function_launches, 1);
-    CHECK(fake_gpu.last.function == &fake_intask_function);
-    CHECK_EQ_U64(fake_gpu.last.control->intask_period_ns, 10000);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
+    CHECK(fake_gpu.last.function == NULL);
+    CHECK_EQ_U64(fake_gpu.last.control->intask_period_ns, 0);
     preempt_kernel_info info;
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
     CHECK(info.task_microseconds > 159 && info.task_microseconds < 161);
@@ -747,7 +747,7 @@ static void test_intask(void) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
     CHECK(info.task_microseconds > 31 && info.task_microseconds < 33);
-    CHECK_EQ_U64(fake_gpu.function_launches, 1);
+    CHECK_EQ_U64(fake_gpu.function_launches, 0);
     CHECK(!fake_gpu.last.original && fake_gpu.last.persistent);
   }
 
@@ -817,8 +817,8 @@ static void test_intask(void) {
     CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
   }
 
-  /* A one-wave grid of a kernel with points stays persistent, where an in-task eviction can reach it (the
-   * variant under on, the persistent form under auto with no task measured yet); under off it runs the copy. */
+  /* A one-wave grid of a kernel with points stays persistent under on (the variant), where an in-task eviction
+   * can reach it; under auto without preemptd and under off it runs the copy. */
   for (int mode = 0; mode < 3; mode++) {
     static const char *const modes[] = {"auto", "on", "off"};
     setenv("PREEMPT_INTASK", modes[mode], 1);
@@ -827,12 +827,12 @@ static void test_intask(void) {
     fake_gpu.has_original = 1;
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, one_wave, block128, args, 0, app_stream), 0);
-    if (mode == 2) {
+    if (mode != 1) {
       CHECK(fake_gpu.last.function == &fake_original_function);
       CHECK_EQ_U64(preempt_last_launch(), 0);
     } else {
       CHECK(fake_gpu.last.persistent && fake_gpu.last.grid.x == 8);
-      CHECK(fake_gpu.last.function == (mode == 1 ? (void *)&fake_intask_function : NULL));
+      CHECK(fake_gpu.last.function == (void *)&fake_intask_function);
       CHECK(preempt_last_launch() != 0);
     }
   }
