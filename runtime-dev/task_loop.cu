@@ -261,9 +261,14 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   __preempt_task_ctx.pending_count = 0;
   if ((relaunched & PREEMPT_LAUNCH_QUOTA) && !quota_admits(control))
     return YIELD_FETCH;
-  if ((relaunched & PREEMPT_RELAUNCH_RESUMES) && claim_context(control))
+  // A CTA that starts on an SM being evicted leaves without a context: one
+  // claimed now would be restored only to be saved again at its first
+  // checks, and the grids' CTAs that queued behind resident ones would do
+  // that one after another.
+  unsigned int word = yield_word(control);
+  if ((relaunched & PREEMPT_RELAUNCH_RESUMES) && !sm_yields(word) && claim_context(control))
     return RESUME_TAG;
-  return issue_fetch(control, yield_word(control));
+  return issue_fetch(control, word);
 }
 
 // Thread 0 only, as a task starts (before its prefetch): the yield-mask word
