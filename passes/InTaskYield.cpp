@@ -130,9 +130,10 @@ static std::string loopName(const BasicBlock &Header, unsigned Ordinal) {
   return "#" + std::to_string(Ordinal);
 }
 
-unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM, StringRef Name) {
-  if (!InTaskEnabled)
-    return 0;
+// Marks the loops of `Kernel` that may take a yield point (metadata on their
+// latch's terminator) and the values the same in every thread of the CTA;
+// `Name` is the kernel's as the remarks say it. Returns how many loops.
+static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &FAM, StringRef Name) {
   auto &Loops = FAM.getResult<LoopAnalysis>(Kernel);
   if (Loops.empty())
     return 0;
@@ -240,7 +241,7 @@ void eraseInTaskVariant(Function &Variant) {
     Global->eraseFromParent();
 }
 
-void clearInTaskMarks(Function &F) {
+static void clearInTaskMarks(Function &F) {
   for (Instruction &I : instructions(F)) {
     I.setMetadata(LoopMark, nullptr);
     I.setMetadata(UniformMark, nullptr);
@@ -263,7 +264,9 @@ public:
         DispatchSwitch(DispatchSwitch), Threads(Threads) {}
 
   // Places one point; "" when placed, else why not.
-  std::string place(const YieldPoint &Point, std::string &Summary, uint32_t &ThreadBytes, uint32_t &CtaBytes);
+  // `DT` is the function's as it is now (the point changes it).
+  std::string place(const YieldPoint &Point, const DominatorTree &DT, std::string &Summary, uint32_t &ThreadBytes,
+                    uint32_t &CtaBytes);
 
 private:
   Function &F;
@@ -312,9 +315,8 @@ static preempt_intask_operation operationOf(const Instruction &I) {
   }
 }
 
-std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, uint32_t &ThreadBytes,
-                                uint32_t &CtaBytes) {
-  DominatorTree DT(F);
+std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT, std::string &Summary,
+                                uint32_t &ThreadBytes, uint32_t &CtaBytes) {
   BasicBlock *Latch = Point.Latch;
   // Liveness at the end of the latch, before its terminator: a value is live
   // if a use is reachable from there without passing its definition again.
@@ -460,7 +462,7 @@ std::string PointBuilder::place(const YieldPoint &Point, std::string &Summary, u
   Builder.SetInsertPoint(Check);
   Value *EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
   Value *NextIterations =
-      Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
+      Builder.CreateCall(helper(helper::InTaskCheck), {Builder.getInt32(PointIndex), EvictSeen});
   Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, Cont);
 
   // Save: every thread its values, thread 0 the uniform ones, all the shared memory.
@@ -676,7 +678,7 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
     else {
       Point.Header = L->getHeader();
       Point.Preheader = L->getLoopPreheader();
-      Why = Points.place(Point, Summary, ThreadBytes, CtaBytes);
+      Why = Points.place(Point, DT, Summary, ThreadBytes, CtaBytes);
     }
     if (!Why.empty()) {
       remarkMissed(F, "loop " + HeaderName + " of kernel '" + KernelName + "' gets no in-task yield point: " + Why);

@@ -19,12 +19,6 @@ llvm::Function *makeInTaskVariant(llvm::Function &Kernel, llvm::FunctionAnalysis
 // Removes a variant that ends up without points, with its shared variables.
 void eraseInTaskVariant(llvm::Function &Variant);
 
-// Before conversion: marks the loops of `Kernel` that may take a yield point
-// (metadata on their latch's terminator) and the values that are the same in
-// every thread of the CTA. Returns how many loops were marked; remarks say
-// why the others (or the whole kernel) get none.
-unsigned markInTaskCandidates(llvm::Function &Kernel, llvm::FunctionAnalysisManager &FAM, llvm::StringRef Name);
-
 // What the task loop (PersistentThreads.cpp) hands over.
 struct TaskLoopValues {
   llvm::Value *Control = nullptr;     // the control block parameter
@@ -41,9 +35,6 @@ struct TaskLoopValues {
 // start, and the kernel's descriptor for the runtime (control_block.h).
 // Returns the number of points placed.
 unsigned placeInTaskYields(llvm::Function &Converted, llvm::StringRef KernelName, const TaskLoopValues &Loop);
-
-// Drops the marks markInTaskCandidates left (a kernel that was not converted).
-void clearInTaskMarks(llvm::Function &F);
 
 } // namespace preempt
 #endif

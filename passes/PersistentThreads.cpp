@@ -537,15 +537,20 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     remapGridReads(*Clone, Target);
   }
 
+  // The conversion proper: callees' clones, the launch parameters, the task
+  // loop, the grid reads. Returns the converted kernel (a new function).
+  auto Convert = [&](Function &Kernel, TaskLoop Loop, TaskLoopValues *InTask) {
+    FAM.clear(Kernel, Kernel.getName());
+    redirectCalls(Kernel, Clones);
+    Function *Converted = appendControlParameter(Kernel);
+    dropDerivedAttributes(*Converted);
+    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop, InTask);
+    remapGridReads(*Converted, Target, BlockIndex);
+    return Converted;
+  };
   for (Function *Kernel : Convertible) {
     std::string Name = Kernel->getName().str();
-    TaskLoop Loop = chooseTaskLoop(*Kernel, Clones, Target);
-    FAM.clear(*Kernel, Kernel->getName());
-    redirectCalls(*Kernel, Clones);
-    Function *Converted = appendControlParameter(*Kernel);
-    dropDerivedAttributes(*Converted);
-    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, Loop, nullptr);
-    remapGridReads(*Converted, Target, BlockIndex);
+    Function *Converted = Convert(*Kernel, chooseTaskLoop(*Kernel, Clones, Target), nullptr);
     addKernelMarker(M, Name);
     OptimizationRemarkEmitter Remarks(Converted);
     Remarks.emit([&] {
@@ -555,25 +560,11 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   }
   // The in-task variants: the same conversion, with their points placed.
   // Their check's barrier needs every thread of the CTA in the same task, so
-  // the threads meet between tasks.
+  // the threads meet between tasks. (A variant never needs the per-task
+  // loop: kernels with calls or inline assembly get none.)
   for (auto &[Name, Variant] : InTaskVariants) {
-    TaskLoop Loop = chooseTaskLoop(*Variant, Clones, Target);
-    if (Loop == TaskLoop::PerTaskEndBarrier) {
-      OptimizationRemarkEmitter(Variant).emit([&] {
-        return OptimizationRemarkMissed(PassName, "InTaskPoint", Variant)
-               << "kernel '" << ore::NV("Kernel", Name) << "' gets no in-task yield points: its tasks end "
-               << "with a barrier of their own (a callee reads the block index, or inline assembly)";
-      });
-      eraseInTaskVariant(*Variant);
-      continue;
-    }
-    FAM.clear(*Variant, Variant->getName());
-    redirectCalls(*Variant, Clones);
-    Function *Converted = appendControlParameter(*Variant);
-    dropDerivedAttributes(*Converted);
     TaskLoopValues InTask;
-    SmallVector<Value *, 3> BlockIndex = buildTaskLoop(*Converted, TaskLoop::BatchedBarrier, &InTask);
-    remapGridReads(*Converted, Target, BlockIndex);
+    Function *Converted = Convert(*Variant, TaskLoop::BatchedBarrier, &InTask);
     if (placeInTaskYields(*Converted, Name, InTask) == 0)
       eraseInTaskVariant(*Converted);
   }

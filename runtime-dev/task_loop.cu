@@ -603,8 +603,7 @@ PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
 // the next check. Two barriers: the
 // first shares the decision, and thread 0 writes the new count only after it,
 // so no sibling can still be reading the old one; the second publishes it.
-PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *control, unsigned int point,
-                                                   unsigned int evict_seen) {
+PREEMPT_DEVICE unsigned int __preempt_intask_check(unsigned int point, unsigned int evict_seen) {
   unsigned int iterations = 0;
   int leave = 0;
   if (is_first_thread()) {

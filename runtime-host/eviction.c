@@ -143,7 +143,7 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     wanted[word] = record->yield_mask[word] | requested.words[word];
   /* A full eviction also stops CTAs inside their tasks (intask.c). */
-  status = preempt_intask_before_evict(gpu, device, record, wanted);
+  status = preempt_intask_before_evict(gpu, device, record, mask_is_full(wanted));
   if (status != 0) {
     preempt_report_gpu(gpu, status, "asking the launch's CTAs to save their in-task contexts", record->desc->name);
     return PREEMPT_ERROR_GPU;

@@ -143,18 +143,15 @@ static int write_evict_word(const preempt_gpu_ops *gpu, preempt_device_state *de
 }
 
 int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,
-                                preempt_launch_record *record, const uint32_t wanted[PREEMPT_YIELD_MASK_WORDS]) {
+                                preempt_launch_record *record, int every_sm) {
   /* Only a full eviction stops CTAs inside their tasks: a partial one
    * (spatial, or a quota's excess) leaves at task boundaries, so that no
    * context is saved while other CTAs of the launch run on (docs/intask.md).
    * A launch held for preemptd that has not started has no CTA to stop, and
    * its first run (eviction.c, held_unstarted) clears nothing on the device:
    * a word set now would send that run's CTAs away at their first point. */
-  if (!record->intask_enabled || record->intask_evict_set || record->held_unstarted)
+  if (!every_sm || !record->intask_enabled || record->intask_evict_set || record->held_unstarted)
     return 0;
-  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
-    if (wanted[word] != 0xffffffffu)
-      return 0;
   int status = write_evict_word(gpu, device, record, 1);
   if (status == 0)
     record->intask_evicted = 1;

@@ -39,6 +39,15 @@ static void *look_up_copy(const preempt_gpu_ops *gpu, const preempt_kernel_desc 
   return status == 0 ? function : NULL;
 }
 
+#define NAME_CAPACITY 4096
+
+/* `prefix` and the kernel's name, the name of a global or kernel the pass
+ * keeps beside it; 0, or -1 when it does not fit. */
+static int prefixed_name(char name[NAME_CAPACITY], const char *prefix, const char *kernel) {
+  int length = snprintf(name, NAME_CAPACITY, "%s%s", prefix, kernel);
+  return length < 0 || length >= NAME_CAPACITY ? -1 : 0;
+}
+
 /* Finds out once per device whether the plugin converted this kernel, the
  * sizes of its parameters, which a relaunch needs, and its unconverted copy,
  * which one-wave launches run. */
@@ -48,17 +57,13 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[4096], original_name[4096], drain_name[4096], intask_name[4096], variant_name[4096];
-  int length = snprintf(marker_name, sizeof marker_name, "%s%s", PREEMPT_KERNEL_MARKER_PREFIX, desc->name);
-  int original_length =
-      snprintf(original_name, sizeof original_name, "%s%s", PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name);
-  int drain_length = snprintf(drain_name, sizeof drain_name, "%s%s", PREEMPT_DRAIN_KERNEL_PREFIX, desc->name);
-  int intask_length = snprintf(intask_name, sizeof intask_name, "%s%s", PREEMPT_INTASK_DESC_PREFIX, desc->name);
-  int variant_length = snprintf(variant_name, sizeof variant_name, "%s%s", PREEMPT_INTASK_KERNEL_PREFIX, desc->name);
-  if (length < 0 || (size_t)length >= sizeof marker_name || original_length < 0 ||
-      (size_t)original_length >= sizeof original_name || drain_length < 0 || (size_t)drain_length >= sizeof drain_name ||
-      intask_length < 0 || (size_t)intask_length >= sizeof intask_name || variant_length < 0 ||
-      (size_t)variant_length >= sizeof variant_name) {
+  char marker_name[NAME_CAPACITY], original_name[NAME_CAPACITY], drain_name[NAME_CAPACITY],
+      intask_name[NAME_CAPACITY], variant_name[NAME_CAPACITY];
+  if (prefixed_name(marker_name, PREEMPT_KERNEL_MARKER_PREFIX, desc->name) ||
+      prefixed_name(original_name, PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(drain_name, PREEMPT_DRAIN_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(intask_name, PREEMPT_INTASK_DESC_PREFIX, desc->name) ||
+      prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name)) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }

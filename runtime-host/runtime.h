@@ -214,8 +214,9 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
 int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
                            const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream);
 /* Around evictions and resumptions, on the control stream: the eviction word. Return the GPU API's code. */
+/* `every_sm`: the eviction leaves every SM's yield bit set (only those stop CTAs inside tasks). */
 int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,
-                                preempt_launch_record *record, const uint32_t wanted[PREEMPT_YIELD_MASK_WORDS]);
+                                preempt_launch_record *record, int every_sm);
 int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                  preempt_launch_record *record);
 /* Launches a grid of the launch: its in-task variant when it has one (a first
