@@ -17,8 +17,8 @@ static const char usage[] =
     "\n"
     "Schedules the preemptible kernels of every process on this node, per GPU (docs/daemon.md).\n"
     "\n"
-    "  --foreground   stay attached (containers, systemd Type=simple); otherwise fork, detach and\n"
-    "                 print the daemon's pid\n"
+    "  --foreground   stay attached (containers, systemd Type=simple); otherwise fork, detach and,\n"
+    "                 once the daemon serves, print its pid\n"
     "  --socket PATH  the Unix socket (default: $PREEMPT_DAEMON_SOCKET, else " PREEMPT_DAEMON_SOCKET_DEFAULT ")\n"
     "  --policy NAME  fifo, hpf, ffs, piv, dprr or flexsched (default hpf); preemptctl policy switches it later\n"
     "  --memory-policy NAME\n"
@@ -145,28 +145,67 @@ static preempt_daemon_status signals_setup(int *out_fd) {
   return PREEMPT_DAEMON_OK;
 }
 
-/* fork, setsid, chdir /, stdio to /dev/null; the parent prints the daemon's pid and exits. The socket
- * exists before the fork, so when the parent returns the daemon already accepts connections. */
-static preempt_daemon_status daemonize(void) {
+/* fork, setsid, chdir /, stdin and stdout to /dev/null. The parent waits on a pipe until the daemon says it
+ * is ready (logged its start, scheduler running: `detach_done`), then prints the daemon's pid and exits 0; if
+ * the daemon dies first the parent exits 1. So a script that runs `preemptd` finds a daemon that serves and
+ * a log that already has its start line. stderr stays open until then so set-up errors still reach the user. */
+static preempt_daemon_status daemonize(int *ready_fd) {
+  int ready_pipe[2];
+  if (pipe2(ready_pipe, O_CLOEXEC) != 0)
+    return PREEMPT_DAEMON_SYSTEM;
   fflush(NULL);
   pid_t pid = fork();
-  if (pid < 0)
+  if (pid < 0) {
+    close(ready_pipe[0]);
+    close(ready_pipe[1]);
     return PREEMPT_DAEMON_SYSTEM;
+  }
   if (pid > 0) {
+    close(ready_pipe[1]);
+    char ready = 0;
+    ssize_t got;
+    do
+      got = read(ready_pipe[0], &ready, 1);
+    while (got < 0 && errno == EINTR);
+    if (got != 1) {
+      fprintf(stderr, "preemptd: the daemon (pid %d) exited before it was ready\n", (int)pid);
+      _exit(1);
+    }
     printf("%d\n", (int)pid);
     fflush(stdout);
     _exit(0);
   }
+  close(ready_pipe[0]);
+  *ready_fd = ready_pipe[1];
   if (setsid() < 0 || chdir("/") != 0)
     return PREEMPT_DAEMON_SYSTEM;
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null < 0)
     return PREEMPT_DAEMON_SYSTEM;
-  for (int fd = 0; fd <= 2; fd++)
+  for (int fd = 0; fd <= 1; fd++)
     if (dup2(null, fd) < 0)
       return PREEMPT_DAEMON_SYSTEM;
   close(null);
   return PREEMPT_DAEMON_OK;
+}
+
+/* The detached daemon is ready: stderr goes to /dev/null and the waiting parent is released. */
+static void detach_done(int *ready_fd) {
+  if (*ready_fd < 0)
+    return;
+  int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null >= 0) {
+    fflush(stderr);
+    dup2(null, STDERR_FILENO);
+    close(null);
+  }
+  char ready = 1;
+  ssize_t put;
+  do
+    put = write(*ready_fd, &ready, 1);
+  while (put < 0 && errno == EINTR);
+  close(*ready_fd);
+  *ready_fd = -1;
 }
 
 static void shutdown_context(preemptd_context *ctx) {
@@ -223,7 +262,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "preemptd: %s\n", why);
     return 1;
   }
-  if (!opts.foreground && daemonize() != PREEMPT_DAEMON_OK) {
+  int ready_fd = -1;
+  if (!opts.foreground && daemonize(&ready_fd) != PREEMPT_DAEMON_OK) {
     fprintf(stderr, "preemptd: cannot detach: %s\n", strerror(errno));
     unlink(ctx->socket_path);
     return 1;
@@ -257,7 +297,9 @@ int main(int argc, char **argv) {
     unlink(ctx->socket_path);
     return 1;
   }
-  /* Tests and scripts wait for this line: the socket accepts and the scheduler runs. */
+  /* Tests and scripts wait for this line (a detached daemon's parent waits for `detach_done` instead, and
+   * prints the pid): the socket accepts and the scheduler runs. */
+  detach_done(&ready_fd);
   fprintf(stderr, "preemptd: listening on %s (policy %s)\n", ctx->socket_path, ctx->default_policy->name);
   preempt_daemon_status status = preemptd_serve(ctx);
   /* Stop accepting first: a client that connects now would be dropped, so let it find no socket (it
