@@ -31,11 +31,15 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/SSAUpdater.h"
+
+#include <functional>
 
 using namespace llvm;
 
@@ -446,7 +450,16 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Save = BasicBlock::Create(Context, Latch->getName() + ".intask.save", &F, Cont);
   BasicBlock *Restore = BasicBlock::Create(Context, Latch->getName() + ".intask.restore", &F, Cont);
 
-  IRBuilder<> Builder(Point.Preheader->getTerminator());
+  // The loop's one entry from outside: the preheader and, on resumption,
+  // Restore both go through Enter, where the values computed before the loop
+  // that the restore re-executes are computed again for both (below).
+  BasicBlock *Header = Point.Header, *Preheader = Point.Preheader;
+  BasicBlock *Enter = BasicBlock::Create(Context, Header->getName() + ".intask.enter", &F, Header);
+  BranchInst::Create(Header, Enter);
+  Preheader->getTerminator()->replaceSuccessorWith(Header, Enter);
+  for (PHINode &Phi : Header->phis())
+    Phi.replaceIncomingBlockWith(Preheader, Enter);
+  IRBuilder<> Builder(Enter->getTerminator());
   Value *FirstIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
   Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
   // A count-down (one register) and the eviction word thread 0 read at the
@@ -575,18 +588,86 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     }
     Rebuilt[Original] = Result;
   }
-  Value *RestoredIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
   // The latch's own branch, on the restored values: the resumed task goes on
-  // where the back-edge (or the loop's exit) would have taken it. The loop
-  // keeps one header (a second entry from outside, not one into its middle).
+  // where the back-edge (through Enter) or the loop's exit would have taken
+  // it. The loop keeps one entry from outside, not one into its middle.
   Instruction *Branch = Cont->getTerminator()->clone();
   for (Use &Operand : Branch->operands())
     Operand.set(Mapped(Operand.get()));
   Builder.Insert(Branch);
-  for (BasicBlock *Successor : successors(Cont))
+  Branch->replaceSuccessorWith(Header, Enter);
+  for (BasicBlock *Successor : successors(Cont)) {
+    if (Successor == Header) {
+      // What the back-edge carries arrives at Enter from Restore.
+      for (PHINode &Phi : Header->phis()) {
+        if (&Phi == Remaining || &Phi == EvictSeen)
+          continue;
+        PHINode *Entered = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".entered", Enter->begin());
+        Entered->addIncoming(Phi.getIncomingValueForBlock(Enter), Preheader);
+        Entered->addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
+        Phi.setIncomingValueForBlock(Enter, Entered);
+      }
+      continue;
+    }
     for (PHINode &Phi : Successor->phis())
-      if (&Phi != Remaining && &Phi != EvictSeen)
-        Phi.addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
+      Phi.addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
+  }
+
+  // A value computed before the loop and re-executed by the restore is
+  // computed again in Enter, from Enter's merge of what it is built from, so
+  // that inside the loop it is one value and not a merge of two computations:
+  // a merge keeps it in a register through the loop (64-bit addresses,
+  // predicates), where the unconverted kernel folds or rematerializes it.
+  // The same again where the loop's exit and the restore's meet, for the uses
+  // after the loop.
+  DenseMap<Value *, const preempt_intask_step *> StepOf;
+  for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex)
+    StepOf[Values[Plan.steps[StepIndex].value]] = &Plan.steps[StepIndex];
+  auto IsReexecuted = [&](Value *V) {
+    const preempt_intask_step *Step = StepOf.lookup(V);
+    return Step && Step->action == PREEMPT_INTASK_REEXECUTE;
+  };
+  auto RebuildBeforeLoop = [&](BasicBlock *Block, BasicBlock *FromA, function_ref<Value *(Value *)> ValueFromA,
+                               BasicBlock *FromB, function_ref<Value *(Value *)> ValueFromB) {
+    DenseMap<Value *, Value *> Built;
+    std::function<Value *(Value *)> Build = [&](Value *V) -> Value * {
+      if (isFree(V, DT))
+        return V;
+      if (Value *Found = Built.lookup(V))
+        return Found;
+      Value *Result;
+      if (IsReexecuted(V)) {
+        Instruction *Copy = cast<Instruction>(V)->clone();
+        for (Use &Operand : Copy->operands())
+          if (!isa<BasicBlock>(Operand.get()))
+            Operand.set(Build(Operand.get()));
+        Copy->setMetadata(UniformMark, nullptr);
+        Copy->insertBefore(Block->getTerminator()->getIterator());
+        Result = Copy;
+      } else {
+        PHINode *Phi = PHINode::Create(V->getType(), 2, V->getName() + ".merged", Block->begin());
+        Phi->addIncoming(ValueFromA(V), FromA);
+        Phi->addIncoming(ValueFromB(V), FromB);
+        Result = Phi;
+      }
+      Built[V] = Result;
+      return Result;
+    };
+    for (Instruction *V : Live)
+      if (DT.dominates(V->getParent(), Preheader) && IsReexecuted(V))
+        Build(V);
+    return Built;
+  };
+  DenseMap<Value *, Value *> Entered = RebuildBeforeLoop(
+      Enter, Preheader, [](Value *V) { return V; }, Restore, Mapped);
+  DenseMap<Value *, Value *> Exited;
+  BasicBlock *ExitedBlock = nullptr;
+  for (BasicBlock *Successor : successors(Branch))
+    if (Successor != Enter && !Entered.empty()) {
+      ExitedBlock = SplitBlockPredecessors(Successor, {Cont, Restore}, ".intask.exited");
+      Exited = RebuildBeforeLoop(
+          ExitedBlock, Cont, [&](Value *V) { return Entered.lookup(V); }, Restore, Mapped);
+    }
 
   // The check's state flows around the loop.
   Builder.SetInsertPoint(Cont, Cont->getFirstInsertionPt());
@@ -596,16 +677,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   PHINode *EvictAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.next");
   EvictAfter->addIncoming(EvictSeen, Latch);
   EvictAfter->addIncoming(EvictNext, Check);
-  for (BasicBlock *Pred : predecessors(Point.Header)) {
-    Value *Zero = Builder.getInt32(0);
-    if (Pred == Cont) {
-      Remaining->addIncoming(RemainingAfter, Pred);
-      EvictSeen->addIncoming(EvictAfter, Pred);
-    } else {
-      Remaining->addIncoming(Pred == Restore ? RestoredIterations : FirstIterations, Pred);
-      EvictSeen->addIncoming(Zero, Pred);
-    }
-  }
+  Remaining->addIncoming(RemainingAfter, Cont);
+  EvictSeen->addIncoming(EvictAfter, Cont);
+  Remaining->addIncoming(FirstIterations, Enter);
+  EvictSeen->addIncoming(Builder.getInt32(0), Enter);
 
   // Every live value now has a second definition, in Restore.
   DispatchSwitch->addCase(Builder.getInt32(Point.Number), Restore);
@@ -621,9 +696,19 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Updater.Initialize(V->getType(), V->getName());
     Updater.AddAvailableValue(V->getParent(), V);
     Updater.AddAvailableValue(Restore, Found->second);
+    if (Value *InEnter = Entered.lookup(V))
+      Updater.AddAvailableValue(Enter, InEnter);
+    if (Value *InExited = Exited.lookup(V))
+      Updater.AddAvailableValue(ExitedBlock, InExited);
     for (Use *U : Uses)
       Updater.RewriteUseAfterInsertions(*U);
   }
+  // What the restore re-executed that Enter or the exit now computes again.
+  for (BasicBlock *Block : {Restore, Enter, ExitedBlock})
+    if (Block)
+      for (Instruction &I : make_early_inc_range(reverse(*Block)))
+        if (isInstructionTriviallyDead(&I))
+          I.eraseFromParent();
 
   raw_string_ostream Out(Summary);
   Out << "saves " << Plan.thread_bytes << " B per thread and " << Plan.cta_bytes << " B per CTA and " << SharedBytes

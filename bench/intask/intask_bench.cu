@@ -18,6 +18,7 @@
 //                                             short one on a high-priority stream; the plugin build evicts the long
 //                                             launch when the short one arrives and resumes it after)
 // KERNEL: stencil | gemm | persistent | solver. Environment: INTASK_SEED (random moments; printed),
+// INTASK_GAP_MIN_US (shortest gap between evictions, also after a resume; default 200 us),
 // INTASK_SCALE (multiplies every kernel's loop count, default 1), INTASK_LONG_MS (the long kernel's block length
 // aimed at, default 19; calibrated by one timed launch) or INTASK_LONG_ITEMS (its work items per CTA, fixed).
 #include <errno.h>
@@ -394,14 +395,19 @@ struct EvictionLog {
   int requests = 0;             // preempt_evict returned OK: the launch was running when asked
   int evicted = 0;              // of them, reached EVICTED (else the launch finished first: DONE)
   std::vector<double> latency;  // request returned -> EVICTED or DONE, us
+  std::vector<double> since_resume; // for each request: us since the launch (re)started running (launch or resume)
 };
 
 // Evicts `launch` (every SM) at random moments `gap` apart until it finishes or `limit` requests landed; after each,
 // waits for EVICTED (or DONE) and resumes. Exits on any error or an eviction longer than 10 s.
 static void evict_until_done(preempt_launch_id launch, std::mt19937 &random, EvictionLog &log, int limit) {
-  std::uniform_int_distribution<int> gap_us(200, 3000);
+  // INTASK_GAP_MIN_US (default 200): the shortest gap, also after a resume.
+  const char *gap_text = std::getenv("INTASK_GAP_MIN_US");
+  const int gap_min = gap_text && *gap_text ? std::max(1, std::min(2999, std::atoi(gap_text))) : 200;
+  std::uniform_int_distribution<int> gap_us(gap_min, 3000);
   preempt_launch_state state = PREEMPT_LAUNCH_RUNNING;
   int landed = 0;
+  auto running_since = Clock::now();
   while (landed < limit) {
     std::this_thread::sleep_for(std::chrono::microseconds(gap_us(random)));
     CHECK_PREEMPT(preempt_query(launch, &state));
@@ -410,6 +416,7 @@ static void evict_until_done(preempt_launch_id launch, std::mt19937 &random, Evi
     if (!CHECK_PREEMPT_LIVE(preempt_evict(launch, nullptr)))
       return; // finished meanwhile
     auto start = Clock::now();
+    log.since_resume.push_back(std::chrono::duration<double, std::micro>(start - running_since).count());
     do {
       CHECK_PREEMPT(preempt_query(launch, &state));
       if (since_us(start) > 10e6) {
@@ -424,6 +431,7 @@ static void evict_until_done(preempt_launch_id launch, std::mt19937 &random, Evi
       return;
     log.evicted++;
     CHECK_PREEMPT_LIVE(preempt_resume(launch));
+    running_since = Clock::now();
   }
 }
 
@@ -534,11 +542,12 @@ static int mode_latency(const std::string &kernel, int wanted) {
     evict_until_done(last_launch_or_exit(p), random, log, wanted - log.requests);
     CHECK_CUDA(cudaStreamSynchronize(stream));
   }
+  // since_resume: unsorted, in request order like latency's samples (do slow evictions follow a resume closely?).
   std::printf("%s, \"seed\": %u, \"launches\": %d, \"evictions\": %d, \"evicted\": %d, \"done_first\": %d, "
-              "\"intask_env\": \"%s\", %s}\n",
+              "\"intask_env\": \"%s\", %s, \"since_resume_us\": %s}\n",
               head_json("latency", &p).c_str(), seed, launches, log.requests, log.evicted,
               log.requests - log.evicted, std::getenv("PREEMPT_INTASK") ? std::getenv("PREEMPT_INTASK") : "",
-              stats_json("latency", log.latency).c_str());
+              stats_json("latency", log.latency).c_str(), samples_json(log.since_resume).c_str());
   return log.requests >= wanted ? 0 : 1;
 #endif
 }

@@ -96,13 +96,32 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
 // VARIANT-NEXT: i32 1, label %if.end.intask.restore
 // VARIANT-NEXT: ]
-// The loop's header: the restored s and v come in from the restore block (checked there), the
-// count-down starts from the check period's iterations.
+// Where the loop's exit and the restore's meet: v is merged; the output index, computed before
+// the loop and re-executed by the restore, is computed again there (from tid.x and the block
+// index), not merged, so the loop does not carry it.
+// VARIANT: for.cond.cleanup.intask.exited:
+// VARIANT-NEXT: phi float [ [[V:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ], [ %mul16, %if.end.intask.cont ]
+// VARIANT-NEXT: shl i32 %preempt.block.index, 8
+// VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+// VARIANT-NOT: phi
+// VARIANT: br label %for.cond.cleanup
+// VARIANT: for.cond.cleanup:
+// VARIANT-NEXT: phi i64 [ %idxprom, %preempt.body ], [ %{{[0-9]+}}, %for.cond.cleanup.intask.exited ]
+// The loop's one entry from outside: the preheader and the restore block meet there. The restored
+// s and v are merged; the count-down starts from the check period's iterations; the thread's
+// slots of buf and the t == 0 test are computed again from tid.x, not merged.
+// VARIANT: for.body.intask.enter:
+// VARIANT-NEXT: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V]], %[[RESTORED]] ]
+// VARIANT-NEXT: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
+// VARIANT-NEXT: [[FIRST:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+// VARIANT-NOT: phi
+// VARIANT: br label %for.body
 // VARIANT: for.body:
-// VARIANT: %s.034 = phi i32 [ 0, %for.body.lr.ph ], [ %inc, %if.end.intask.cont ], [ [[S:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ]
-// VARIANT-NEXT: %v.033 = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ %mul16, %if.end.intask.cont ], [ [[V:%[0-9]+]], %[[RESTORED]] ]
-// VARIANT-NEXT: %preempt.intask.remaining = phi i32
-// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32
+// VARIANT-NEXT: %s.034 = phi i32 [ %s.034.entered, %for.body.intask.enter ], [ %inc, %if.end.intask.cont ]
+// VARIANT-NEXT: %v.033 = phi float [ %v.033.entered, %for.body.intask.enter ], [ %mul16, %if.end.intask.cont ]
+// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ %preempt.intask.remaining.next, %if.end.intask.cont ], [ [[FIRST]], %for.body.intask.enter ]
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.next, %if.end.intask.cont ], [ 0, %for.body.intask.enter ]
 // The back-edge counts down and checks at zero; the check (task_loop.cu, inlined) is a
 // barrier-reduction of thread 0's decision; 0 iterations to go means leave.
 // VARIANT: if.end:
@@ -123,8 +142,8 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: store float %mul16, ptr [[SLOT]], align 4
 // VARIANT-NEXT: br i1 %{{[0-9]+}}, label %if.end.intask.save.uniform, label %if.end.intask.save.rest
 // The restore: the same layout; shared memory back from CTA area + 16 into the variant's copy of
-// buf, a barrier, then v from the thread's slot and s + 1 from the CTA area, into the header's phis;
-// it leaves the way the latch would: to the exit or around the loop.
+// buf, a barrier, then v from the thread's slot and s + 1 from the CTA area, into Enter's phis;
+// it leaves the way the latch would: to the exit or around the loop (through Enter).
 // VARIANT: if.end.intask.restore:
 // VARIANT: [[RCTA:%[0-9]+]] = getelementptr i8, ptr %{{[0-9]+}}, i32 64
 // VARIANT-NEXT: [[RTHREADS:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 1056
@@ -137,7 +156,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: [[RUNIFORM:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 0
 // VARIANT-NEXT: [[S]] = load i32, ptr [[RUNIFORM]], align 4
 // VARIANT: [[EXIT:%[0-9]+]] = icmp eq i32 [[S]], %steps
-// VARIANT: br i1 [[EXIT]], label %for.cond.cleanup, label %for.body
+// VARIANT: br i1 [[EXIT]], label %for.cond.cleanup.intask.exited, label %for.body.intask.enter
 // Thread 0 alone saves s + 1, at the CTA area's start; then the CTA copies buf to CTA area + 16.
 // VARIANT: if.end.intask.save.uniform:
 // VARIANT-NEXT: [[UNIFORM:%[0-9]+]] = getelementptr i8, ptr [[CTA]], i32 0
