@@ -6,6 +6,7 @@
 // they adopt the kernel's own GPU architecture. Only thread 0 of a CTA talks to
 // the control block; shared memory and barriers carry its answers to the rest.
 #include "preempt/control_block.h"
+#include "preempt/intask_period.h"
 
 #define PREEMPT_DEVICE extern "C" __attribute__((device)) __attribute__((always_inline))
 #define PREEMPT_LOCAL static __attribute__((device)) __attribute__((always_inline)) inline
@@ -559,8 +560,13 @@ PREEMPT_DEVICE void __preempt_intask_begin(preempt_control_block *control) {
 
 // Every thread, entering a loop with yield point `point` (0-based): the
 // iterations until its first check. Written only between the two barriers of
-// a check, which no thread reading here has reached.
+// a check, which no thread reading here has reached. Thread 0, the only one
+// that reads the time of the last check, forgets it: the first check of a
+// loop entry measures nothing (what ran since the last check was not this
+// loop).
 PREEMPT_DEVICE unsigned int __preempt_intask_iterations(unsigned int point) {
+  if (is_first_thread())
+    __preempt_task_ctx.last_check_ns = 0;
   return __preempt_task_ctx.check_iterations[point];
 }
 
@@ -572,31 +578,16 @@ PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control
 }
 
 // Thread 0: how many iterations to the next check, so that checks come
-// about once per period (EffiSha §6.3's adaptive checking, per loop).
+// about once per period (EffiSha §6.3's adaptive checking, per loop;
+// preempt/intask_period.h).
 PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
-  unsigned int iterations = __preempt_task_ctx.check_iterations[point];
   unsigned int period = __preempt_task_ctx.intask_period_ns;
   unsigned int now = global_time_ns();
   unsigned int last = __preempt_task_ctx.last_check_ns;
   __preempt_task_ctx.last_check_ns = now;
   if (period == 0)
     return 0xffffffffu;
-  unsigned int measured = now - last;
-  // No measure: the first check, or a gap with other work in it.
-  if (last == 0 || measured > 16 * period)
-    return iterations;
-  // Powers of two toward the period, by shifts: a division's temporaries
-  // would raise the loop's register count (and cut its occupancy) for a
-  // path taken once per period.
-  if (measured < period / 4)
-    iterations <<= 2;
-  else if (measured < period / 2)
-    iterations <<= 1;
-  else if (measured > 4 * period)
-    iterations >>= 2;
-  else if (measured > 2 * period)
-    iterations >>= 1;
-  return iterations < 1 ? 1 : iterations > (1u << 24) ? (1u << 24) : iterations;
+  return preempt_intask_next_iterations(__preempt_task_ctx.check_iterations[point], period, last, now);
 }
 
 // Every thread, at a check: 0 when the CTA leaves, else the iterations to

@@ -77,6 +77,11 @@ typedef struct preempt_gpu_ops {
    * `launch`, so that the API reports its own error the usual way. */
   int (*launch_function)(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block, void **args,
                          size_t dynamic_shared_bytes, void *stream);
+  /* Such a copy's CTAs per SM for this block size and dynamic shared memory,
+   * under the limit launch_function would give it: a copy the pass added
+   * code to (the in-task variant) may hold fewer than its kernel. */
+  int (*function_occupancy)(const void *host_stub, void *function, uint32_t block_threads, size_t dynamic_shared_bytes,
+                            uint32_t *ctas_per_sm);
   /* NVIDIA: a relaunch's CTAs leave their count for the runtime's publisher
    * kernel, enqueued after each relaunch (control_block.h). Loaded once per
    * device; NULL where relaunched CTAs publish themselves (AMD). */

@@ -46,6 +46,7 @@ static struct {
   CUresult (*func_get_attribute)(int *, CUfunction_attribute, CUfunction);
   CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
   CUresult (*stream_batch_mem_op)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
+  CUresult (*occupancy_max_active_blocks)(int *, CUfunction, int, size_t);
   CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 } driver;
 
@@ -76,6 +77,9 @@ static int load_driver(void) {
     status = preempt_cuda_driver_entry("cuFuncSetAttribute", (void **)&driver.func_set_attribute);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuStreamBatchMemOp", (void **)&driver.stream_batch_mem_op);
+  if (status == cudaSuccess)
+    status = preempt_cuda_driver_entry("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                                       (void **)&driver.occupancy_max_active_blocks);
   if (status == cudaSuccess)
     status = preempt_cuda_driver_entry("cuStreamWaitValue32", (void **)&driver.stream_wait_value32);
   return status;
@@ -308,24 +312,47 @@ static int cuda_original_kernel(const void *host_stub, const char *name, void **
  * function (cudaFuncSetAttribute), and the application allowed it for the
  * function of its stub, the converted kernel: the copy takes that limit over
  * before such a launch. */
-static int cuda_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
-                                void **args, size_t dynamic_shared_bytes, void *stream) {
+static int take_dynamic_shared_limit(const void *host_stub, void *function, size_t dynamic_shared_bytes) {
   if (dynamic_shared_bytes > UINT32_MAX)
     return cudaErrorInvalidValue;
-  if (dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT) {
-    CUfunction converted;
-    int status = cuda_function(host_stub, &converted);
-    if (status != cudaSuccess)
-      return status;
-    int limit = 0;
-    if (driver.func_get_attribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, converted) != CUDA_SUCCESS ||
-        driver.func_set_attribute((CUfunction)function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit) !=
-            CUDA_SUCCESS)
-      return cudaErrorInvalidValue;
-  }
+  if (dynamic_shared_bytes <= DEFAULT_DYNAMIC_SHARED_LIMIT)
+    return cudaSuccess;
+  CUfunction converted;
+  int status = cuda_function(host_stub, &converted);
+  if (status != cudaSuccess)
+    return status;
+  int limit = 0;
+  if (driver.func_get_attribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, converted) != CUDA_SUCCESS ||
+      driver.func_set_attribute((CUfunction)function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit) !=
+          CUDA_SUCCESS)
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+static int cuda_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
+                                void **args, size_t dynamic_shared_bytes, void *stream) {
+  int status = take_dynamic_shared_limit(host_stub, function, dynamic_shared_bytes);
+  if (status != cudaSuccess)
+    return status;
   CUresult result = driver.launch_kernel((CUfunction)function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                          (unsigned int)dynamic_shared_bytes, (CUstream)stream, args, NULL);
   return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
+/* Called after the converted kernel's own occupancy query (runtime API), which
+ * binds the thread's context. */
+static int cuda_function_occupancy(const void *host_stub, void *function, uint32_t block_threads,
+                                   size_t dynamic_shared_bytes, uint32_t *ctas_per_sm) {
+  *ctas_per_sm = 0;
+  int status = take_dynamic_shared_limit(host_stub, function, dynamic_shared_bytes);
+  if (status != cudaSuccess)
+    return status;
+  int blocks = 0;
+  if (driver.occupancy_max_active_blocks(&blocks, (CUfunction)function, (int)block_threads, dynamic_shared_bytes) !=
+      CUDA_SUCCESS)
+    return cudaErrorInvalidValue;
+  *ctas_per_sm = blocks > 0 ? (uint32_t)blocks : 0;
+  return cudaSuccess;
 }
 
 static const preempt_gpu_ops cuda_ops = {
@@ -366,6 +393,7 @@ static const preempt_gpu_ops cuda_ops = {
     .launch = cuda_launch,
     .original_kernel = cuda_original_kernel,
     .launch_function = cuda_launch_function,
+    .function_occupancy = cuda_function_occupancy,
     .publisher_load = preempt_cuda_publisher_load,
     .publish_relaunch = preempt_cuda_publish_relaunch,
 };

@@ -157,6 +157,16 @@ static int hip_launch_function(const void *host_stub, void *function, preempt_di
                                (unsigned int)dynamic_shared_bytes, (hipStream_t)stream, args, NULL);
 }
 
+static int hip_function_occupancy(const void *host_stub, void *function, uint32_t block_threads,
+                                  size_t dynamic_shared_bytes, uint32_t *ctas_per_sm) {
+  (void)host_stub;
+  int blocks = 0;
+  hipError_t status = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (hipFunction_t)function,
+                                                                         (int)block_threads, dynamic_shared_bytes);
+  *ctas_per_sm = blocks > 0 ? (uint32_t)blocks : 0;
+  return status;
+}
+
 static const preempt_gpu_ops hip_ops = {
     .api_name = "HIP",
     .invalid_value = hipErrorInvalidValue,
@@ -195,6 +205,7 @@ static const preempt_gpu_ops hip_ops = {
     .launch = hip_launch,
     .original_kernel = hip_original_kernel,
     .launch_function = hip_launch_function,
+    .function_occupancy = hip_function_occupancy,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &hip_ops; }

@@ -51,6 +51,10 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
    * well under one task (as the check period does). */
   if (!runtime->daemon.registered)
     return 0;
+  /* The grid is sized for the persistent form: a variant that holds fewer
+   * CTAs per SM (launch.c says so) would cost the whole launch occupancy. */
+  if (on_device->intask_ctas_per_sm < on_device->ctas_per_sm)
+    return 0;
   double save_ns = (double)record_bytes(&on_device->intask, block_threads) * ctas / INTASK_SAVE_BYTES_PER_NS;
   double task_ns = on_device->task_nanoseconds;
   return task_ns >= INTASK_MIN_TASK_NS && task_ns >= 4 * save_ns;

@@ -141,16 +141,31 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
 }
 
 /* The converted kernel's occupancy for this block size and dynamic shared
- * memory; the last configuration's is kept, so a kernel launched the same
- * way again costs no query. */
-static int kernel_occupancy(const preempt_gpu_ops *gpu, const preempt_kernel_desc *desc,
+ * memory, and its in-task variant's; the last configuration's is kept, so a
+ * kernel launched the same way again costs no query. A variant that holds
+ * fewer CTAs per SM (its yield points' registers) is said once per
+ * configuration: PREEMPT_INTASK=auto does not run it (intask.c). */
+static int kernel_occupancy(const preempt_runtime *runtime, const preempt_kernel_desc *desc,
                             preempt_kernel_on_device *on_device, preempt_dim3 block, size_t shared_bytes) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
   uint32_t block_threads = block.x * block.y * block.z;
   if (on_device->cached_block_threads == block_threads && on_device->cached_shared_bytes == shared_bytes)
     return 0;
   int status = gpu->occupancy(desc->host_stub, block_threads, shared_bytes, &on_device->ctas_per_sm);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "querying occupancy", desc->name);
+  on_device->intask_ctas_per_sm = 0;
+  if (on_device->intask_function && runtime->intask_mode != PREEMPT_INTASK_OFF) {
+    status = gpu->function_occupancy(desc->host_stub, on_device->intask_function, block_threads, shared_bytes,
+                                     &on_device->intask_ctas_per_sm);
+    if (status != 0)
+      preempt_report_gpu(gpu, status, "querying the in-task variant's occupancy (PREEMPT_INTASK=auto will not run it)",
+                         desc->name);
+    else if (on_device->intask_ctas_per_sm < on_device->ctas_per_sm)
+      preempt_report("kernel '%s': its in-task variant holds %u CTAs per SM against the kernel's %u at %u threads "
+                     "per CTA (its yield points' registers): PREEMPT_INTASK=auto does not run it",
+                     desc->name, on_device->intask_ctas_per_sm, on_device->ctas_per_sm, block_threads);
+  }
   on_device->cached_block_threads = block_threads;
   on_device->cached_shared_bytes = shared_bytes;
   return 0;
@@ -509,7 +524,7 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
   /* Under PREEMPT_STRESS a program of one-wave launches only still gets its
    * report at exit, which says they ran unconverted (stress.c). */
   preempt_stress_start_if_requested(runtime);
-  status = kernel_occupancy(gpu, desc, &kernel->on_device[device], block, dynamic_shared_bytes);
+  status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes);
   if (status != 0)
     goto done;
   if (!one_wave_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes, stream))

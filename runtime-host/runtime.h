@@ -54,6 +54,7 @@ typedef struct preempt_kernel_on_device {
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
+  uint32_t intask_ctas_per_sm; /* the in-task variant's (0: none, not asked, or the query failed) */
   uint32_t last_persistent_ctas;
   uint32_t last_check_interval;
   uint64_t launches;

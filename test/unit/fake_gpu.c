@@ -216,6 +216,18 @@ static int fake_original_kernel(const void *stub, const char *name, void **funct
   return 0;
 }
 /* A copy takes the kernel's own parameters: the first is read as 8 bytes when there is one. */
+static int fake_function_occupancy(const void *host_stub, void *function, uint32_t threads, size_t shared,
+                                   uint32_t *ctas_per_sm) {
+  (void)host_stub; (void)threads; (void)shared;
+  fake_gpu.intask_occupancy_queries++;
+  *ctas_per_sm = 0;
+  if (function != &fake_intask_function)
+    return 1; /* only variants are asked about */
+  if (fake_gpu.intask_occupancy_error)
+    return fake_gpu.intask_occupancy_error;
+  *ctas_per_sm = fake_gpu.intask_ctas_per_sm ? fake_gpu.intask_ctas_per_sm : fake_gpu.ctas_per_sm;
+  return 0;
+}
 static int fake_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
                                 void **args, size_t shared, void *stream) {
   if (fake_gpu.fail_function_launch)
@@ -300,6 +312,7 @@ static const preempt_gpu_ops fake_ops = {
     .launch = fake_launch_kernel,
     .original_kernel = fake_original_kernel,
     .launch_function = fake_launch_function,
+    .function_occupancy = fake_function_occupancy,
     .publisher_load = fake_publisher_load,
     .publish_relaunch = fake_publish_relaunch,
 };

@@ -66,6 +66,9 @@ typedef struct fake_gpu_state {
   /* In-task variants (control_block.h): a kernel whose descriptor has points has one, unless intask_variant_missing;
    * how often one was looked up. */
   int intask_variant_missing, intask_lookups;
+  /* What function_occupancy answers for the variant (0: ctas_per_sm), or its error; how often it was asked. */
+  uint32_t intask_ctas_per_sm;
+  int intask_occupancy_error, intask_occupancy_queries;
   char last_intask_name[256];
   void *last_zeroed_async; /* where the last device_zero_async began */
   /* The last stream writes, oldest first (write_count of them, the last FAKE_WRITE_LOG kept): which stream, the first

@@ -751,6 +751,65 @@ static void test_intask(void) {
     CHECK(!fake_gpu.last.original && fake_gpu.last.persistent);
   }
 
+  /* The variant's occupancy: asked once per configuration (with the kernel's), only while in-task checks can be
+   * on. One that holds fewer CTAs per SM than the kernel is said; auto then does not run it, even for long tasks of
+   * a launch preemptd schedules (intask.c: the grid is sized for the persistent form), where an equal one runs. */
+  setenv("PREEMPT_INTASK", "on", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    fake_gpu.intask_ctas_per_sm = 3;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.intask_occupancy_queries, 1);
+    CHECK(strstr(preempt_last_error(), "in-task variant holds 3 CTAs per SM against the kernel's 4 at 128") != NULL);
+    CHECK(fake_gpu.last.function == &fake_intask_function); /* on: runs it anyway */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.intask_occupancy_queries, 1);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.intask_occupancy_queries, 2);
+
+    /* preempt_intask_wanted under auto, for a launch preemptd schedules whose tasks are long (1 ms, contexts of
+     * 6208 B for 64 CTAs: 0.4 us to save). */
+    preempt_runtime decider;
+    memset(&decider, 0, sizeof decider);
+    decider.intask_mode = PREEMPT_INTASK_AUTO;
+    decider.daemon.registered = 1;
+    preempt_kernel_on_device kernel;
+    memset(&kernel, 0, sizeof kernel);
+    kernel.intask = fake_gpu.intask_desc;
+    kernel.task_nanoseconds = 1e6;
+    kernel.ctas_per_sm = 4;
+    kernel.intask_ctas_per_sm = 4;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    kernel.intask_ctas_per_sm = 3;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    kernel.intask_ctas_per_sm = 0; /* the query failed */
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    decider.intask_mode = PREEMPT_INTASK_ON;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    decider.intask_mode = PREEMPT_INTASK_AUTO;
+    kernel.intask_ctas_per_sm = 4;
+    kernel.task_nanoseconds = 50e3; /* short tasks */
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    kernel.task_nanoseconds = 1e6;
+    decider.daemon.registered = 0;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+  }
+  /* A failed query is said; the launch goes on. Off: never asked. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  intask_fake();
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    fake_gpu.intask_occupancy_error = 7;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(strstr(preempt_last_error(), "in-task variant's occupancy") != NULL);
+    CHECK_EQ_U64(fake_gpu.launches, 1);
+    set_intask_mode("off");
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(fake_gpu.intask_occupancy_queries, 1);
+  }
+
   /* Long tasks and a drain form: PREEMPT_FORM=auto keeps such launches persistent (the drain form has no
    * in-task points) where it would otherwise time the drain form from the third launch on (test_drain_form). */
   for (int intask_on = 0; intask_on <= 1; intask_on++) {

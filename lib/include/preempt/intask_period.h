@@ -1,0 +1,41 @@
+/* intask_period.h: how many loop iterations to run before the next in-task check, from the time the last ones took.
+ * EffiSha §6.3's adaptive check interval, applied per yield point (issue 8, docs/intask.md); header-only, so that the
+ * device helpers (runtime-dev/task_loop.cu) and the unit test (test_intask_plan.c) run the same code. */
+#ifndef PREEMPT_INTASK_PERIOD_H
+#define PREEMPT_INTASK_PERIOD_H
+
+#if defined(__CUDA__) || defined(__HIP__)
+#define PREEMPT_INTASK_PERIOD_FN static __attribute__((host)) __attribute__((device)) inline
+#else
+#define PREEMPT_INTASK_PERIOD_FN static inline
+#endif
+
+/* Never more iterations between checks than this, whatever a loop's speed. */
+#define PREEMPT_INTASK_MAX_ITERATIONS (1u << 24)
+
+/* The next count, after `iterations` iterations ran from the last check (at `last_check_ns`, 0 when there was none
+ * since the loop was entered: nothing measured) to this one (`now_ns`; both the low 32 bits of a nanosecond clock);
+ * the check period is `period_ns`. Moves by powers of two toward the period, by shifts: a division's temporaries
+ * would raise the loop's register count (and cut its occupancy) for a path taken once per period. A measure far
+ * over the period (16x) shrinks the count 16-fold rather than being ignored: between two checks of one loop entry
+ * only the loop runs, so such a measure means the count is too high (the loop slowed down, say when the SM filled),
+ * and a count kept there would hold every eviction of the CTA as long. */
+PREEMPT_INTASK_PERIOD_FN unsigned int preempt_intask_next_iterations(unsigned int iterations, unsigned int period_ns,
+                                                                    unsigned int last_check_ns, unsigned int now_ns) {
+  if (last_check_ns == 0)
+    return iterations;
+  unsigned int measured = now_ns - last_check_ns;
+  if ((measured >> 4) > period_ns)
+    iterations >>= 4;
+  else if ((measured >> 2) > period_ns)
+    iterations >>= 2;
+  else if ((measured >> 1) > period_ns)
+    iterations >>= 1;
+  else if (measured < period_ns / 4)
+    iterations <<= 2;
+  else if (measured < period_ns / 2)
+    iterations <<= 1;
+  return iterations < 1 ? 1 : iterations > PREEMPT_INTASK_MAX_ITERATIONS ? PREEMPT_INTASK_MAX_ITERATIONS : iterations;
+}
+
+#endif

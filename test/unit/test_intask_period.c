@@ -1,0 +1,85 @@
+/* test_intask_period.c: unit tests of the in-task check interval (preempt/intask_period.h): hand-derived steps,
+ * clock wraparound, and simulated loops that speed up and slow down. EffiSha §6.3's adaptive checks, per loop. */
+#include "check.h"
+#include "preempt/intask_period.h"
+
+#define PERIOD 10000u /* PREEMPT_INTASK_PERIOD_US's default, in ns */
+
+/* The count after one check that measured `measured` ns since the last (at a nonzero time). */
+static unsigned int after(unsigned int iterations, unsigned int measured) {
+  return preempt_intask_next_iterations(iterations, PERIOD, 1000, 1000 + measured);
+}
+
+static void test_steps(void) {
+  /* Nothing measured since the loop was entered: kept, whatever the clock says. */
+  CHECK_EQ_U64(preempt_intask_next_iterations(64, PERIOD, 0, 123456789), 64);
+  /* Each band around the period: under 1/4 x4, under 1/2 x2, [1/2, 2] kept, over 2 /2, over 4 /4, over 16 /16. */
+  CHECK_EQ_U64(after(64, 2499), 256);
+  CHECK_EQ_U64(after(64, 2500), 128);
+  CHECK_EQ_U64(after(64, 4999), 128);
+  CHECK_EQ_U64(after(64, 5000), 64);
+  CHECK_EQ_U64(after(64, 20000), 64);
+  CHECK_EQ_U64(after(64, 20002), 32);
+  CHECK_EQ_U64(after(64, 40004), 16);
+  CHECK_EQ_U64(after(64, 160016), 4);
+  CHECK_EQ_U64(after(64, 4000000), 4);
+  /* A measure of 0 ns (a clock coarser than the loop) still grows the count. */
+  CHECK_EQ_U64(after(1, 0), 4);
+  /* Never under one iteration, never over the cap. */
+  CHECK_EQ_U64(after(1, 4000000), 1);
+  CHECK_EQ_U64(after(8, 4000000), 1);
+  CHECK_EQ_U64(after(PREEMPT_INTASK_MAX_ITERATIONS, 1), PREEMPT_INTASK_MAX_ITERATIONS);
+  CHECK_EQ_U64(after(PREEMPT_INTASK_MAX_ITERATIONS / 2, 1), PREEMPT_INTASK_MAX_ITERATIONS);
+  /* The clock's low 32 bits wrap: 6144 ns across the wrap is 6144 ns. */
+  CHECK_EQ_U64(preempt_intask_next_iterations(64, PERIOD, 0xfffff000u, 0x800u), 64);
+  /* A period so long that 16 periods overflow 32 bits: no overflow in the comparison. */
+  CHECK_EQ_U64(preempt_intask_next_iterations(64, 0x20000000u, 1000, 1000 + 0x30000000u), 64);
+}
+
+/* A loop whose iterations take `nanoseconds[phase]` each, checked `checks` times per phase from one iteration (a
+ * CTA's start): the largest interval between two checks in each phase's last half, and in the whole run after the
+ * first phase. */
+static void simulate(const unsigned int *nanoseconds, int phases, int checks, unsigned long long *settled_max,
+                     unsigned long long *worst) {
+  unsigned int iterations = 1, now = 1000, last = 0;
+  *worst = 0;
+  for (int phase = 0; phase < phases; phase++) {
+    settled_max[phase] = 0;
+    for (int check = 0; check < checks; check++) {
+      unsigned long long interval = (unsigned long long)iterations * nanoseconds[phase];
+      now += (unsigned int)interval;
+      if (check >= checks / 2 && interval > settled_max[phase])
+        settled_max[phase] = interval;
+      if (phase > 0 && interval > *worst)
+        *worst = interval;
+      iterations = preempt_intask_next_iterations(iterations, PERIOD, last, now);
+      last = now;
+    }
+  }
+}
+
+static void test_simulated_loops(void) {
+  unsigned long long settled[3], worst;
+  /* 0.7 us iterations: settles within [period/2, 2 periods]. Then 100x slower (the SM filled, or another process
+   * got the SM): the first interval is long (the count was set for the fast loop), and the count comes down within
+   * a few checks instead of staying (a measure over 16 periods used to be ignored). Then fast again. */
+  const unsigned int speeds[3] = {700, 70000, 700};
+  simulate(speeds, 3, 16, settled, &worst);
+  CHECK(settled[0] >= PERIOD / 2 && settled[0] <= 2 * PERIOD);
+  CHECK(settled[1] <= 70000);                    /* one iteration: the shortest interval there is */
+  CHECK(settled[2] >= PERIOD / 2 && settled[2] <= 2 * PERIOD);
+  CHECK(worst <= 16ull * 70000);                 /* the count when it slowed down: 16 iterations */
+  /* Every speed from 1 ns to 2 periods an iteration settles within [period/2, 2 periods]. */
+  for (unsigned int speed = 1; speed <= 2 * PERIOD; speed = speed * 3 + 1) {
+    const unsigned int one[1] = {speed};
+    simulate(one, 1, 40, settled, &worst);
+    CHECK(settled[0] >= PERIOD / 2 || speed * 1ull > PERIOD / 2);
+    CHECK(settled[0] <= 2 * PERIOD);
+  }
+}
+
+int main(void) {
+  test_steps();
+  test_simulated_loops();
+  CHECK_DONE("test_intask_period");
+}
