@@ -124,10 +124,16 @@ static std::string kernelRefusal(Function &Kernel) {
   return "";
 }
 
-// How remarks name a loop: by its source line when known.
-static std::string loopName(const BasicBlock &Header, unsigned Ordinal) {
+// How remarks name a loop: by its source line when known, the line of its
+// `for` or `while` (the loop's start location, from its llvm.loop metadata),
+// else that of its header's first instruction (a rotated loop's header is
+// its body).
+static std::string loopName(const Loop &L, unsigned Ordinal) {
+  const BasicBlock &Header = *L.getHeader();
   if (Header.hasName())
     return "'" + Header.getName().str() + "'";
+  if (DebugLoc Start = L.getStartLoc(); Start && Start.getLine())
+    return "at line " + std::to_string(Start.getLine());
   for (const Instruction &I : Header)
     if (const DebugLoc &Location = I.getDebugLoc(); Location && Location.getLine())
       return "at line " + std::to_string(Location.getLine());
@@ -206,14 +212,14 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
     if (Why.empty() && Marked == PREEMPT_INTASK_MAX_POINTS)
       Why = "the kernel has " + std::to_string(PREEMPT_INTASK_MAX_POINTS) + " points already";
     if (!Why.empty()) {
-      remarkMissed(Kernel, "loop " + loopName(*Header, Ordinal) + " of kernel '" + Name +
+      remarkMissed(Kernel, "loop " + loopName(*L, Ordinal) + " of kernel '" + Name +
                                "' gets no in-task yield point: " + Why);
       continue;
     }
     // The mark carries the loop's name, for the remarks after conversion.
     LLVMContext &Context = Kernel.getContext();
     L->getLoopLatch()->getTerminator()->setMetadata(
-        LoopMark, MDNode::get(Context, {MDString::get(Context, loopName(*Header, Ordinal)),
+        LoopMark, MDNode::get(Context, {MDString::get(Context, loopName(*L, Ordinal)),
                                         ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(Context), Ordinal))}));
     Marked++;
   }

@@ -58,7 +58,7 @@
 //   48 B. Two saved (v, s + 1); ten re-executed: the exit test, and the index (zext, add, shl of
 //   the block index, tid.x) and the addresses (tid.x's zext, &buf[t], its +4 and +8, and t == 0);
 //   tid.x is counted once.
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+6]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 10 re-executed, 0 reverted)
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 10 re-executed, 0 reverted)
 __global__ void stencil(const float *in, float *out, int steps) {
   __shared__ float buf[N + 2];
   int t = threadIdx.x;
@@ -172,7 +172,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 
 // Trip counts the threads disagree on: the check's barrier would deadlock. (The unroller's
 // remainder loop, at the same line, gets the same remark.)
-// REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z15per_thread_tripPKfPf' gets no in-task yield point: its threads may leave it after different iterations
+// REMARK-DAG: remark: loop at line [[@LINE+3]] of kernel '_Z15per_thread_tripPKfPf' gets no in-task yield point: its threads may leave it after different iterations
 __global__ void per_thread_trip(const float *in, float *out) {
   float acc = 0.0f;
   for (unsigned i = 0; i < threadIdx.x; i++)
@@ -182,7 +182,7 @@ __global__ void per_thread_trip(const float *in, float *out) {
 
 // Every thread loads the same count, but a value read from memory counts as divergent (another
 // thread or block may write it meanwhile).
-// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z11loaded_tripPKiPKfPf' gets no in-task yield point: its threads may leave it after different iterations
+// REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z11loaded_tripPKiPKfPf' gets no in-task yield point: its threads may leave it after different iterations
 __global__ void loaded_trip(const int *count, const float *in, float *out) {
   float acc = 0.0f;
   int n = count[0];
@@ -192,7 +192,7 @@ __global__ void loaded_trip(const int *count, const float *in, float *out) {
 }
 
 // A uniform trip count, but only the first warp enters the loop.
-// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z12some_threadsPKfPfi' gets no in-task yield point: not every thread of the CTA may enter it
+// REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z12some_threadsPKfPfi' gets no in-task yield point: not every thread of the CTA may enter it
 __global__ void some_threads(const float *in, float *out, int n) {
   float acc = 0.0f;
   if (threadIdx.x < 32)
@@ -202,7 +202,7 @@ __global__ void some_threads(const float *in, float *out, int n) {
 }
 
 // The bounds check of a 1-D kernel: threads past n have left before the loop.
-// REMARK-DAG: remark: loop at line [[@LINE+7]] of kernel '_Z12early_returnPKfPfii' gets no in-task yield point: not every thread of the CTA may enter it
+// REMARK-DAG: remark: loop at line [[@LINE+6]] of kernel '_Z12early_returnPKfPfii' gets no in-task yield point: not every thread of the CTA may enter it
 __global__ void early_return(const float *in, float *out, int n, int steps) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n)
@@ -217,8 +217,8 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // r + 1 (4 B), no shared memory: the descriptor's CTA bytes are the 4 B rounded to 16. The outer
 // header's first located instruction is the inner loop's entry test, on the inner `for` line. Its
 // live values depend on how the unroller split the inner loop: their total is not asserted.
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
-// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z6nestedPKfPfii' gets no in-task yield point: it is nested in another loop
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
+// REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii' gets no in-task yield point: it is nested in another loop
 __global__ void nested(const float *in, float *out, int rows, int cols) {
   float acc = 0.0f;
   for (int r = 0; r < rows; r++)
@@ -233,8 +233,8 @@ __global__ void nested(const float *in, float *out, int rows, int cols) {
 // The descriptor: 2 points, CTA bytes 16 + 400 = 416 (both points' CTA areas fit in 16 B); its
 // thread bytes are the larger point's and not asserted (the second point also saves values the
 // first point's restore gave a second definition).
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+6]] of kernel '_Z9two_loopsPKfPfii': saves 4 B per thread and 4 B per CTA and 400 B of shared memory
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+13]] of kernel '_Z9two_loopsPKfPfii': saves {{[0-9]+}} B per thread and {{[0-9]+}} B per CTA and 400 B of shared memory
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z9two_loopsPKfPfii': saves 4 B per thread and 4 B per CTA and 400 B of shared memory
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+12]] of kernel '_Z9two_loopsPKfPfii': saves {{[0-9]+}} B per thread and {{[0-9]+}} B per CTA and 400 B of shared memory
 __global__ void two_loops(const float *in, float *out, int n, int m) {
   __shared__ float tile[100];
   float v = in[blockIdx.x * blockDim.x + threadIdx.x];
