@@ -101,6 +101,16 @@ while read -r name converted refused; do
     2>"$work/$name.stress_drain.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_drain.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress_drain 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_drain.err ${evictions:-0}" >> "$raw"
+  # Kernels with in-task yield points (the remarks say so): again with every launch in the in-task variant
+  # (PREEMPT_INTASK=on; auto runs it only for launches preemptd schedules), so that full evictions stop CTAs inside
+  # their tasks, save their contexts and resume them mid-task.
+  if grep -q "in-task yield point at" "$bin/remarks/$name.txt" 2>/dev/null; then
+    output=$work/$name.stress_intask.out
+    if PREEMPT_INTASK=on PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+      2>"$work/$name.stress_intask.err"; then status=ok; else status="exit$?"; fi
+    evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_intask.err" | grep -o '[0-9]*' || echo 0)
+    echo "$name stress_intask 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_intask.err ${evictions:-0}" >> "$raw"
+  fi
   # launch_storm's grids fit in one wave of persistent CTAs, so by default its launches run the kernel's
   # unconverted copy. Once more in the persistent form (PREEMPT_ONE_WAVE=persistent), where its 6,000 launches
   # per repetition wrap the control-block pool: checked against the original build, and timed.
@@ -220,6 +230,44 @@ python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$m
 # Memory admission under pressure, before the mixes: at most 100 s, 180 s kept for the two mixes below.
 memory_step "$md" "$json_out" "${md%.md}.memory.jsonl" 180
 [ "$memory_failed" -eq 0 ] || status=1
+# In-task preemption (issue 8): each long-block kernel of bench/intask evicted 50 times at random moments with
+# in-task checks and 50 times without, its output against the original build's (intask_check.sh's check part; about
+# 25 s on the H100). At most 60 s, 120 s kept for the mixes. Counts into the last "N passed, N failed".
+intask_passed=0 intask_failed=0
+intask_limit=$(budget_left 60 120)
+{
+  echo
+  echo "## In-task preemption: outputs under random evictions (bench/intask/intask_check.sh, check part)"
+  echo
+  if [ "$intask_limit" -lt 20 ]; then
+    echo "FAILED: not run, $intask_limit s left of the budget"
+    intask_failed=1
+  else
+    INTASK_PARTS=check INTASK_BUDGET_S=$((intask_limit - 5)) timeout -k 10 "$intask_limit" \
+      bash "$root/bench/intask/intask_check.sh" "$work/intask" > "$work/intask.txt" 2>&1
+    intask_count=$(grep -E '^intask: [0-9]+ passed, [0-9]+ failed$' "$work/intask.txt" | tail -1)
+    if [ -n "$intask_count" ]; then
+      intask_passed=$(echo "$intask_count" | cut -d' ' -f2) intask_failed=$(echo "$intask_count" | cut -d' ' -f4)
+    else
+      intask_failed=1
+    fi
+    echo "| label | evictions | launches | mismatched words |"
+    echo "|---|---|---|---|"
+    python3 -c '
+import json, sys
+for text in open(sys.argv[1]):
+    line = json.loads(text)
+    r = line.get("result", {})
+    if line["label"].startswith("check-"):
+        print("| %s | %s | %s | %s |" % (line["label"], r.get("evictions", "-"), r.get("launches", "-"),
+                                         r.get("mismatches", r.get("failed", r.get("skipped", "?")))))
+' "$work/intask/intask.jsonl" 2>/dev/null || echo "(no results: $(tail -2 "$work/intask.txt" | tr '\n' ' '))"
+    echo
+    echo "${intask_count:-FAILED: intask_check.sh printed no count: $(tail -2 "$work/intask.txt" | tr '\n' ' ')}"
+  fi
+} >> "$md"
+cp "$work/intask/intask.jsonl" "${md%.md}.intask.jsonl" 2>/dev/null
+[ "$intask_failed" -eq 0 ] || status=1
 # Many processes at once (issue 4), two sharings, one round each and short per-process limits so that the whole
 # script stays within one 10-minute device call:
 # - without MPS (time-slicing, EffiSha's setting): EffiSha §8's 11 programs 3 ms apart, original builds and
@@ -250,6 +298,6 @@ suite_passed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f1)
 suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
 rm -rf "$work"
 echo "suite and preemption: ${suite_count:-no count (report_suite.py failed)}; memory: $memory_passed passed," \
-  "$memory_failed failed"
-echo "$((suite_passed + memory_passed)) passed, $((suite_failed + memory_failed)) failed"
+  "$memory_failed failed; in-task: $intask_passed passed, $intask_failed failed"
+echo "$((suite_passed + memory_passed + intask_passed)) passed, $((suite_failed + memory_failed + intask_failed)) failed"
 exit $status

@@ -135,7 +135,10 @@ def main():
         # each kernel's form, and with every launch in the drain form.
         stress_result, stress_evictions = stress_outcome(original, entry["builds"].get("stress"))
         drain_result, drain_evictions = stress_outcome(original, entry["builds"].get("stress_drain"))
-        ok = ok and stress_result.startswith("match") and drain_result.startswith(("match", "not run"))
+        # Kernels with in-task points: a third time with every launch in the in-task variant.
+        intask_result, intask_evictions = stress_outcome(original, entry["builds"].get("stress_intask"))
+        ok = (ok and stress_result.startswith("match") and drain_result.startswith(("match", "not run")) and
+              intask_result.startswith(("match", "not run")))
         # Run again with PREEMPT_ONE_WAVE=persistent (launch_storm, whose one-wave launches run the kernel as
         # written by default): the persistent form's output must match too.
         persistent = entry["builds"].get("persistent")
@@ -159,6 +162,7 @@ def main():
             "ratio": conv / base if ok and base > 0 else float("nan"),
             "stress_result": stress_result, "stress_evictions": stress_evictions,
             "drain_stress_result": drain_result, "drain_stress_evictions": drain_evictions,
+            "intask_stress_result": intask_result, "intask_stress_evictions": intask_evictions,
         })
         if persistent_result is not None:
             rows[-1]["one_wave_persistent_result"] = persistent_result
@@ -202,14 +206,16 @@ def main():
     with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
         json.dump(summary, out, indent=2)
     lines = [f"# Correctness suite, {gpu}, {stamp}", "",
-             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio | under random evictions | drain form under random evictions |",
-             "|---|---|---|---|---|---|---|"]
+             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio | under random evictions | drain form under random evictions | in-task variant under random evictions |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['kernels_converted']} / {r['kernels_refused']} | {r['result']} ({r['detail']}) | "
                      f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
                      f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
                      f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions | "
-                     f"{r['drain_stress_result']}, {r['drain_stress_evictions']} evictions |")
+                     f"{r['drain_stress_result']}, {r['drain_stress_evictions']} evictions | "
+                     f"{r['intask_stress_result']}" +
+                     (f", {r['intask_stress_evictions']} evictions |" if r['intask_stress_result'] != "not run" else " |"))
     for r in rows:
         if "one_wave_persistent_result" in r:
             lines += ["", f"{r['program']} with PREEMPT_ONE_WAVE=persistent (its one-wave launches in the persistent "

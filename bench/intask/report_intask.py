@@ -97,6 +97,22 @@ def main():
         p99 = lambda r: f"{r['latency']['p99']:.1f}" if r and r["latency"].get("n") else "n/a"
         out.append(f"| {k} | {shape} | {block} | {spread(lat(off))} | {p99(off)} | {spread(lat(on))} | {p99(on)} | "
                    f"{rel} | {ev(off)} / {ev(on)} |")
+    # Slow in-task evictions against how long the launch had run since its last resume (or its start): whether
+    # the tail follows resumes (relaunched grids restoring contexts, not yet running) or comes at any time.
+    slow_lines = []
+    for k in KERNELS:
+        on = result(runs, f"latency-{k}-on")
+        if not on or not on["latency"].get("n") or "since_resume_us" not in on:
+            continue
+        pairs = list(zip(on["latency"]["samples"], on["since_resume_us"]))
+        slow = sorted((round(latency), round(since)) for latency, since in pairs if latency > 50)
+        if slow:
+            slow_lines.append(f"| {k} | {len(slow)} of {len(pairs)} | "
+                              + ", ".join(f"{latency} µs after {since} µs" for latency, since in slow) + " |")
+    if slow_lines:
+        out += ["", "In-task evictions over 50 µs, and how long the launch had run since its last resume (or start) "
+                "when the request came (gaps between requests: 200-3000 µs, or from INTASK_GAP_MIN_US):", "",
+                "| kernel | evictions over 50 µs | latency after time since resume |", "|---|---|---|"] + slow_lines
     out += ["", "Overhead when never evicted (PREEMPT_INTASK=on, PREEMPT_FORM=persistent, PREEMPT_ONE_WAVE=persistent); "
             "goal: in-task points ≤ 1.02 over the -preempt-intask=0 build.", ""]
     out.append("| kernel | original ms | plugin ms | plugin -preempt-intask=0 ms | in-task points (plugin / intask=0) | "
