@@ -95,9 +95,10 @@ cp "$runtime/libpreempt_mem.so" "$out/lib/libpreempt_mem.so"
 cp "$build/tools/preemptd/preemptd" "$out/preemptd"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
-# In-task preemption (issue 8, bench/intask/intask_check.sh): long-block kernels built three ways; the remarks of
-# the plugin build name every in-task yield point and what it saves.
-mkdir -p "$out/preempt_nointask"
+# In-task preemption (issue 8, bench/intask/intask_check.sh): long-block kernels built four ways (the last with
+# points in nested loops too, -preempt-intask-nested); the remarks of the plugin builds name every in-task yield
+# point and what it saves.
+mkdir -p "$out/preempt_nointask" "$out/preempt_nested"
 intask_source=$root/bench/intask/intask_bench.cu
 clang++-22 "${flags[@]}" "$intask_source" -o "$out/original/intask_bench" "${libs[@]}"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt"' -I"$root/runtime-host/include" \
@@ -107,6 +108,10 @@ clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nointask"' -I"$r
   -fpass-plugin="$plugin" -mllvm -preempt-intask=0 -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
   -o "$out/preempt_nointask/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
   2> "$out/remarks/intask_bench_nointask.txt"
+clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nested"' -I"$root/runtime-host/include" \
+  -fpass-plugin="$plugin" -mllvm -preempt-intask-nested=1 -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
+  -o "$out/preempt_nested/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
+  2> "$out/remarks/intask_bench_nested.txt"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   name=$(basename "$source" .cu)
   converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)
@@ -114,7 +119,7 @@ for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   echo "$name converted=$converted refused=$refused" 
 done > "$out/kernels.txt"
 # Symbols off: the GPU machine gets build/bench in one carry of at most 64 MiB with the source tree.
-for binary in "$out"/original/* "$out"/preempt/* "$out"/preempt_nointask/*; do
+for binary in "$out"/original/* "$out"/preempt/* "$out"/preempt_nointask/* "$out"/preempt_nested/*; do
   if file "$binary" | grep -q ELF; then strip "$binary"; fi
 done
 echo "build_suite.sh: built $(wc -l < "$out/kernels.txt") programs into $out"

@@ -25,6 +25,7 @@
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
 #include "llvm/Analysis/PostDominators.h"
 #include "llvm/Analysis/UniformityAnalysis.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
@@ -40,11 +41,16 @@
 #include "llvm/Transforms/Utils/SSAUpdater.h"
 
 #include <functional>
+#include <optional>
 
 using namespace llvm;
 
 static cl::opt<bool> InTaskEnabled("preempt-intask", cl::init(true),
                                    cl::desc("place in-task yield points in converted NVIDIA kernels"));
+static cl::opt<bool> InTaskNested("preempt-intask-nested", cl::init(false),
+                                  cl::desc("also place in-task yield points in loops nested in other loops (a "
+                                           "resumed task reaches them through the outer loops' headers); off until "
+                                           "checked on the GPU"));
 static cl::opt<unsigned> InTaskMaxContext("preempt-intask-max-context", cl::init(64 * 1024),
                                           cl::desc("the largest context per CTA (bytes, at 256 threads or the "
                                                    "kernel's maximum) an in-task yield point may save"));
@@ -168,17 +174,23 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
     }
   }
   unsigned Marked = 0, Ordinal = 0;
+  // Loops whose own shape allows a point (parents come first in preorder):
+  // a point in a nested loop needs every loop around it to allow one too,
+  // since a resumed task reaches it through their headers.
+  SmallPtrSet<const Loop *, 8> Allowed;
   for (Loop *L : Loops.getLoopsInPreorder()) {
     Ordinal++;
     std::string Why;
     BasicBlock *Header = L->getHeader();
-    // A resumed task enters the loop's header from outside: inside another
-    // loop, that second entry would make the outer one irreducible, and
-    // ptxas does not reconverge warps there before an aligned barrier (the
-    // bench's persistent kernel deadlocked on the H100 with points in its
-    // inner loops).
-    if (L->getParentLoop())
+    // Without -preempt-intask-nested a nested loop gets no point: the first
+    // version entered its header straight from the dispatch, which made the
+    // outer loop irreducible, and ptxas did not reconverge warps there before
+    // an aligned barrier (the bench's persistent kernel deadlocked on the
+    // H100). The resume path through the outer headers keeps loops reducible.
+    if (L->getParentLoop() && !InTaskNested)
       Why = "it is nested in another loop";
+    else if (L->getParentLoop() && !Allowed.contains(L->getParentLoop()))
+      Why = "the loop around it could not take one";
     else if (!L->getLoopLatch())
       Why = "it has several back-edges";
     // Its check state starts in a preheader: make one where the optimizer
@@ -209,6 +221,8 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
         append_range(Work, successors(BB));
       }
     }
+    if (Why.empty())
+      Allowed.insert(L);
     if (Why.empty() && Marked == PREEMPT_INTASK_MAX_POINTS)
       Why = "the kernel has " + std::to_string(PREEMPT_INTASK_MAX_POINTS) + " points already";
     if (!Why.empty()) {
@@ -264,6 +278,7 @@ namespace {
 struct YieldPoint {
   unsigned Number; // 1-based, as the runtime records it
   BasicBlock *Header, *Preheader, *Latch;
+  SmallVector<BasicBlock *, 4> OuterHeaders; // the loops around it inside the task, outermost first
 };
 
 class PointBuilder {
@@ -277,6 +292,12 @@ public:
   // `DT` is the function's as it is now (the point changes it).
   std::string place(const YieldPoint &Point, const DominatorTree &DT, std::string &Summary, uint32_t &ThreadBytes,
                     uint32_t &CtaBytes);
+  // Readies a loop with a point nested in it for resume paths: its entry
+  // block, and a switch in its header on the point being resumed (default:
+  // the loop's own body). Before any point is placed, since splitting the
+  // header may move an inner loop's preheader. "" when ready.
+  std::string prepareOuter(llvm::Loop &Outer);
+  bool isPrepared(BasicBlock *Header) const { return ResumeSwitch.count(Header); }
 
 private:
   Function &F;
@@ -287,10 +308,81 @@ private:
   SwitchInst *DispatchSwitch;
   uint32_t Threads;
 
+  // Each loop's one entry from outside (by header), the preheader it came
+  // from, and the phis there that bring the header's phis their values from
+  // outside (Entered phi -> header phi).
+  DenseMap<BasicBlock *, BasicBlock *> EnterOf, NormalPred;
+  DenseMap<PHINode *, PHINode *> HeaderPhiOf;
+  // Resume paths into nested loops: the point being resumed, as a phi in
+  // each outer loop's Enter and header, and the header's switch on it.
+  DenseMap<BasicBlock *, PHINode *> ResumePhi;
+  DenseMap<BasicBlock *, SwitchInst *> ResumeSwitch;
+  // The check state of placed points (count-down: its point index; the
+  // polled word: none). Not context: a resumed task starts them afresh.
+  DenseMap<PHINode *, std::optional<unsigned>> CheckState;
+
   Function *helper(StringRef Name) { return M.getFunction(Name); }
   bool isFree(const Value *V, const DominatorTree &DT) const;
   static bool isRebuildable(const Instruction &I);
+  BasicBlock *enterFor(BasicBlock *Header, BasicBlock *Preheader);
+  // Adds the edge Pred -> Enter-or-resume block `Dest` (a new predecessor, or
+  // one more switch case to it): every phi there takes `Resuming` if it is
+  // the resume phi, else poison (nothing on a resume path reads them before
+  // the point's restore block).
+  void addResumeEdge(BasicBlock *Pred, BasicBlock *Dest, Value *Resuming);
 };
+
+BasicBlock *PointBuilder::enterFor(BasicBlock *Header, BasicBlock *Preheader) {
+  if (BasicBlock *Found = EnterOf.lookup(Header))
+    return Found;
+  BasicBlock *Enter = BasicBlock::Create(F.getContext(), Header->getName() + ".intask.enter", &F, Header);
+  BranchInst::Create(Header, Enter);
+  Preheader->getTerminator()->replaceSuccessorWith(Header, Enter);
+  for (PHINode &Phi : Header->phis()) {
+    int Index = Phi.getBasicBlockIndex(Preheader);
+    PHINode *Entered = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".entered", Enter->getTerminator()->getIterator());
+    Entered->addIncoming(Phi.getIncomingValue(Index), Preheader);
+    Phi.setIncomingBlock(Index, Enter);
+    Phi.setIncomingValue(Index, Entered);
+    HeaderPhiOf[Entered] = &Phi;
+  }
+  EnterOf[Header] = Enter;
+  NormalPred[Enter] = Preheader;
+  return Enter;
+}
+
+void PointBuilder::addResumeEdge(BasicBlock *Pred, BasicBlock *Dest, Value *Resuming) {
+  for (PHINode &Phi : Dest->phis()) {
+    int Existing = Phi.getBasicBlockIndex(Pred);
+    Phi.addIncoming(Existing >= 0              ? Phi.getIncomingValue(Existing)
+                    : &Phi == ResumePhi.lookup(Dest) ? Resuming
+                                                     : static_cast<Value *>(PoisonValue::get(Phi.getType())),
+                    Pred);
+  }
+}
+
+std::string PointBuilder::prepareOuter(llvm::Loop &Outer) {
+  BasicBlock *Header = Outer.getHeader();
+  if (isPrepared(Header))
+    return "";
+  BasicBlock *Preheader = Outer.getLoopPreheader();
+  if (!Preheader || !Outer.getLoopLatch())
+    return "a loop around it has no preheader or several back-edges";
+  BasicBlock *Enter = enterFor(Header, Preheader);
+  Type *Int32 = Type::getInt32Ty(F.getContext());
+  PHINode *Resuming = PHINode::Create(Int32, 2, "preempt.intask.resuming", Enter->begin());
+  for (BasicBlock *Pred : predecessors(Enter))
+    Resuming->addIncoming(ConstantInt::get(Int32, 0), Pred);
+  ResumePhi[Enter] = Resuming;
+  BasicBlock *Body = Header->splitBasicBlock(Header->getFirstNonPHIIt(), Header->getName() + ".intask.rest");
+  PHINode *InHeader = PHINode::Create(Int32, 2, "preempt.intask.resuming.here", Header->getFirstNonPHIIt());
+  for (BasicBlock *Pred : predecessors(Header))
+    InHeader->addIncoming(Pred == Enter ? static_cast<Value *>(Resuming) : ConstantInt::get(Int32, 0), Pred);
+  Header->getTerminator()->eraseFromParent();
+  ResumeSwitch[Header] = SwitchInst::Create(InHeader, Body, 2, Header);
+  ResumePhi[Header] = InHeader;
+  return "";
+}
 
 bool PointBuilder::isFree(const Value *V, const DominatorTree &DT) const {
   if (isa<Constant>(V) || isa<Argument>(V))
@@ -331,6 +423,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // Liveness at the end of the latch, before its terminator: a value is live
   // if a use is reachable from there without passing its definition again.
   SmallVector<Instruction *, 32> Live;
+  SmallVector<PHINode *, 4> LiveCheckState; // an outer point's count-down and polled word
   for (Instruction &I : instructions(F)) {
     if (I.getType()->isVoidTy() || isFree(&I, DT) || I.use_empty())
       continue;
@@ -355,7 +448,11 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
         IsLive |= User == Latch->getTerminator() || Reach.contains(User->getParent());
       }
     }
-    if (IsLive)
+    if (!IsLive)
+      continue;
+    if (auto *Phi = dyn_cast<PHINode>(&I); Phi && CheckState.count(Phi))
+      LiveCheckState.push_back(Phi);
+    else
       Live.push_back(&I);
   }
 
@@ -458,13 +555,12 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 
   // The loop's one entry from outside: the preheader and, on resumption,
   // Restore both go through Enter, where the values computed before the loop
-  // that the restore re-executes are computed again for both (below).
-  BasicBlock *Header = Point.Header, *Preheader = Point.Preheader;
-  BasicBlock *Enter = BasicBlock::Create(Context, Header->getName() + ".intask.enter", &F, Header);
-  BranchInst::Create(Header, Enter);
-  Preheader->getTerminator()->replaceSuccessorWith(Header, Enter);
-  for (PHINode &Phi : Header->phis())
-    Phi.replaceIncomingBlockWith(Preheader, Enter);
+  // that the restore re-executes are computed again for both (below). A loop
+  // with points nested in it has had one since prepareOuter; its preheader is
+  // the one Enter came from.
+  BasicBlock *Header = Point.Header;
+  BasicBlock *Enter = enterFor(Header, Point.Preheader);
+  BasicBlock *Preheader = NormalPred.lookup(Enter);
   IRBuilder<> Builder(Enter->getTerminator());
   Value *FirstIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
   Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
@@ -472,6 +568,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // previous check (one more).
   PHINode *Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
   PHINode *EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
+  CheckState[Remaining] = PointIndex;
+  CheckState[EvictSeen] = std::nullopt;
 
   Latch->getTerminator()->eraseFromParent();
   Builder.SetInsertPoint(Latch);
@@ -604,14 +702,14 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Branch->replaceSuccessorWith(Header, Enter);
   for (BasicBlock *Successor : successors(Cont)) {
     if (Successor == Header) {
-      // What the back-edge carries arrives at Enter from Restore.
-      for (PHINode &Phi : Header->phis()) {
-        if (&Phi == Remaining || &Phi == EvictSeen)
-          continue;
-        PHINode *Entered = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".entered", Enter->begin());
-        Entered->addIncoming(Phi.getIncomingValueForBlock(Enter), Preheader);
-        Entered->addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
-        Phi.setIncomingValueForBlock(Enter, Entered);
+      // What the back-edge carries arrives at Enter from Restore (the live
+      // value: rewritten below); a resume phi there says "this loop's own".
+      for (PHINode &Phi : Enter->phis()) {
+        PHINode *HeaderPhi = HeaderPhiOf.lookup(&Phi);
+        Phi.addIncoming(HeaderPhi                        ? HeaderPhi->getIncomingValueForBlock(Cont)
+                        : &Phi == ResumePhi.lookup(Enter) ? static_cast<Value *>(Builder.getInt32(0))
+                                                          : PoisonValue::get(Phi.getType()),
+                        Restore);
       }
       continue;
     }
@@ -633,8 +731,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     const preempt_intask_step *Step = StepOf.lookup(V);
     return Step && Step->action == PREEMPT_INTASK_REEXECUTE;
   };
-  auto RebuildBeforeLoop = [&](BasicBlock *Block, BasicBlock *FromA, function_ref<Value *(Value *)> ValueFromA,
-                               BasicBlock *FromB, function_ref<Value *(Value *)> ValueFromB) {
+  // `ValueOnEdge(Pred, V)`: V's value coming into `Block` from Pred. Only
+  // instructions safe to run on any operands are computed again: on a resume
+  // path to a loop nested in this one, Enter's merges are poison.
+  auto RebuildBeforeLoop = [&](BasicBlock *Block, function_ref<Value *(BasicBlock *, Value *)> ValueOnEdge) {
     DenseMap<Value *, Value *> Built;
     std::function<Value *(Value *)> Build = [&](Value *V) -> Value * {
       if (isFree(V, DT))
@@ -642,7 +742,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       if (Value *Found = Built.lookup(V))
         return Found;
       Value *Result;
-      if (IsReexecuted(V)) {
+      if (IsReexecuted(V) && isSafeToSpeculativelyExecute(cast<Instruction>(V))) {
         Instruction *Copy = cast<Instruction>(V)->clone();
         for (Use &Operand : Copy->operands())
           if (!isa<BasicBlock>(Operand.get()))
@@ -652,27 +752,31 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
         Result = Copy;
       } else {
         PHINode *Phi = PHINode::Create(V->getType(), 2, V->getName() + ".merged", Block->begin());
-        Phi->addIncoming(ValueFromA(V), FromA);
-        Phi->addIncoming(ValueFromB(V), FromB);
+        for (BasicBlock *Pred : predecessors(Block))
+          Phi->addIncoming(ValueOnEdge(Pred, V), Pred);
         Result = Phi;
       }
       Built[V] = Result;
       return Result;
     };
     for (Instruction *V : Live)
-      if (DT.dominates(V->getParent(), Preheader) && IsReexecuted(V))
+      if (DT.dominates(V->getParent(), Preheader) && IsReexecuted(V) && isSafeToSpeculativelyExecute(V))
         Build(V);
     return Built;
   };
-  DenseMap<Value *, Value *> Entered = RebuildBeforeLoop(
-      Enter, Preheader, [](Value *V) { return V; }, Restore, Mapped);
+  DenseMap<Value *, Value *> Entered = RebuildBeforeLoop(Enter, [&](BasicBlock *Pred, Value *V) -> Value * {
+    if (Pred == Restore)
+      return Mapped(V);
+    return Pred == Preheader ? V : PoisonValue::get(V->getType());
+  });
   DenseMap<Value *, Value *> Exited;
   BasicBlock *ExitedBlock = nullptr;
   for (BasicBlock *Successor : successors(Branch))
     if (Successor != Enter && !Entered.empty()) {
       ExitedBlock = SplitBlockPredecessors(Successor, {Cont, Restore}, ".intask.exited");
-      Exited = RebuildBeforeLoop(
-          ExitedBlock, Cont, [&](Value *V) { return Entered.lookup(V); }, Restore, Mapped);
+      Exited = RebuildBeforeLoop(ExitedBlock, [&](BasicBlock *Pred, Value *V) -> Value * {
+        return Pred == Restore ? Mapped(V) : Entered.lookup(V);
+      });
     }
 
   // The check's state flows around the loop.
@@ -688,8 +792,37 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Remaining->addIncoming(FirstIterations, Enter);
   EvictSeen->addIncoming(Builder.getInt32(0), Enter);
 
+  // A point in a loop nested in others: the dispatch leads to Entry, which
+  // goes through each outer loop's Enter and header (the switch there on the
+  // point being resumed) to Restore, so that every loop keeps its one entry
+  // from outside: a second one would make the outer loop irreducible.
+  BasicBlock *Entry = Restore;
+  if (!Point.OuterHeaders.empty()) {
+    Entry = BasicBlock::Create(Context, Latch->getName() + ".intask.resume", &F, Restore);
+    BasicBlock *Outermost = EnterOf.lookup(Point.OuterHeaders.front());
+    BranchInst::Create(Outermost, Entry);
+    addResumeEdge(Entry, Outermost, Builder.getInt32(Point.Number));
+    for (size_t Index = 0; Index < Point.OuterHeaders.size(); ++Index) {
+      BasicBlock *OuterHeader = Point.OuterHeaders[Index];
+      BasicBlock *Next =
+          Index + 1 < Point.OuterHeaders.size() ? EnterOf.lookup(Point.OuterHeaders[Index + 1]) : Restore;
+      ResumeSwitch.lookup(OuterHeader)->addCase(Builder.getInt32(Point.Number), Next);
+      addResumeEdge(OuterHeader, Next, ResumePhi.lookup(OuterHeader));
+    }
+  }
+  // The outer points' check state, where this point's context would hold
+  // it, starts afresh instead.
+  IRBuilder<> BeforeBranch(Branch);
+  for (PHINode *Phi : LiveCheckState) {
+    std::optional<unsigned> Index = CheckState.lookup(Phi);
+    Rebuilt[Phi] = Index ? static_cast<Value *>(BeforeBranch.CreateCall(helper(helper::InTaskIterations),
+                                                                        {BeforeBranch.getInt32(*Index)}))
+                         : BeforeBranch.getInt32(0);
+    Live.push_back(Phi);
+  }
+
   // Every live value now has a second definition, in Restore.
-  DispatchSwitch->addCase(Builder.getInt32(Point.Number), Restore);
+  DispatchSwitch->addCase(Builder.getInt32(Point.Number), Entry);
   for (Instruction *V : Live) {
     auto Found = Rebuilt.find(V);
     if (Found == Rebuilt.end())
@@ -729,8 +862,9 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 } // namespace
 
 unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop) {
-  // In source order (the points' numbers follow it); marked loops are never
-  // nested in one another (markInTaskCandidates).
+  // In source order (the points' numbers follow it): a loop before the loops
+  // nested in it (markInTaskCandidates marks those only under
+  // -preempt-intask-nested).
   SmallVector<BasicBlock *, 4> Latches;
   for (BasicBlock &BB : F)
     if (BB.getTerminator() && BB.getTerminator()->getMetadata(LoopMark))
@@ -757,19 +891,43 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
   uint32_t ThreadBytes = 0, CtaBytes = 0;
   unsigned Placed = 0;
   OptimizationRemarkEmitter Remarks(&F);
+  // The loops between the task loop and a marked loop, outermost first.
+  auto OuterLoops = [&](::llvm::Loop *L) {
+    SmallVector<::llvm::Loop *, 4> Outer;
+    for (::llvm::Loop *Around = L->getParentLoop(); Around && !Around->contains(Dispatch);
+         Around = Around->getParentLoop())
+      Outer.insert(Outer.begin(), Around);
+    return Outer;
+  };
+  // Loops around marked loops get their resume switch before any point is
+  // placed (PointBuilder::prepareOuter); one that cannot is said below.
+  for (BasicBlock *Latch : Latches) {
+    DominatorTree DT(F);
+    LoopInfo Loops(DT);
+    if (::llvm::Loop *L = Loops.getLoopFor(Latch))
+      for (::llvm::Loop *Around : OuterLoops(L))
+        if (!Points.isPrepared(Around->getHeader()) && !Points.prepareOuter(*Around).empty())
+          break;
+  }
   for (BasicBlock *Latch : Latches) {
     DominatorTree DT(F);
     LoopInfo Loops(DT);
     ::llvm::Loop *L = Loops.getLoopFor(Latch);
     std::string Why, Summary;
     std::string HeaderName = cast<MDString>(Latch->getTerminator()->getMetadata(LoopMark)->getOperand(0))->getString().str();
-    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch};
+    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch, {}};
     if (!L || L->getLoopLatch() != Latch || !L->getLoopPreheader())
       Why = "the loop changed shape in conversion";
     else {
       Point.Header = L->getHeader();
       Point.Preheader = L->getLoopPreheader();
-      Why = Points.place(Point, DT, Summary, ThreadBytes, CtaBytes);
+      for (::llvm::Loop *Around : OuterLoops(L)) {
+        if (!Points.isPrepared(Around->getHeader()))
+          Why = "a loop around it has no preheader or several back-edges";
+        Point.OuterHeaders.push_back(Around->getHeader());
+      }
+      if (Why.empty())
+        Why = Points.place(Point, DT, Summary, ThreadBytes, CtaBytes);
     }
     if (!Why.empty()) {
       remarkMissed(F, "loop " + HeaderName + " of kernel '" + KernelName + "' gets no in-task yield point: " + Why);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # intask_check.sh OUT: in-task preemption (issue 8) measured on the GPU machine from build/bench (bench/build_suite.sh
 # builds it; no compiler is needed here). Per kernel of bench/intask/intask_bench.cu: correctness under >= 50 random
-# evictions against the original build's output, with PREEMPT_INTASK=on and off; eviction latency with
-# PREEMPT_INTASK=off (task boundaries) and on; time of the original build, the plugin build (in-task points, never
+# evictions against the original build's output, with PREEMPT_INTASK=on and off, and on in the build with points in
+# nested loops too (nested); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
 # evicted) and the plugin build with -preempt-intask=0. Then a short kernel's turnaround while a kernel with ~19 ms
 # blocks runs: (a) time-slicing, (b) MPS with the short kernel on a high-priority stream, (c) MPS with preemptd's hpf
 # policy and PREEMPT_INTASK=on (and off), (d) both in one process, the long launch evicted by the harness on arrival.
@@ -78,9 +78,14 @@ IFS=, read -r -a kernel_list <<< "$kernels"
 for kernel in "${kernel_list[@]}"; do
   if wanted check; then
     run "reference-$kernel" 60 -- "$bench/original/intask_bench" check "$kernel" 0 "$work/$kernel.ref"
-    for mode in on off; do
-      run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$mode -- \
-        "$bench/preempt/intask_bench" check "$kernel" "$evictions" "$work/$kernel.ref"
+    for mode in on off nested; do
+      # nested: the build with points in nested loops too (-preempt-intask-nested), in-task checks on.
+      binary=$bench/preempt/intask_bench intask=$mode
+      [ "$mode" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
+      [ -x "$binary" ] || { echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $mode runs" >&2
+        continue; }
+      run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask -- \
+        "$binary" check "$kernel" "$evictions" "$work/$kernel.ref"
       # 0: 0 mismatches and enough evictions; 1: not; 2: no JSON (run counted it already).
       python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(2 if "failed" in r or "skipped" in r else 0 if r.get("mismatches") == 0 and r.get("evictions", 0) >= int(sys.argv[2]) else 1)' "$line" "$evictions"
       case $? in
@@ -90,9 +95,13 @@ for kernel in "${kernel_list[@]}"; do
     done
   fi
   if wanted latency; then
-    for mode in off on; do
-      run "latency-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$mode -- \
-        "$bench/preempt/intask_bench" latency "$kernel" "$latency_m"
+    for mode in off on nested; do
+      binary=$bench/preempt/intask_bench intask=$mode
+      [ "$mode" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
+      [ -x "$binary" ] || { echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $mode runs" >&2
+        continue; }
+      run "latency-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask -- \
+        "$binary" latency "$kernel" "$latency_m"
     done
   fi
   if wanted time; then
@@ -100,6 +109,8 @@ for kernel in "${kernel_list[@]}"; do
     run "time-$kernel-preempt" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- "$bench/preempt/intask_bench" time "$kernel"
     run "time-$kernel-nointask" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- \
       "$bench/preempt_nointask/intask_bench" time "$kernel"
+    [ -x "$bench/preempt_nested/intask_bench" ] &&
+      run "time-$kernel-nested" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- "$bench/preempt_nested/intask_bench" time "$kernel"
   fi
 done
 

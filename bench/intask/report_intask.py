@@ -81,11 +81,12 @@ def main():
                "`on`: in-task yield points. Time: one launch, ms, median of 7 (min..max).")
     out.append("")
     out.append("| kernel | grid x threads | block ms (original, est.) | latency off | p99 off | latency on | p99 on | "
-               "on/off median | evictions off / on (done first) |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+               "on/off median | evictions off / on (done first) | latency nested | p99 nested |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for k in KERNELS:
         t = result(runs, f"time-{k}-original")
         off, on = result(runs, f"latency-{k}-off"), result(runs, f"latency-{k}-on")
+        nested = result(runs, f"latency-{k}-nested")
         if not (t or off or on):
             continue
         shape = f"{t['blocks']} x {t['threads']}" if t else "n/a"
@@ -96,12 +97,12 @@ def main():
         ev = lambda r: f"{r['evictions']} ({r['done_first']})" if r else "n/a"
         p99 = lambda r: f"{r['latency']['p99']:.1f}" if r and r["latency"].get("n") else "n/a"
         out.append(f"| {k} | {shape} | {block} | {spread(lat(off))} | {p99(off)} | {spread(lat(on))} | {p99(on)} | "
-                   f"{rel} | {ev(off)} / {ev(on)} |")
+                   f"{rel} | {ev(off)} / {ev(on)} | {spread(lat(nested))} | {p99(nested)} |")
     # Slow in-task evictions against how long the launch had run since its last resume (or its start): whether
     # the tail follows resumes (relaunched grids restoring contexts, not yet running) or comes at any time.
     slow_lines = []
-    for k in KERNELS:
-        on = result(runs, f"latency-{k}-on")
+    for k in [f"{k}-{mode}" for k in KERNELS for mode in ("on", "nested")]:
+        on = result(runs, f"latency-{k}")
         if not on or not on["latency"].get("n") or "since_resume_us" not in on:
             continue
         pairs = list(zip(on["latency"]["samples"], on["since_resume_us"]))
@@ -116,14 +117,15 @@ def main():
     out += ["", "Overhead when never evicted (PREEMPT_INTASK=on, PREEMPT_FORM=persistent, PREEMPT_ONE_WAVE=persistent); "
             "goal: in-task points ≤ 1.02 over the -preempt-intask=0 build.", ""]
     out.append("| kernel | original ms | plugin ms | plugin -preempt-intask=0 ms | in-task points (plugin / intask=0) | "
-               "plugin / original | intask=0 / original |")
-    out.append("|---|---|---|---|---|---|---|")
+               "plugin / original | intask=0 / original | nested build ms | nested / intask=0 |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for k in KERNELS:
-        o, p, n = (result(runs, f"time-{k}-{b}") for b in ("original", "preempt", "nointask"))
+        o, p, n, d = (result(runs, f"time-{k}-{b}") for b in ("original", "preempt", "nointask", "nested"))
         if not (o or p or n):
             continue
         s = lambda r: spread(r["time"], 3) if r else "n/a"
-        out.append(f"| {k} | {s(o)} | {s(p)} | {s(n)} | {ratio(p, n)} | {ratio(p, o)} | {ratio(n, o)} |")
+        out.append(f"| {k} | {s(o)} | {s(p)} | {s(n)} | {ratio(p, n)} | {ratio(p, o)} | {ratio(n, o)} | {s(d)} | "
+                   f"{ratio(d, n)} |")
     out += ["", "Bytes an eviction saves per CTA at each in-task yield point (remarks of the plugin build): registers "
             "T x threads + U (values uniform across the CTA, once) against every live value (L x threads, what "
             "saving all live registers would take); the shared memory S comes on top of both.", ""]
@@ -148,7 +150,7 @@ def main():
     out.append("|---|---|---|---|---|---|---|")
     passed = failed = 0
     for k in KERNELS:
-        for mode in ("on", "off"):
+        for mode in ("on", "off", "nested"):
             label = f"check-{k}-{mode}"
             if label not in runs:
                 continue

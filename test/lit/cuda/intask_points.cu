@@ -27,6 +27,12 @@
 // The PTX assembles.
 // RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
+// With -preempt-intask-nested, loops nested in loops get points too (kernel `nested`, below):
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-nested=1 -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-REMARK
+// RUN: %opt -passes=verify -disable-output %t.nested.ll
+// RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED
+// RUN: %clang %cuda_flags --cuda-device-only -S -mllvm -preempt-intask-nested=1 %s -o %t.nested.ptx
+// RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.nested.ptx -o %t.nested.cubin %}
 
 // LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 1056], align 4
 // LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 16], align 4
@@ -112,8 +118,8 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // measures nothing: task_loop.cu); the count-down starts from the check period's iterations; the
 // thread's slots of buf and the t == 0 test are computed again from tid.x, not merged.
 // VARIANT: for.body.intask.enter:
-// VARIANT-NEXT: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V]], %[[RESTORED]] ]
-// VARIANT-NEXT: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
+// VARIANT-DAG: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V]], %[[RESTORED]] ]
+// VARIANT-DAG: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
 // VARIANT-NOT: phi
 // VARIANT: store i32 0, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 96)
 // VARIANT: [[ENTERED:[._a-z0-9]+]]:
@@ -214,9 +220,30 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 }
 
 // The outer loop gets the point; the inner one is refused. Outer: per thread acc (4 B), per CTA
-// r + 1 (4 B), no shared memory: the descriptor's CTA bytes are the 4 B rounded to 16. The outer
-// header's first located instruction is the inner loop's entry test, on the inner `for` line. Its
-// live values depend on how the unroller split the inner loop: their total is not asserted.
+// r + 1 (4 B), no shared memory: the descriptor's CTA bytes are the 4 B rounded to 16. Its live
+// values depend on how the unroller split the inner loop: their total is not asserted.
+//
+// With -preempt-intask-nested the inner loop gets a point too (2): per thread acc, per CTA r, c + 1
+// and the trip count's check (12 B). A task resumed there enters through the outer loop's one
+// entry (its resume phi says 2) and its header, whose switch on that phi leads to the inner
+// point's restore block: no second entry into the outer loop from outside, so it stays reducible.
+// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.cond1.preheader' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory
+// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 12 B per CTA and 0 B of shared memory
+// NESTED: preempt.intask.dispatch:
+// NESTED-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
+// NESTED-NEXT: i32 1, label %[[OUTER_RESTORE:[._a-z0-9]+]]
+// NESTED-NEXT: i32 2, label %[[RESUME:[._a-z0-9]+]]
+// NESTED: for.cond1.preheader.intask.enter:
+// NESTED-NEXT: %preempt.intask.resuming = phi i32 [ 0, %for.cond1.preheader.lr.ph ], [ 0, %[[OUTER_RESTORE]] ], [ 2, %[[RESUME]] ]
+// NESTED: for.cond1.preheader:
+// NESTED: %preempt.intask.resuming.here = phi i32 [ %preempt.intask.resuming, %{{[._a-z0-9]+}} ], [ 0, %{{[._a-z0-9]+}}.intask.cont ]
+// NESTED: switch i32 %preempt.intask.resuming.here, label %for.cond1.preheader.intask.rest [
+// NESTED-NEXT: i32 2, label %[[INNER_RESTORE:[._a-z0-9]+]]
+// NESTED-NEXT: ]
+// NESTED: [[RESUME]]:
+// NESTED-NEXT: br label %for.cond1.preheader.intask.enter
+// NESTED: [[INNER_RESTORE]]:
+// NESTED-SAME: preds = %for.cond1.preheader{{$}}
 // REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
 // REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii' gets no in-task yield point: it is nested in another loop
 __global__ void nested(const float *in, float *out, int rows, int cols) {
