@@ -74,16 +74,21 @@ run() {
   fi
   echo "{\"label\": \"$label\", \"env\": \"${envs[*]}\", \"status\": $status, \"result\": $line}" >> "$log"
 }
+# mode_build MODE: sets $binary and $intask (PREEMPT_INTASK) for on, off, or nested (the build with points in
+# nested loops too, -preempt-intask-nested, in-task checks on); 1 when that build is missing (said).
+mode_build() {
+  binary=$bench/preempt/intask_bench intask=$1
+  [ "$1" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
+  [ -x "$binary" ] && return 0
+  echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $1 runs" >&2
+  return 1
+}
 IFS=, read -r -a kernel_list <<< "$kernels"
 for kernel in "${kernel_list[@]}"; do
   if wanted check; then
     run "reference-$kernel" 60 -- "$bench/original/intask_bench" check "$kernel" 0 "$work/$kernel.ref"
     for mode in on off nested; do
-      # nested: the build with points in nested loops too (-preempt-intask-nested), in-task checks on.
-      binary=$bench/preempt/intask_bench intask=$mode
-      [ "$mode" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
-      [ -x "$binary" ] || { echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $mode runs" >&2
-        continue; }
+      mode_build "$mode" || continue
       run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask -- \
         "$binary" check "$kernel" "$evictions" "$work/$kernel.ref"
       # 0: 0 mismatches and enough evictions; 1: not; 2: no JSON (run counted it already).
@@ -96,10 +101,7 @@ for kernel in "${kernel_list[@]}"; do
   fi
   if wanted latency; then
     for mode in off on nested; do
-      binary=$bench/preempt/intask_bench intask=$mode
-      [ "$mode" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
-      [ -x "$binary" ] || { echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $mode runs" >&2
-        continue; }
+      mode_build "$mode" || continue
       run "latency-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask -- \
         "$binary" latency "$kernel" "$latency_m"
     done
