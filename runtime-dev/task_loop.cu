@@ -560,13 +560,12 @@ PREEMPT_DEVICE void __preempt_intask_begin(preempt_control_block *control) {
 
 // Every thread, entering a loop with yield point `point` (0-based): the
 // iterations until its first check. Written only between the two barriers of
-// a check, which no thread reading here has reached. Thread 0, the only one
-// that reads the time of the last check, forgets it: the first check of a
-// loop entry measures nothing (what ran since the last check was not this
-// loop).
+// a check, which no thread reading here has reached. The time of the last
+// check is kept across loop entries: a loop entered often for a few
+// iterations (a short loop per task, an inner loop) then measures the work
+// between its entries too, and its count grows past its trip count, so that
+// it stops checking at all rather than checking once per entry.
 PREEMPT_DEVICE unsigned int __preempt_intask_iterations(unsigned int point) {
-  if (is_first_thread())
-    __preempt_task_ctx.last_check_ns = 0;
   return __preempt_task_ctx.check_iterations[point];
 }
 
