@@ -91,8 +91,9 @@ for kernel in "${kernel_list[@]}"; do
       mode_build "$mode" || continue
       run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask -- \
         "$binary" check "$kernel" "$evictions" "$work/$kernel.ref"
-      # 0: 0 mismatches and enough evictions; 1: not; 2: no JSON (run counted it already).
-      python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(2 if "failed" in r or "skipped" in r else 0 if r.get("mismatches") == 0 and r.get("evictions", 0) >= int(sys.argv[2]) else 1)' "$line" "$evictions"
+      # 0: 0 mismatches and enough evictions; 1: not, or not run (out of time: nothing was checked); 2: no JSON
+      # (run counted it already).
+      python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(2 if "failed" in r else 1 if "skipped" in r else 0 if r.get("mismatches") == 0 and r.get("evictions", 0) >= int(sys.argv[2]) else 1)' "$line" "$evictions"
       case $? in
       0) passed=$((passed + 1)) ;;
       1) echo "FAIL check-$kernel-$mode: $(echo "$line" | cut -c1-400)" >&2; failed=$((failed + 1)) ;;
