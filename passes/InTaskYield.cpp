@@ -257,10 +257,16 @@ void eraseInTaskVariant(Function &Variant) {
   Module &M = *Variant.getParent();
   Variant.replaceAllUsesWith(PoisonValue::get(Variant.getType())); // llvm.used, annotations
   Variant.eraseFromParent();
+  // Its shared variables (copyKernel's twins, named <name>.intask, maybe with
+  // a number after), now used by nothing but dead constant expressions.
   SmallVector<GlobalVariable *, 4> Unused;
-  for (GlobalVariable &Global : M.globals())
-    if (Global.getAddressSpace() == 3 && Global.getName().ends_with(".intask") && Global.use_empty())
+  for (GlobalVariable &Global : M.globals()) {
+    if (Global.getAddressSpace() != 3 || !Global.hasLocalLinkage() || !Global.getName().contains(".intask"))
+      continue;
+    Global.removeDeadConstantUsers();
+    if (Global.use_empty())
       Unused.push_back(&Global);
+  }
   for (GlobalVariable *Global : Unused)
     Global->eraseFromParent();
 }

@@ -23,12 +23,15 @@ using namespace llvm;
 
 namespace preempt {
 
-static bool onlyUsedIn(const Value &V, const Function &F) {
+// Whether every instruction using V (directly or through constant
+// expressions) is in F; sets `Used` when one is.
+static bool onlyUsedIn(const Value &V, const Function &F, bool &Used) {
   for (const User *U : V.users()) {
     if (const auto *I = dyn_cast<Instruction>(U)) {
       if (I->getFunction() != &F)
         return false;
-    } else if (!isa<ConstantExpr>(U) || !onlyUsedIn(*U, F)) {
+      Used = true;
+    } else if (!isa<ConstantExpr>(U) || !onlyUsedIn(*U, F, Used)) {
       return false;
     }
   }
@@ -41,9 +44,15 @@ Function *copyKernel(Function &Kernel, StringRef Name, StringRef SharedSuffix, A
     return nullptr; // names of these prefixes are the implementation's
   ValueToValueMapTy Map;
   SmallVector<GlobalVariable *, 4> KernelShared;
-  for (GlobalVariable &Global : M.globals())
-    if (Global.getAddressSpace() == 3 && Global.hasLocalLinkage() && onlyUsedIn(Global, Kernel))
+  // A variable no instruction uses (a copy's that was erased, reached only
+  // through dead constant expressions) is no kernel's own: twinned at every
+  // copy, such variables and their twins doubled with each kernel copied
+  // (bench/preemption/drain_probe.cu's 86 kernels never finished compiling).
+  for (GlobalVariable &Global : M.globals()) {
+    bool Used = false;
+    if (Global.getAddressSpace() == 3 && Global.hasLocalLinkage() && onlyUsedIn(Global, Kernel, Used) && Used)
       KernelShared.push_back(&Global);
+  }
   for (GlobalVariable *Global : KernelShared) {
     auto *Twin = new GlobalVariable(M, Global->getValueType(), Global->isConstant(), Global->getLinkage(),
                                     Global->hasInitializer() ? Global->getInitializer() : nullptr,
