@@ -160,19 +160,18 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
   }
   DenseSet<const BasicBlock *> Divergent = markUniformity(Kernel, FAM);
   auto &PostDom = FAM.getResult<PostDominatorTreeAnalysis>(Kernel);
-  // Blocks from which each block can be reached.
-  DenseMap<const BasicBlock *, SmallPtrSet<const BasicBlock *, 16>> ReachedFrom;
-  for (BasicBlock &Start : Kernel) {
-    SmallVector<const BasicBlock *, 16> Work(succ_begin(&Start), succ_end(&Start));
-    SmallPtrSet<const BasicBlock *, 16> Seen;
+  // Blocks from which `Header` can be reached: per loop, backwards (a table
+  // for every block took a 4,300-block kernel 11 s and 270 MB).
+  auto ReachingBlocks = [](const BasicBlock *Header) {
+    SmallPtrSet<const BasicBlock *, 32> Reaching;
+    SmallVector<const BasicBlock *, 16> Work(pred_begin(Header), pred_end(Header));
     while (!Work.empty()) {
       const BasicBlock *BB = Work.pop_back_val();
-      if (!Seen.insert(BB).second)
-        continue;
-      ReachedFrom[BB].insert(&Start);
-      append_range(Work, successors(BB));
+      if (Reaching.insert(BB).second)
+        append_range(Work, predecessors(BB));
     }
-  }
+    return Reaching;
+  };
   unsigned Marked = 0, Ordinal = 0;
   // Loops whose own shape allows a point (parents come first in preorder):
   // a point in a nested loop needs every loop around it to allow one too,
@@ -205,7 +204,7 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
         Why = "its threads may leave it after different iterations";
     // A divergent branch outside the loop decides who enters it unless the
     // threads meet again (at its immediate post-dominator) before the header.
-    for (const BasicBlock *Before : ReachedFrom[Header]) {
+    for (const BasicBlock *Before : Why.empty() ? ReachingBlocks(Header) : SmallPtrSet<const BasicBlock *, 32>()) {
       if (!Why.empty() || L->contains(Before) || !Divergent.contains(Before))
         continue;
       const DomTreeNode *Node = PostDom.getNode(Before);
