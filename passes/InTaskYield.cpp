@@ -300,8 +300,8 @@ public:
   // Readies a loop with a point nested in it for resume paths: its entry
   // block, and a switch in its header on the point being resumed (default:
   // the loop's own body). Before any point is placed, since splitting the
-  // header may move an inner loop's preheader. "" when ready.
-  std::string prepareOuter(llvm::Loop &Outer);
+  // header may move an inner loop's preheader. False when it cannot be.
+  bool prepareOuter(llvm::Loop &Outer);
   bool isPrepared(BasicBlock *Header) const { return ResumeSwitch.count(Header); }
 
 private:
@@ -345,7 +345,8 @@ BasicBlock *PointBuilder::enterFor(BasicBlock *Header, BasicBlock *Preheader) {
   Preheader->getTerminator()->replaceSuccessorWith(Header, Enter);
   for (PHINode &Phi : Header->phis()) {
     int Index = Phi.getBasicBlockIndex(Preheader);
-    PHINode *Entered = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".entered", Enter->getTerminator()->getIterator());
+    PHINode *Entered =
+        PHINode::Create(Phi.getType(), 2, Phi.getName() + ".entered", Enter->getTerminator()->getIterator());
     Entered->addIncoming(Phi.getIncomingValue(Index), Preheader);
     Phi.setIncomingBlock(Index, Enter);
     Phi.setIncomingValue(Index, Entered);
@@ -366,13 +367,13 @@ void PointBuilder::addResumeEdge(BasicBlock *Pred, BasicBlock *Dest, Value *Resu
   }
 }
 
-std::string PointBuilder::prepareOuter(llvm::Loop &Outer) {
+bool PointBuilder::prepareOuter(llvm::Loop &Outer) {
   BasicBlock *Header = Outer.getHeader();
   if (isPrepared(Header))
-    return "";
+    return true;
   BasicBlock *Preheader = Outer.getLoopPreheader();
   if (!Preheader || !Outer.getLoopLatch())
-    return "a loop around it has no preheader or several back-edges";
+    return false;
   BasicBlock *Enter = enterFor(Header, Preheader);
   Type *Int32 = Type::getInt32Ty(F.getContext());
   PHINode *Resuming = PHINode::Create(Int32, 2, "preempt.intask.resuming", Enter->begin());
@@ -386,7 +387,7 @@ std::string PointBuilder::prepareOuter(llvm::Loop &Outer) {
   Header->getTerminator()->eraseFromParent();
   ResumeSwitch[Header] = SwitchInst::Create(InHeader, Body, 2, Header);
   ResumePhi[Header] = InHeader;
-  return "";
+  return true;
 }
 
 bool PointBuilder::isFree(const Value *V, const DominatorTree &DT) const {
@@ -429,19 +430,24 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // if a use is reachable from there without passing its definition again.
   SmallVector<Instruction *, 32> Live;
   SmallVector<PHINode *, 4> LiveCheckState; // an outer point's count-down and polled word
+  // Blocks reachable from the latch without passing `Def`: one walk per
+  // defining block, shared by its instructions.
+  DenseMap<BasicBlock *, SmallPtrSet<BasicBlock *, 32>> ReachAvoiding;
   for (Instruction &I : instructions(F)) {
     if (I.getType()->isVoidTy() || isFree(&I, DT) || I.use_empty())
       continue;
     BasicBlock *Def = I.getParent();
     if (!DT.dominates(Def, Latch))
       continue;
-    SmallPtrSet<BasicBlock *, 32> Reach;
-    SmallVector<BasicBlock *, 16> Work(succ_begin(Latch), succ_end(Latch));
-    while (!Work.empty()) {
-      BasicBlock *BB = Work.pop_back_val();
-      if (BB == Def || !Reach.insert(BB).second)
-        continue;
-      append_range(Work, successors(BB));
+    auto [Found, Inserted] = ReachAvoiding.try_emplace(Def);
+    SmallPtrSet<BasicBlock *, 32> &Reach = Found->second;
+    if (Inserted) {
+      SmallVector<BasicBlock *, 16> Work(succ_begin(Latch), succ_end(Latch));
+      while (!Work.empty()) {
+        BasicBlock *BB = Work.pop_back_val();
+        if (BB != Def && Reach.insert(BB).second)
+          append_range(Work, successors(BB));
+      }
     }
     bool IsLive = false;
     for (const Use &U : I.uses()) {
@@ -595,7 +601,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *ThreadCount = Builder.CreateCall(helper(helper::InTaskThreads));
   Value *Thread = Builder.CreateCall(helper(helper::InTaskThread));
   Value *IsFirst = Builder.CreateICmpEQ(Thread, Builder.getInt32(0));
-  auto ThreadAddress = [&](IRBuilder<> &B, Value *Base, const preempt_intask_step &Step, Type *Type) {
+  auto ThreadAddress = [&](IRBuilder<> &B, Value *Base, const preempt_intask_step &Step) {
     Value *Offset = B.CreateAdd(B.CreateMul(B.getInt32(Step.offset), ThreadCount),
                                 B.CreateMul(Thread, B.getInt32(Plain[Step.value].bytes)));
     return B.CreateGEP(Int8, Base, B.CreateZExt(Offset, B.getInt64Ty()));
@@ -610,7 +616,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex) {
     const preempt_intask_step &Step = Plan.steps[StepIndex];
     if (Step.action == PREEMPT_INTASK_SAVE_THREAD)
-      Store(Builder, Values[Step.value], ThreadAddress(Builder, ThreadBase, Step, Values[Step.value]->getType()));
+      Store(Builder, Values[Step.value], ThreadAddress(Builder, ThreadBase, Step));
   }
   Builder.CreateCondBr(IsFirst, SaveUniform, SaveRest);
   Builder.SetInsertPoint(SaveUniform);
@@ -621,15 +627,21 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   }
   Builder.CreateBr(SaveRest);
   Builder.SetInsertPoint(SaveRest);
-  PointerType *Generic = PointerType::get(Context, 0);
-  uint32_t SharedOffset = CtaArea;
-  for (GlobalVariable *Global : Shared) {
-    uint32_t Bytes = DL.getTypeAllocSize(Global->getValueType()).getFixedValue();
-    Builder.CreateCall(helper(helper::InTaskCopy), {Builder.CreateConstGEP1_32(Int8, CtaBase, SharedOffset),
-                                                    Builder.CreateAddrSpaceCast(Global, Generic),
-                                                    Builder.getInt32(Bytes)});
-    SharedOffset += alignTo(Bytes, 16);
-  }
+  // The shared variables after the CTA's values, each 16-byte aligned: into
+  // the record on save, back on restore.
+  auto CopyShared = [&](Value *Cta, bool IntoShared) {
+    PointerType *Generic = PointerType::get(Context, 0);
+    uint32_t SharedOffset = CtaArea;
+    for (GlobalVariable *Global : Shared) {
+      uint32_t Bytes = DL.getTypeAllocSize(Global->getValueType()).getFixedValue();
+      Value *InRecord = Builder.CreateConstGEP1_32(Int8, Cta, SharedOffset);
+      Value *InShared = Builder.CreateAddrSpaceCast(Global, Generic);
+      Builder.CreateCall(helper(helper::InTaskCopy), {IntoShared ? InShared : InRecord,
+                                                      IntoShared ? InRecord : InShared, Builder.getInt32(Bytes)});
+      SharedOffset += alignTo(Bytes, 16);
+    }
+  };
+  CopyShared(CtaBase, false);
   Builder.CreateCall(helper(helper::InTaskSaveEnd), {Control, Builder.getInt32(Point.Number), Loop.CurrentTask,
                                                      Loop.CurrentEnd, Loop.NextTask});
   Builder.CreateBr(Loop.Exit);
@@ -641,14 +653,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *ResumedThreads = Builder.CreateConstGEP1_32(Int8, ResumedCta, CtaArea + SharedBytes);
   ThreadCount = Builder.CreateCall(helper(helper::InTaskThreads));
   Thread = Builder.CreateCall(helper(helper::InTaskThread));
-  SharedOffset = CtaArea;
-  for (GlobalVariable *Global : Shared) {
-    uint32_t Bytes = DL.getTypeAllocSize(Global->getValueType()).getFixedValue();
-    Builder.CreateCall(helper(helper::InTaskCopy), {Builder.CreateAddrSpaceCast(Global, Generic),
-                                                    Builder.CreateConstGEP1_32(Int8, ResumedCta, SharedOffset),
-                                                    Builder.getInt32(Bytes)});
-    SharedOffset += alignTo(Bytes, 16);
-  }
+  CopyShared(ResumedCta, true);
   if (!Shared.empty())
     Builder.CreateCall(helper(helper::InTaskRestored));
   DenseMap<Value *, Value *> Rebuilt;
@@ -660,7 +665,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Value *Result = nullptr;
     switch (Step.action) {
     case PREEMPT_INTASK_SAVE_THREAD:
-      Result = Builder.CreateAlignedLoad(Type, ThreadAddress(Builder, ResumedThreads, Step, Type), AlignOf(Original));
+      Result = Builder.CreateAlignedLoad(Type, ThreadAddress(Builder, ResumedThreads, Step), AlignOf(Original));
       break;
     case PREEMPT_INTASK_SAVE_CTA:
       Result = Builder.CreateAlignedLoad(Type, Builder.CreateConstGEP1_32(Int8, ResumedCta, Step.offset),
@@ -732,13 +737,13 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   DenseMap<Value *, const preempt_intask_step *> StepOf;
   for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex)
     StepOf[Values[Plan.steps[StepIndex].value]] = &Plan.steps[StepIndex];
-  auto IsReexecuted = [&](Value *V) {
+  // Only instructions safe to run on any operands are computed again: on a
+  // resume path to a loop nested in this one, Enter's merges are poison.
+  auto IsRecomputed = [&](Value *V) {
     const preempt_intask_step *Step = StepOf.lookup(V);
-    return Step && Step->action == PREEMPT_INTASK_REEXECUTE;
+    return Step && Step->action == PREEMPT_INTASK_REEXECUTE && isSafeToSpeculativelyExecute(cast<Instruction>(V));
   };
-  // `ValueOnEdge(Pred, V)`: V's value coming into `Block` from Pred. Only
-  // instructions safe to run on any operands are computed again: on a resume
-  // path to a loop nested in this one, Enter's merges are poison.
+  // `ValueOnEdge(Pred, V)`: V's value coming into `Block` from Pred.
   auto RebuildBeforeLoop = [&](BasicBlock *Block, function_ref<Value *(BasicBlock *, Value *)> ValueOnEdge) {
     DenseMap<Value *, Value *> Built;
     std::function<Value *(Value *)> Build = [&](Value *V) -> Value * {
@@ -747,7 +752,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       if (Value *Found = Built.lookup(V))
         return Found;
       Value *Result;
-      if (IsReexecuted(V) && isSafeToSpeculativelyExecute(cast<Instruction>(V))) {
+      if (IsRecomputed(V)) {
         Instruction *Copy = cast<Instruction>(V)->clone();
         for (Use &Operand : Copy->operands())
           if (!isa<BasicBlock>(Operand.get()))
@@ -765,7 +770,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       return Result;
     };
     for (Instruction *V : Live)
-      if (DT.dominates(V->getParent(), Preheader) && IsReexecuted(V) && isSafeToSpeculativelyExecute(V))
+      if (DT.dominates(V->getParent(), Preheader) && IsRecomputed(V))
         Build(V);
     return Built;
   };
@@ -911,7 +916,7 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
     LoopInfo Loops(DT);
     if (::llvm::Loop *L = Loops.getLoopFor(Latch))
       for (::llvm::Loop *Around : OuterLoops(L))
-        if (!Points.isPrepared(Around->getHeader()) && !Points.prepareOuter(*Around).empty())
+        if (!Points.prepareOuter(*Around))
           break;
   }
   for (BasicBlock *Latch : Latches) {

@@ -495,8 +495,10 @@ static void set_intask_mode(const char *mode) {
   preempt_runtime_unlock(runtime);
 }
 
-/* 16 SMs x 4 CTAs (64 persistent CTAs, a ring of 2 x 64 + 2 contexts), and kernels with one in-task point. */
+/* A fresh fake GPU: 16 SMs x 4 CTAs (64 persistent CTAs, a ring of 2 x 64 + 2 contexts), and kernels with one
+ * in-task point. */
 static void intask_fake(void) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   fake_gpu.sm_count = 16;
   fake_gpu.ctas_per_sm = 4;
   fake_gpu.expected_params = 2;
@@ -515,7 +517,6 @@ static void test_intask(void) {
   /* PREEMPT_INTASK=on: the variant runs every grid of the launch, with the period and the ring, zeroed, in its
    * control block. */
   setenv("PREEMPT_INTASK", "on", 1);
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -660,7 +661,6 @@ static void test_intask(void) {
   /* A control block keeps what was last written: 64 launches later the same block comes back (the pool's first
    * 64 slots, in turn). In-task off since: its period goes back to 0. On again, same layout: the period, and no
    * second zeroing of the ring. A new layout (smaller blocks): the ring is zeroed again. */
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -698,7 +698,6 @@ static void test_intask(void) {
 
   /* PREEMPT_INTASK=off: the persistent form as ever, period 0, and a full eviction writes only the yield mask. */
   setenv("PREEMPT_INTASK", "off", 1);
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -728,7 +727,6 @@ static void test_intask(void) {
    * even once the tasks measure long (50 ms for 20000 tasks on 64 CTAs: 160 us a task). The fake's timed pairs
    * measure elapsed_ms as the sample is read, at the next launch. */
   unsetenv("PREEMPT_INTASK");
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -755,7 +753,6 @@ static void test_intask(void) {
    * on. One that holds fewer CTAs per SM than the kernel is said; auto then does not run it, even for long tasks of
    * a launch preemptd schedules (intask.c: the grid is sized for the persistent form), where an equal one runs. */
   setenv("PREEMPT_INTASK", "on", 1);
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -797,7 +794,6 @@ static void test_intask(void) {
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
   }
   /* A failed query is said; the launch goes on. Off: never asked. */
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -814,7 +810,6 @@ static void test_intask(void) {
    * in-task points) where it would otherwise time the drain form from the third launch on (test_drain_form). */
   for (int intask_on = 0; intask_on <= 1; intask_on++) {
     setenv("PREEMPT_INTASK", intask_on ? "on" : "off", 1);
-    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
     intask_fake();
     fake_gpu.has_drain = 1;
     fake_gpu.elapsed_ms = 2.0f;
@@ -833,7 +828,6 @@ static void test_intask(void) {
    * launch (again at the next launch, which resolves again). */
   setenv("PREEMPT_INTASK", "on", 1);
   for (int wrong = 0; wrong < 2; wrong++) {
-    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
     intask_fake();
     if (wrong == 0)
       fake_gpu.intask_desc.abi_version = PREEMPT_KERNEL_ABI_VERSION + 1;
@@ -851,7 +845,6 @@ static void test_intask(void) {
 
   /* Points but no variant (the lookup finds none): in-task stays off, silently; evictions write no word, and a
    * one-wave grid runs the unconverted copy as any kernel's. */
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   fake_gpu.intask_variant_missing = 1;
   fake_gpu.has_original = 1;
@@ -881,7 +874,6 @@ static void test_intask(void) {
   for (int mode = 0; mode < 3; mode++) {
     static const char *const modes[] = {"auto", "on", "off"};
     setenv("PREEMPT_INTASK", modes[mode], 1);
-    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
     intask_fake();
     fake_gpu.has_original = 1;
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -913,7 +905,6 @@ static void test_intask(void) {
   }
   CHECK(strstr(preempt_last_error(), "PREEMPT_INTASK='sometimes'") != NULL);
   setenv("PREEMPT_INTASK", "On", 1);
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
@@ -923,7 +914,6 @@ static void test_intask(void) {
   }
   setenv("PREEMPT_INTASK", "on", 1);
   setenv("PREEMPT_INTASK_PERIOD_US", "25", 1);
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
