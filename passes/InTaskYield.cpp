@@ -31,6 +31,7 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -70,6 +71,44 @@ static void remarkMissed(Function &F, const Twine &Message) {
 // no memory and does not synchronize (thread and block registers, math).
 static bool isPureCall(const CallBase &Call) {
   return isa<IntrinsicInst>(Call) && Call.doesNotAccessMemory() && !Call.isConvergent();
+}
+
+// `V`, a value the whole CTA holds alike, as ptxas can see it is: through
+// redux.sync (sm_80 and newer), whose result lives in a uniform register.
+// ptxas decides by itself which values stay on the warp's uniform datapath; a
+// value loaded from a context record, or chosen by the resume dispatch, looks
+// per-thread to it, and so does every phi it reaches: the counter of the loop
+// a task resumes in, and each address built from it, moved to per-thread
+// registers in every iteration, not only resumed ones (docs/intask.md: the
+// overhead this cost). Only at points the whole CTA reaches together.
+static Value *warpUniform(IRBuilder<> &Builder, Value *V, const DataLayout &DL) {
+  Function &F = *Builder.GetInsertBlock()->getParent();
+  StringRef Cpu = F.getFnAttribute("target-cpu").getValueAsString();
+  unsigned Sm = 0;
+  if (!Cpu.consume_front("sm_") || Cpu.consumeInteger(10, Sm) || Sm < 80)
+    return V;
+  Type *Type = V->getType();
+  if (!Type->isIntOrPtrTy() && !Type->isFloatingPointTy())
+    return V;
+  unsigned Bits = DL.getTypeSizeInBits(Type).getFixedValue();
+  if (Bits > 64)
+    return V;
+  IntegerType *AsInt = Builder.getIntNTy(Bits);
+  Value *Word = Type->isPointerTy() ? Builder.CreatePtrToInt(V, AsInt) : Builder.CreateBitCast(V, AsInt);
+  Value *Mask = Builder.CreateIntrinsic(Intrinsic::nvvm_activemask, {});
+  auto Reduce = [&](Value *Half) { return Builder.CreateIntrinsic(Intrinsic::nvvm_redux_sync_umax, {Half, Mask}); };
+  Value *Result;
+  if (Bits <= 32) {
+    Result = Builder.CreateTrunc(Reduce(Builder.CreateZExt(Word, Builder.getInt32Ty())), AsInt);
+  } else {
+    Value *Low = Reduce(Builder.CreateTrunc(Word, Builder.getInt32Ty()));
+    Value *High = Reduce(Builder.CreateTrunc(Builder.CreateLShr(Word, 32), Builder.getInt32Ty()));
+    Result = Builder.CreateOr(Builder.CreateShl(Builder.CreateZExt(High, AsInt), 32), Builder.CreateZExt(Low, AsInt));
+  }
+  Result = Type->isPointerTy() ? Builder.CreateIntToPtr(Result, Type) : Builder.CreateBitCast(Result, Type);
+  if (V->hasName())
+    Result->setName(V->getName() + ".uniform");
+  return Result;
 }
 
 static bool touchesMemory(const Instruction &I) {
@@ -573,7 +612,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Enter = enterFor(Header, Point.Preheader);
   BasicBlock *Preheader = NormalPred.lookup(Enter);
   IRBuilder<> Builder(Enter->getTerminator());
-  Value *FirstIterations = Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)});
+  Value *FirstIterations =
+      warpUniform(Builder, Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)}), DL);
   Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
   // A count-down (one register) and the eviction word thread 0 read at the
   // previous check (one more).
@@ -589,8 +629,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 
   Builder.SetInsertPoint(Check);
   Value *EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
-  Value *NextIterations =
-      Builder.CreateCall(helper(helper::InTaskCheck), {Builder.getInt32(PointIndex), EvictSeen});
+  Value *NextIterations = warpUniform(
+      Builder, Builder.CreateCall(helper(helper::InTaskCheck), {Builder.getInt32(PointIndex), EvictSeen}), DL);
   Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, Cont);
 
   // Save: every thread its values, thread 0 the uniform ones, all the shared memory.
@@ -668,8 +708,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       Result = Builder.CreateAlignedLoad(Type, ThreadAddress(Builder, ResumedThreads, Step), AlignOf(Original));
       break;
     case PREEMPT_INTASK_SAVE_CTA:
-      Result = Builder.CreateAlignedLoad(Type, Builder.CreateConstGEP1_32(Int8, ResumedCta, Step.offset),
-                                         AlignOf(Original));
+      Result = warpUniform(Builder,
+                           Builder.CreateAlignedLoad(Type, Builder.CreateConstGEP1_32(Int8, ResumedCta, Step.offset),
+                                                     AlignOf(Original)),
+                           DL);
       break;
     case PREEMPT_INTASK_REEXECUTE: {
       Instruction *Copy = cast<Instruction>(Original)->clone();
@@ -825,8 +867,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   IRBuilder<> BeforeBranch(Branch);
   for (PHINode *Phi : LiveCheckState) {
     std::optional<unsigned> Index = CheckState.lookup(Phi);
-    Rebuilt[Phi] = Index ? static_cast<Value *>(BeforeBranch.CreateCall(helper(helper::InTaskIterations),
-                                                                        {BeforeBranch.getInt32(*Index)}))
+    Rebuilt[Phi] = Index ? warpUniform(BeforeBranch,
+                                       BeforeBranch.CreateCall(helper(helper::InTaskIterations),
+                                                               {BeforeBranch.getInt32(*Index)}),
+                                       DL)
                          : BeforeBranch.getInt32(0);
     Live.push_back(Phi);
   }
@@ -893,7 +937,8 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
   BasicBlock *Dispatch = BasicBlock::Create(Context, "preempt.intask.dispatch", &F, Body);
   Loop.TaskStart->getTerminator()->replaceSuccessorWith(Body, Dispatch);
   IRBuilder<> Builder(Dispatch);
-  SwitchInst *Switch = Builder.CreateSwitch(Loop.ResumePoint, Body, Latches.size());
+  SwitchInst *Switch =
+      Builder.CreateSwitch(warpUniform(Builder, Loop.ResumePoint, F.getDataLayout()), Body, Latches.size());
 
   // Weighs a per-thread byte against a per-CTA one; launches may differ.
   uint32_t Threads = 256;

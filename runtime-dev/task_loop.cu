@@ -590,19 +590,20 @@ PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
 }
 
 // Every thread, at a check: 0 when the CTA leaves, else the iterations to
-// the next check. Two barriers: the
-// first shares the decision, and thread 0 writes the new count only after it,
-// so no sibling can still be reading the old one; the second publishes it.
+// the next check. Thread 0 decides, writes the answer after a first barrier
+// (so no sibling can still be reading the old count) and a second barrier
+// publishes it; every thread then reads the one word. Not a barrier
+// reduction (bar.red.or): ptxas takes its result for divergent, so the
+// branch on it made the loop's control divergent in ptxas's eyes, and every
+// value of the loop (the counter of a `for`, an address built from it) moved
+// from the uniform datapath to per-thread registers and the loop was no
+// longer unrolled: 11-19% slower on the H100 (docs/intask.md). A word read
+// from shared memory after a barrier, at a uniform address, stays uniform.
 PREEMPT_DEVICE unsigned int __preempt_intask_check(unsigned int point, unsigned int evict_seen) {
   unsigned int iterations = 0;
-  int leave = 0;
-  if (is_first_thread()) {
-    leave = evict_seen != 0;
-    if (!leave)
-      iterations = next_check_iterations(point);
-  }
-  if (__nvvm_bar0_or(leave))
-    return 0;
+  if (is_first_thread() && evict_seen == 0)
+    iterations = next_check_iterations(point);
+  cta_barrier();
   if (is_first_thread())
     __preempt_task_ctx.check_iterations[point] = iterations;
   cta_barrier();

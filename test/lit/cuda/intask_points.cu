@@ -24,6 +24,11 @@
 // RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.off.stencil
 // RUN: diff %t.on.stencil %t.off.stencil
+// On sm_70 (no redux.sync) the variants are there, with no redux.sync.
+// RUN: %clang %cuda_flags --no-cuda-gpu-arch=sm_90 --cuda-gpu-arch=sm_70 --cuda-device-only -S -emit-llvm %s -o %t.sm70.ll
+// RUN: %FileCheck %s --check-prefix=SM70 < %t.sm70.ll
+// SM70: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
+// SM70-NOT: redux.sync
 // The PTX assembles.
 // RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
@@ -98,8 +103,12 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control, i32 noundef %preempt.task.count,
 // VARIANT: %preempt.intask.resume = phi i32
 // The dispatch: point 1 enters at the restore block, anything else runs the task from its start.
+// The point is the whole CTA's, and ptxas is told so (redux.sync, on sm_80 and newer: InTaskYield.cpp's
+// warpUniform); with -preempt-intask=0, and on sm_70 (SM70 below), there is no redux.sync.
 // VARIANT: preempt.intask.dispatch:
-// VARIANT-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
+// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
+// VARIANT-NEXT: %preempt.intask.resume.uniform = call i32 @llvm.nvvm.redux.sync.umax(i32 %preempt.intask.resume, i32 [[MASK]])
+// VARIANT-NEXT: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // VARIANT-NEXT: i32 1, label %if.end.intask.restore
 // VARIANT-NEXT: ]
 // Where the loop's exit and the restore's meet: v is merged; the output index, computed before
@@ -119,7 +128,9 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT: [[ENTERED:for.body.intask.enter]]:
 // VARIANT-DAG: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V]], %[[RESTORED]] ]
 // VARIANT-DAG: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
-// VARIANT-NEXT: [[FIRST:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// VARIANT-NEXT: [[LOADED:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
+// VARIANT-NEXT: [[FIRST:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[LOADED]], i32 [[MASK]])
 // VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 // VARIANT-NOT: phi
 // VARIANT: br label %for.body
@@ -128,16 +139,22 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: %v.033 = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %if.end.intask.cont ]
 // VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ %preempt.intask.remaining.next, %if.end.intask.cont ], [ [[FIRST]], %[[ENTERED]] ]
 // VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.next, %if.end.intask.cont ], [ 0, %[[ENTERED]] ]
-// The back-edge counts down and checks at zero; the check (task_loop.cu, inlined) is a
-// barrier-reduction of thread 0's decision; 0 iterations to go means leave.
+// The back-edge counts down and checks at zero; the check (task_loop.cu, inlined): thread 0's
+// decision written between two barriers, read back by every thread (no barrier-reduction, whose
+// result ptxas takes for divergent); 0 iterations to go means leave.
 // VARIANT: if.end:
 // VARIANT: [[LEFT:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
 // VARIANT-NEXT: [[DUE:%[0-9]+]] = icmp eq i32 [[LEFT]], 0
 // VARIANT-NEXT: br i1 [[DUE]], label %if.end.intask.check, label %if.end.intask.cont
 // VARIANT: if.end.intask.check:
-// VARIANT: call i1 @llvm.nvvm.barrier.cta.red.or.aligned.all(i32 0, i1
-// VARIANT: [[NEXT:%[0-9]+]] = phi i32
-// VARIANT-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXT]], 0
+// VARIANT-NOT: barrier.cta.red.or
+// VARIANT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// VARIANT: store i32 %{{[0-9]+}}, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// VARIANT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// VARIANT-NEXT: [[NEXT:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
+// VARIANT-NEXT: [[NEXTU:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXT]], i32 [[MASK]])
+// VARIANT-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXTU]], 0
 // VARIANT-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %if.end.intask.cont
 // The save: record + 64 (header) is the CTA area; the threads' area follows the 16 B of uniform
 // values and the 1040 B of shared memory, at + 1056. Each thread stores v there.
@@ -160,7 +177,9 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT: [[RSLOT:%[0-9]+]] = getelementptr i8, ptr [[RTHREADS]], i64 %{{[0-9]+}}
 // VARIANT-NEXT: [[V]] = load float, ptr [[RSLOT]], align 4
 // VARIANT-NEXT: [[RUNIFORM:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 0
-// VARIANT-NEXT: [[S]] = load i32, ptr [[RUNIFORM]], align 4
+// VARIANT-NEXT: [[SLOADED:%[0-9]+]] = load i32, ptr [[RUNIFORM]], align 4
+// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
+// VARIANT-NEXT: [[S]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[SLOADED]], i32 [[MASK]])
 // VARIANT: [[EXIT:%[0-9]+]] = icmp eq i32 [[S]], %steps
 // VARIANT: br i1 [[EXIT]], label %for.cond.cleanup.intask.exited, label %for.body.intask.enter
 // Thread 0 alone saves s + 1, at the CTA area's start; then the CTA copies buf to CTA area + 16.
@@ -226,7 +245,7 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.cond1.preheader' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory
 // NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 12 B per CTA and 0 B of shared memory
 // NESTED: preempt.intask.dispatch:
-// NESTED-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
+// NESTED: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // NESTED-NEXT: i32 1, label %[[OUTER_RESTORE:[._a-z0-9]+]]
 // NESTED-NEXT: i32 2, label %[[RESUME:[._a-z0-9]+]]
 // NESTED: for.cond1.preheader.intask.enter:
@@ -275,7 +294,7 @@ __global__ void two_loops(const float *in, float *out, int n, int m) {
 }
 // VARIANT-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z9two_loopsPKfPfii(
 // VARIANT: preempt.intask.dispatch:
-// VARIANT-NEXT: switch i32 %preempt.intask.resume, label %preempt.body [
+// VARIANT: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // VARIANT-NEXT: i32 1, label %if.end.intask.restore
 // VARIANT-NEXT: i32 2, label %for.body{{[0-9]+}}.intask.restore
 // VARIANT-NEXT: ]
