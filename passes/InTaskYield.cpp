@@ -50,8 +50,8 @@ static cl::opt<bool> InTaskEnabled("preempt-intask", cl::init(true),
                                    cl::desc("place in-task yield points in converted NVIDIA kernels"));
 static cl::opt<bool> InTaskNested("preempt-intask-nested", cl::init(false),
                                   cl::desc("also place in-task yield points in loops nested in other loops (a "
-                                           "resumed task reaches them through the outer loops' headers); off until "
-                                           "checked on the GPU"));
+                                           "resumed task reaches them through the outer loops' headers); off: correct "
+                                           "on the H100 but costly (docs/intask.md)"));
 static cl::opt<unsigned> InTaskMaxContext("preempt-intask-max-context", cl::init(64 * 1024),
                                           cl::desc("the largest context per CTA (bytes, at 256 threads or the "
                                                    "kernel's maximum) an in-task yield point may save"));

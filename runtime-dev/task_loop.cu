@@ -534,7 +534,7 @@ PREEMPT_DEVICE unsigned int __preempt_grid_dim_z(void) { return __preempt_task_c
 // the same in every thread of the CTA (PersistentThreads.cpp, InTaskYield.cpp).
 // Every `check_iterations[point]` iterations the CTA meets at a check: thread
 // 0 tests the eviction word it read at the previous check (so the read's
-// round trip overlaps the loop), and a barrier-reduction shares its answer.
+// round trip overlaps the loop) and shares its answer through shared memory.
 // On eviction every thread stores its context and the CTA leaves; a resumed
 // grid claims the context (claim_context) and each thread loads it back.
 // NVIDIA only: the pass places no in-task points on AMDGPU.

@@ -45,8 +45,8 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
   if (runtime->intask_mode == PREEMPT_INTASK_ON)
     return 1;
   /* auto: only where preemptd schedules the launch (other processes share
-   * the GPU, and an eviction can come any time): the variant's checks cost
-   * 0-26% on the H100 (bench/intask), too much for a GPU nobody shares. And
+   * the GPU, and an eviction can come any time): the variant cost
+   * 0.95-1.20x on the H100 (bench/results/2026-11-23-intask-h100.md), too much for a GPU nobody shares. And
    * only where the tasks measured long, and saving every CTA's context costs
    * well under one task (as the check period does). */
   if (!runtime->daemon.registered)
