@@ -366,6 +366,11 @@ private:
   DenseMap<PHINode *, std::optional<unsigned>> CheckState;
 
   Function *helper(StringRef Name) { return M.getFunction(Name); }
+  // The iterations until point `PointIndex`'s first check, as the CTA's one value.
+  Value *iterationsToCheck(IRBuilder<> &Builder, unsigned PointIndex) {
+    return warpUniform(Builder, Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)}),
+                       DL);
+  }
   bool isFree(const Value *V, const DominatorTree &DT) const;
   static bool isRebuildable(const Instruction &I);
   BasicBlock *enterFor(BasicBlock *Header, BasicBlock *Preheader);
@@ -612,8 +617,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Enter = enterFor(Header, Point.Preheader);
   BasicBlock *Preheader = NormalPred.lookup(Enter);
   IRBuilder<> Builder(Enter->getTerminator());
-  Value *FirstIterations =
-      warpUniform(Builder, Builder.CreateCall(helper(helper::InTaskIterations), {Builder.getInt32(PointIndex)}), DL);
+  Value *FirstIterations = iterationsToCheck(Builder, PointIndex);
   Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
   // A count-down (one register) and the eviction word thread 0 read at the
   // previous check (one more).
@@ -867,11 +871,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   IRBuilder<> BeforeBranch(Branch);
   for (PHINode *Phi : LiveCheckState) {
     std::optional<unsigned> Index = CheckState.lookup(Phi);
-    Rebuilt[Phi] = Index ? warpUniform(BeforeBranch,
-                                       BeforeBranch.CreateCall(helper(helper::InTaskIterations),
-                                                               {BeforeBranch.getInt32(*Index)}),
-                                       DL)
-                         : BeforeBranch.getInt32(0);
+    Rebuilt[Phi] = Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0);
     Live.push_back(Phi);
   }
 
