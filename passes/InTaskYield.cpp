@@ -23,7 +23,11 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/PostDominators.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/ScalarEvolutionExpressions.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Analysis/UniformityAnalysis.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
@@ -39,6 +43,7 @@
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 #include "llvm/Transforms/Utils/SSAUpdater.h"
 
 #include <functional>
@@ -52,6 +57,9 @@ static cl::opt<bool> InTaskNested("preempt-intask-nested", cl::init(false),
                                   cl::desc("also place in-task yield points in loops nested in other loops (a "
                                            "resumed task reaches them through the outer loops' headers); off: correct "
                                            "on the H100 but costly (docs/intask.md)"));
+static cl::opt<bool> InTaskStripMine("preempt-intask-strip-mine", cl::init(true), cl::Hidden,
+                                     cl::desc("strip-mine loops whose trip count is known at their in-task point "
+                                              "(off: every point counts down, to measure against)"));
 static cl::opt<unsigned> InTaskMaxContext("preempt-intask-max-context", cl::init(64 * 1024),
                                           cl::desc("the largest context per CTA (bytes, at 256 threads or the "
                                                    "kernel's maximum) an in-task yield point may save"));
@@ -80,7 +88,8 @@ static bool isPureCall(const CallBase &Call) {
 // per-thread to it, and so does every phi it reaches: the counter of the loop
 // a task resumes in, and each address built from it, moved to per-thread
 // registers in every iteration, not only resumed ones (docs/intask.md: the
-// overhead this cost). Only at points the whole CTA reaches together.
+// overhead this cost). Only at points the whole CTA reaches together: every
+// lane of the warp that exists takes part.
 static Value *warpUniform(IRBuilder<> &Builder, Value *V, const DataLayout &DL) {
   Function &F = *Builder.GetInsertBlock()->getParent();
   StringRef Cpu = F.getFnAttribute("target-cpu").getValueAsString();
@@ -95,7 +104,11 @@ static Value *warpUniform(IRBuilder<> &Builder, Value *V, const DataLayout &DL) 
     return V;
   IntegerType *AsInt = Builder.getIntNTy(Bits);
   Value *Word = Type->isPointerTy() ? Builder.CreatePtrToInt(V, AsInt) : Builder.CreateBitCast(V, AsInt);
-  Value *Mask = Builder.CreateIntrinsic(Intrinsic::nvvm_activemask, {});
+  // The whole warp, not activemask: with a mask known only at run time ptxas
+  // took the result for per-thread again (the resume dispatch's switch on it
+  // moved the stencil's loop counter to per-thread registers). Lanes a
+  // partial warp lacks count as exited, which redux.sync does not wait for.
+  Value *Mask = Builder.getInt32(~0u);
   auto Reduce = [&](Value *Half) { return Builder.CreateIntrinsic(Intrinsic::nvvm_redux_sync_umax, {Half, Mask}); };
   Value *Result;
   if (Bits <= 32) {
@@ -323,6 +336,15 @@ struct YieldPoint {
   unsigned Number; // 1-based, as the runtime records it
   BasicBlock *Header, *Preheader, *Latch;
   SmallVector<BasicBlock *, 4> OuterHeaders; // the loops around it inside the task, outermost first
+  llvm::Loop *L;
+};
+
+// A loop whose trip count ScalarEvolution knows, counted from 0 (strip-mining).
+struct IterationCount {
+  PHINode *Index;      // this iteration's number, from 0
+  Value *Last;         // Index in the last iteration: the backedge-taken count
+  Instruction *IsLast; // Index == Last, in the latch: the loop's exit test now
+  bool NewIndex;       // Index is a phi this pass added (else the loop's own)
 };
 
 class PointBuilder {
@@ -334,8 +356,8 @@ public:
 
   // Places one point; "" when placed, else why not.
   // `DT` is the function's as it is now (the point changes it).
-  std::string place(const YieldPoint &Point, const DominatorTree &DT, std::string &Summary, uint32_t &ThreadBytes,
-                    uint32_t &CtaBytes);
+  std::string place(const YieldPoint &Point, const DominatorTree &DT, ScalarEvolution &SE, std::string &Summary,
+                    uint32_t &ThreadBytes, uint32_t &CtaBytes);
   // Readies a loop with a point nested in it for resume paths: its entry
   // block, and a switch in its header on the point being resumed (default:
   // the loop's own body). Before any point is placed, since splitting the
@@ -373,6 +395,10 @@ private:
   }
   bool isFree(const Value *V, const DominatorTree &DT) const;
   static bool isRebuildable(const Instruction &I);
+  // Counts the point's loop from 0 and makes `Index == Last` its exit test,
+  // where ScalarEvolution knows the trip count and the latch is the loop's
+  // only exit; else nothing changes and there is no count.
+  std::optional<IterationCount> countIterations(const YieldPoint &Point, ScalarEvolution &SE);
   BasicBlock *enterFor(BasicBlock *Header, BasicBlock *Preheader);
   // Adds the edge Pred -> Enter-or-resume block `Dest` (a new predecessor, or
   // one more switch case to it): every phi there takes `Resuming` if it is
@@ -452,6 +478,60 @@ bool PointBuilder::isRebuildable(const Instruction &I) {
          isa<ShuffleVectorInst>(I) || isa<ExtractValueInst>(I) || isa<InsertValueInst>(I) || isa<UnaryOperator>(I);
 }
 
+std::optional<IterationCount> PointBuilder::countIterations(const YieldPoint &Point, ScalarEvolution &SE) {
+  llvm::Loop &L = *Point.L;
+  BasicBlock *Latch = Point.Latch, *Header = Point.Header;
+  auto *Branch = dyn_cast<BranchInst>(Latch->getTerminator());
+  // A loop with points nested in it keeps the count-down: a chunk loop
+  // around its header would be one more loop for their resume paths to cross.
+  if (!InTaskStripMine || isPrepared(Header) || L.getExitingBlock() != Latch || !Branch || !Branch->isConditional())
+    return std::nullopt;
+  const SCEV *Count = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(Count) || !Count->getType()->isIntegerTy() ||
+      Count->getType()->getIntegerBitWidth() > 64)
+    return std::nullopt;
+  Instruction *Before = Point.Preheader->getTerminator();
+  SCEVExpander Expander(SE, "preempt.intask.last");
+  if (!Expander.isSafeToExpandAt(Count, Before))
+    return std::nullopt;
+  Value *Last = Expander.expandCodeFor(Count, Count->getType(), Before);
+  // The chunk's length is a 32-bit count: the index is at least that wide.
+  IntegerType *IndexType = IntegerType::get(F.getContext(), std::max(32u, Count->getType()->getIntegerBitWidth()));
+  IRBuilder<> Builder(Before);
+  if (Last->getType() != IndexType)
+    Last = Builder.CreateZExt(Last, IndexType, "preempt.intask.last");
+  // The count is the CTA's: every thread leaves the loop after the same
+  // iteration (markInTaskCandidates), and the count is exact. What the
+  // expander computed it from may not be.
+  MDNode *Empty = MDNode::get(F.getContext(), {});
+  if (auto *LastInstruction = dyn_cast<Instruction>(Last))
+    LastInstruction->setMetadata(UniformMark, Empty);
+
+  IterationCount Result{L.getCanonicalInductionVariable(), Last, nullptr, false};
+  if (!Result.Index || Result.Index->getType() != IndexType) {
+    Builder.SetInsertPoint(Header, Header->begin());
+    Result.Index = Builder.CreatePHI(IndexType, 2, "preempt.intask.index");
+    Result.NewIndex = true;
+    Builder.SetInsertPoint(Branch);
+    Value *Next = Builder.CreateAdd(Result.Index, ConstantInt::get(IndexType, 1), "preempt.intask.index.next");
+    for (BasicBlock *Pred : predecessors(Header))
+      Result.Index->addIncoming(Pred == Latch ? Next : ConstantInt::get(IndexType, 0), Pred);
+    Result.Index->setMetadata(UniformMark, Empty);
+    cast<Instruction>(Next)->setMetadata(UniformMark, Empty);
+  }
+  Builder.SetInsertPoint(Branch);
+  Result.IsLast = cast<Instruction>(Builder.CreateICmpEQ(Result.Index, Last, "preempt.intask.is.last"));
+  Result.IsLast->setMetadata(UniformMark, Empty);
+  // The same exit, in the same iteration: the latch is the loop's only exit
+  // and the count is exact. Successor 0 leaves.
+  if (Branch->getSuccessor(0) == Header)
+    Branch->swapSuccessors();
+  Value *OldTest = Branch->getCondition();
+  Branch->setCondition(Result.IsLast);
+  RecursivelyDeleteTriviallyDeadInstructions(OldTest);
+  return Result;
+}
+
 static preempt_intask_operation operationOf(const Instruction &I) {
   if (!I.getType()->isIntOrIntVectorTy())
     return PREEMPT_INTASK_OTHER;
@@ -467,11 +547,29 @@ static preempt_intask_operation operationOf(const Instruction &I) {
   }
 }
 
-std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT, std::string &Summary,
-                                uint32_t &ThreadBytes, uint32_t &CtaBytes) {
-  BasicBlock *Latch = Point.Latch;
-  // Liveness at the end of the latch, before its terminator: a value is live
-  // if a use is reachable from there without passing its definition again.
+std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT, ScalarEvolution &SE,
+                                std::string &Summary, uint32_t &ThreadBytes, uint32_t &CtaBytes) {
+  BasicBlock *Latch = Point.Latch, *Header = Point.Header;
+  if (!isa<BranchInst>(Latch->getTerminator()))
+    return "its back-edge is not a branch";
+  for (BasicBlock *Pred : predecessors(Header))
+    if (Pred != Latch && Pred != Point.Preheader)
+      return "its header has another predecessor";
+  // With a known trip count the loop is strip-mined: an inner loop runs to the
+  // next check and its one exit is the chunk's last iteration; the loop's own
+  // exit test and the check come after it. ptxas keeps a loop like that on
+  // the uniform datapath and unrolls it; a second exit in the loop, the
+  // count-down's, it did not (docs/intask.md). Without one, the count-down.
+  std::optional<IterationCount> Count = countIterations(Point, SE);
+  // The CTA leaves from the check, where the loop goes on to its header: what
+  // is live there. A value is live if a use is reachable from there without
+  // passing its definition again. Without strip-mining the check comes before
+  // the latch's branch, whose uses and both successors count.
+  SmallVector<BasicBlock *, 2> GoesOnTo;
+  if (Count)
+    GoesOnTo.push_back(Header);
+  else
+    append_range(GoesOnTo, successors(Latch));
   SmallVector<Instruction *, 32> Live;
   SmallVector<PHINode *, 4> LiveCheckState; // an outer point's count-down and polled word
   // Blocks reachable from the latch without passing `Def`: one walk per
@@ -486,7 +584,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     auto [Found, Inserted] = ReachAvoiding.try_emplace(Def);
     SmallPtrSet<BasicBlock *, 32> &Reach = Found->second;
     if (Inserted) {
-      SmallVector<BasicBlock *, 16> Work(succ_begin(Latch), succ_end(Latch));
+      SmallVector<BasicBlock *, 16> Work(GoesOnTo.begin(), GoesOnTo.end());
       while (!Work.empty()) {
         BasicBlock *BB = Work.pop_back_val();
         if (BB != Def && Reach.insert(BB).second)
@@ -498,9 +596,9 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       auto *User = cast<Instruction>(U.getUser());
       if (auto *Phi = dyn_cast<PHINode>(User)) {
         BasicBlock *Incoming = Phi->getIncomingBlock(U);
-        IsLive |= Incoming == Latch || Reach.contains(Incoming);
+        IsLive |= Incoming == Latch ? is_contained(GoesOnTo, Phi->getParent()) : Reach.contains(Incoming);
       } else {
-        IsLive |= User == Latch->getTerminator() || Reach.contains(User->getParent());
+        IsLive |= (!Count && User == Latch->getTerminator()) || Reach.contains(User->getParent());
       }
     }
     if (!IsLive)
@@ -590,52 +688,119 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 
   if (preempt_intask_plan_check(Plain.data(), Plain.size(), &Plan) != 0)
     return "the context planner's plan did not check";
-  if (!isa<BranchInst>(Latch->getTerminator()))
-    return "its back-edge is not a branch";
-  for (BasicBlock *Pred : predecessors(Point.Header))
-    if (Pred != Latch && Pred != Point.Preheader)
-      return "its header has another predecessor";
 
   LLVMContext &Context = F.getContext();
   Type *Int32 = Type::getInt32Ty(Context), *Int8 = Type::getInt8Ty(Context);
   Value *Control = Loop.Control;
   unsigned PointIndex = Point.Number - 1;
 
-  // The check at the back-edge.
-  Instruction *Terminator = Latch->getTerminator();
-  BasicBlock *Cont = Latch->splitBasicBlock(Terminator, Latch->getName() + ".intask.cont");
-  BasicBlock *Check = BasicBlock::Create(Context, Latch->getName() + ".intask.check", &F, Cont);
-  BasicBlock *Save = BasicBlock::Create(Context, Latch->getName() + ".intask.save", &F, Cont);
-  BasicBlock *Restore = BasicBlock::Create(Context, Latch->getName() + ".intask.restore", &F, Cont);
-
   // The loop's one entry from outside: the preheader and, on resumption,
   // Restore both go through Enter, where the values computed before the loop
   // that the restore re-executes are computed again for both (below). A loop
   // with points nested in it has had one since prepareOuter; its preheader is
   // the one Enter came from.
-  BasicBlock *Header = Point.Header;
   BasicBlock *Enter = enterFor(Header, Point.Preheader);
   BasicBlock *Preheader = NormalPred.lookup(Enter);
   IRBuilder<> Builder(Enter->getTerminator());
   Value *FirstIterations = iterationsToCheck(Builder, PointIndex);
-  Builder.SetInsertPoint(Point.Header, Point.Header->getFirstInsertionPt());
-  // A count-down (one register) and the eviction word thread 0 read at the
-  // previous check (one more).
-  PHINode *Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
-  PHINode *EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
+  // Count-down: the latch's own branch, after the check. Strip-mined: where
+  // each chunk starts, between Enter and the header.
+  BasicBlock *Cont = nullptr, *Chunk = nullptr;
+  if (!Count)
+    Cont = Latch->splitBasicBlock(Latch->getTerminator(), Latch->getName() + ".intask.cont");
+  // The new blocks go after the latch, in this order.
+  BasicBlock *After = Latch->getNextNode();
+  BasicBlock *Check = BasicBlock::Create(Context, Latch->getName() + ".intask.check", &F, After);
+  BasicBlock *Save = BasicBlock::Create(Context, Latch->getName() + ".intask.save", &F, After);
+  BasicBlock *Restore = BasicBlock::Create(Context, Latch->getName() + ".intask.restore", &F, After);
+  Value *ChunkLast = nullptr;
+  // The check's state: the iterations to the next check (a count-down, or
+  // the chunk's length) and the eviction word thread 0 read at the previous
+  // check (one register each).
+  PHINode *Remaining, *EvictSeen;
+  Value *EvictNext, *NextIterations;
+  auto CreateCheck = [&](BasicBlock *GoOn) {
+    Builder.SetInsertPoint(Check);
+    EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
+    NextIterations = warpUniform(
+        Builder, Builder.CreateCall(helper(helper::InTaskCheck), {Builder.getInt32(PointIndex), EvictSeen}), DL);
+    Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, GoOn);
+  };
+  if (Count) {
+    IntegerType *IndexType = cast<IntegerType>(Count->Index->getType());
+    // An index this pass added after Enter was made (for points nested in the
+    // loop) comes through Enter like the header's other phis: a resumed task
+    // enters with its saved value.
+    auto *EnteredIndex = dyn_cast<PHINode>(Count->Index->getIncomingValueForBlock(Enter));
+    if (!EnteredIndex || !HeaderPhiOf.count(EnteredIndex)) {
+      PHINode *Phi = PHINode::Create(IndexType, 2, "preempt.intask.index.entered", Enter->begin());
+      for (BasicBlock *Pred : predecessors(Enter))
+        Phi->addIncoming(Pred == Preheader ? Count->Index->getIncomingValueForBlock(Enter)
+                                           : static_cast<Value *>(PoisonValue::get(IndexType)),
+                         Pred);
+      Count->Index->setIncomingValue(Count->Index->getBasicBlockIndex(Enter), Phi);
+      HeaderPhiOf[Phi] = Count->Index;
+    }
+    // The chunk loop: Enter and the check enter the header through Chunk,
+    // which merges what each brings to the header's phis.
+    Chunk = BasicBlock::Create(Context, Header->getName() + ".intask.chunk", &F, Header);
+    BranchInst::Create(Header, Chunk);
+    Enter->getTerminator()->replaceSuccessorWith(Header, Chunk);
+    for (PHINode &Phi : Header->phis()) {
+      int FromEnter = Phi.getBasicBlockIndex(Enter);
+      PHINode *AtChunk = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".chunk", Chunk->getFirstNonPHIIt());
+      AtChunk->addIncoming(Phi.getIncomingValue(FromEnter), Enter);
+      AtChunk->addIncoming(Phi.getIncomingValueForBlock(Latch), Check);
+      Phi.setIncomingBlock(FromEnter, Chunk);
+      Phi.setIncomingValue(FromEnter, AtChunk);
+    }
+    Builder.SetInsertPoint(Chunk->getTerminator());
+    Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
+    EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
+    // The chunk's last iteration: `Remaining` on, or the loop's last.
+    Value *ChunkStart = Count->Index->getIncomingValueForBlock(Chunk);
+    Value *Steps = Builder.CreateZExt(Builder.CreateSub(Remaining, Builder.getInt32(1)), IndexType);
+    ChunkLast = Builder.CreateAdd(
+        ChunkStart, Builder.CreateBinaryIntrinsic(Intrinsic::umin, Steps, Builder.CreateSub(Count->Last, ChunkStart)),
+        "preempt.intask.chunk.last");
+    // The inner loop's one exit; the loop's own after it, then the check.
+    auto *Branch = cast<BranchInst>(Latch->getTerminator());
+    BasicBlock *Exit = Branch->getSuccessor(0);
+    BasicBlock *ChunkEnd = BasicBlock::Create(Context, Latch->getName() + ".intask.chunk.end", &F, Check);
+    Builder.SetInsertPoint(Branch);
+    Branch->setCondition(Builder.CreateICmpEQ(Count->Index, ChunkLast, "preempt.intask.chunk.done"));
+    Branch->setSuccessor(0, ChunkEnd);
+    Exit->replacePhiUsesWith(Latch, ChunkEnd);
+    BranchInst::Create(Exit, Check, Count->IsLast, ChunkEnd);
+    CreateCheck(Chunk);
+  } else {
+    Builder.SetInsertPoint(Header, Header->getFirstInsertionPt());
+    Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
+    EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
+    Latch->getTerminator()->eraseFromParent();
+    Builder.SetInsertPoint(Latch);
+    Value *Left = Builder.CreateSub(Remaining, Builder.getInt32(1));
+    Builder.CreateCondBr(Builder.CreateICmpEQ(Left, Builder.getInt32(0)), Check, Cont);
+    CreateCheck(Cont);
+    Builder.SetInsertPoint(Cont, Cont->getFirstInsertionPt());
+    PHINode *RemainingAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining.next");
+    RemainingAfter->addIncoming(Left, Latch);
+    RemainingAfter->addIncoming(NextIterations, Check);
+    PHINode *EvictAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.next");
+    EvictAfter->addIncoming(EvictSeen, Latch);
+    EvictAfter->addIncoming(EvictNext, Check);
+    NextIterations = RemainingAfter;
+    EvictNext = EvictAfter;
+  }
+  // The check's state flows around the loop (back from the check or the
+  // count-down's merge; afresh from Enter, also on a resume).
+  BasicBlock *Back = Count ? Check : Cont;
+  Remaining->addIncoming(NextIterations, Back);
+  EvictSeen->addIncoming(EvictNext, Back);
+  Remaining->addIncoming(FirstIterations, Enter);
+  EvictSeen->addIncoming(Builder.getInt32(0), Enter);
   CheckState[Remaining] = PointIndex;
   CheckState[EvictSeen] = std::nullopt;
-
-  Latch->getTerminator()->eraseFromParent();
-  Builder.SetInsertPoint(Latch);
-  Value *Left = Builder.CreateSub(Remaining, Builder.getInt32(1));
-  Builder.CreateCondBr(Builder.CreateICmpEQ(Left, Builder.getInt32(0)), Check, Cont);
-
-  Builder.SetInsertPoint(Check);
-  Value *EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
-  Value *NextIterations = warpUniform(
-      Builder, Builder.CreateCall(helper(helper::InTaskCheck), {Builder.getInt32(PointIndex), EvictSeen}), DL);
-  Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, Cont);
 
   // Save: every thread its values, thread 0 the uniform ones, all the shared memory.
   Builder.SetInsertPoint(Save);
@@ -653,10 +818,27 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // Records, areas and shared copies are 16-byte aligned and each value sits
   // at a multiple of its own size's largest power of two (up to 8).
   auto AlignOf = [&](Value *V) { return Align(MinAlign(Plain[IndexOf.lookup(V)].bytes, 8)); };
-  auto Store = [&](IRBuilder<> &B, Value *V, Value *Address) { B.CreateAlignedStore(V, Address, AlignOf(V)); };
+  // Strip-mined, the index at the check is the chunk's last iteration: it is
+  // saved from there. A use of the loop's own counter after the inner loop
+  // (other than the chunk's phis) moved it, and every address built from it,
+  // to per-thread registers in ptxas, and the loop was not unrolled any more.
+  auto Saved = [&, ChunkNext = static_cast<Value *>(nullptr)](IRBuilder<> &B, Value *V) mutable -> Value * {
+    if (!Count)
+      return V;
+    if (V == Count->Index)
+      return ChunkLast;
+    if (V != Count->Index->getIncomingValueForBlock(Latch))
+      return V;
+    if (!ChunkNext)
+      ChunkNext = B.CreateAdd(ChunkLast, ConstantInt::get(ChunkLast->getType(), 1), "preempt.intask.chunk.next");
+    return ChunkNext;
+  };
+  auto Store = [&](IRBuilder<> &B, Value *V, Value *Address) {
+    B.CreateAlignedStore(Saved(B, V), Address, AlignOf(V));
+  };
   // Per-CTA values: stored by thread 0 only, in a block of their own.
-  BasicBlock *SaveUniform = BasicBlock::Create(Context, Save->getName() + ".uniform", &F, Cont);
-  BasicBlock *SaveRest = BasicBlock::Create(Context, Save->getName() + ".rest", &F, Cont);
+  BasicBlock *SaveUniform = BasicBlock::Create(Context, Save->getName() + ".uniform", &F, After);
+  BasicBlock *SaveRest = BasicBlock::Create(Context, Save->getName() + ".rest", &F, After);
   for (size_t StepIndex = 0; StepIndex < Plan.step_count; ++StepIndex) {
     const preempt_intask_step &Step = Plan.steps[StepIndex];
     if (Step.action == PREEMPT_INTASK_SAVE_THREAD)
@@ -748,29 +930,31 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     }
     Rebuilt[Original] = Result;
   }
-  // The latch's own branch, on the restored values: the resumed task goes on
-  // where the back-edge (through Enter) or the loop's exit would have taken
-  // it. The loop keeps one entry from outside, not one into its middle.
-  Instruction *Branch = Cont->getTerminator()->clone();
+  // The resumed task goes on where the check let the loop go on, or, with a
+  // count-down, where the latch's own branch on the restored values takes it:
+  // the back-edge (through Enter) or the loop's exit. The loop keeps one entry
+  // from outside, not one into its middle.
+  BasicBlock *BackFrom = Count ? Latch : Cont;
+  Instruction *Branch = Count ? BranchInst::Create(Header) : Cont->getTerminator()->clone();
   for (Use &Operand : Branch->operands())
     Operand.set(Mapped(Operand.get()));
   Builder.Insert(Branch);
   Branch->replaceSuccessorWith(Header, Enter);
-  for (BasicBlock *Successor : successors(Cont)) {
+  for (BasicBlock *Successor : successors(BackFrom)) {
     if (Successor == Header) {
       // What the back-edge carries arrives at Enter from Restore (the live
       // value: rewritten below); a resume phi there says "this loop's own".
       for (PHINode &Phi : Enter->phis()) {
         PHINode *HeaderPhi = HeaderPhiOf.lookup(&Phi);
-        Phi.addIncoming(HeaderPhi                        ? HeaderPhi->getIncomingValueForBlock(Cont)
+        Phi.addIncoming(HeaderPhi                        ? HeaderPhi->getIncomingValueForBlock(BackFrom)
                         : &Phi == ResumePhi.lookup(Enter) ? static_cast<Value *>(Builder.getInt32(0))
                                                           : PoisonValue::get(Phi.getType()),
                         Restore);
       }
-      continue;
+    } else if (!Count) {
+      for (PHINode &Phi : Successor->phis())
+        Phi.addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
     }
-    for (PHINode &Phi : Successor->phis())
-      Phi.addIncoming(Phi.getIncomingValueForBlock(Cont), Restore); // the live value: rewritten below
   }
 
   // A value computed before the loop and re-executed by the restore is
@@ -835,19 +1019,6 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       });
     }
 
-  // The check's state flows around the loop.
-  Builder.SetInsertPoint(Cont, Cont->getFirstInsertionPt());
-  PHINode *RemainingAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining.next");
-  RemainingAfter->addIncoming(Left, Latch);
-  RemainingAfter->addIncoming(NextIterations, Check);
-  PHINode *EvictAfter = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.next");
-  EvictAfter->addIncoming(EvictSeen, Latch);
-  EvictAfter->addIncoming(EvictNext, Check);
-  Remaining->addIncoming(RemainingAfter, Cont);
-  EvictSeen->addIncoming(EvictAfter, Cont);
-  Remaining->addIncoming(FirstIterations, Enter);
-  EvictSeen->addIncoming(Builder.getInt32(0), Enter);
-
   // A point in a loop nested in others: the dispatch leads to Entry, which
   // goes through each outer loop's Enter and header (the switch there on the
   // point being resumed) to Restore, so that every loop keeps its one entry
@@ -907,7 +1078,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Out << "saves " << Plan.thread_bytes << " B per thread and " << Plan.cta_bytes << " B per CTA and " << SharedBytes
       << " B of shared memory; every live value: " << Plan.live_thread_bytes << " B per thread ("
       << Plan.saved_count << " saved, " << Plan.reexecute_count << " re-executed, " << Plan.revert_count
-      << " reverted)";
+      << " reverted); "
+      << (Count ? "strip-mined at its trip count" : "counted down (no trip count known, or points nested in it)");
   ThreadBytes = std::max(ThreadBytes, Plan.thread_bytes);
   CtaBytes = std::max<uint32_t>(CtaBytes, CtaArea + SharedBytes);
   return "";
@@ -964,13 +1136,15 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
         if (!Points.prepareOuter(*Around))
           break;
   }
+  TargetLibraryInfoImpl LibraryInfo(F.getParent()->getTargetTriple());
+  TargetLibraryInfo Libraries(LibraryInfo, &F);
   for (BasicBlock *Latch : Latches) {
     DominatorTree DT(F);
     LoopInfo Loops(DT);
     ::llvm::Loop *L = Loops.getLoopFor(Latch);
     std::string Why, Summary;
     std::string HeaderName = cast<MDString>(Latch->getTerminator()->getMetadata(LoopMark)->getOperand(0))->getString().str();
-    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch, {}};
+    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch, {}, L};
     if (!L || L->getLoopLatch() != Latch || !L->getLoopPreheader())
       Why = "the loop changed shape in conversion";
     else {
@@ -981,8 +1155,11 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
           Why = "a loop around it has no preheader or several back-edges";
         Point.OuterHeaders.push_back(Around->getHeader());
       }
-      if (Why.empty())
-        Why = Points.place(Point, DT, Summary, ThreadBytes, CtaBytes);
+      if (Why.empty()) {
+        AssumptionCache Assumptions(F);
+        ScalarEvolution SE(F, Libraries, Assumptions, DT, Loops);
+        Why = Points.place(Point, DT, SE, Summary, ThreadBytes, CtaBytes);
+      }
     }
     if (!Why.empty()) {
       remarkMissed(F, "loop " + HeaderName + " of kernel '" + KernelName + "' gets no in-task yield point: " + Why);

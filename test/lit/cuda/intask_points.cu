@@ -24,6 +24,10 @@
 // RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.off.stencil
 // RUN: diff %t.on.stencil %t.off.stencil
+// Without strip-mining, the count-down form (COUNTDOWN below).
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-strip-mine=0 %s -o %t.countdown.ll
+// RUN: %opt -passes=verify -disable-output %t.countdown.ll
+// RUN: %FileCheck %s --check-prefix=COUNTDOWN < %t.countdown.ll
 // On sm_70 (no redux.sync) the variants are there, with no redux.sync.
 // RUN: %clang %cuda_flags --no-cuda-gpu-arch=sm_90 --cuda-gpu-arch=sm_70 --cuda-device-only -S -emit-llvm %s -o %t.sm70.ll
 // RUN: %FileCheck %s --check-prefix=SM70 < %t.sm70.ll
@@ -62,14 +66,15 @@
 // - per thread: v after the iteration (a float computed from shared loads: only saving gives it
 //   back), 4 B; every other live value is rebuilt from threadIdx.x, the task's block index, `steps`
 //   and the saved values;
-// - every live value at the back-edge (values defined before it and used after it): the i64 index
-//   of in/out (blockIdx.x * 256 + t, widened), the three hoisted addresses &buf[t], &buf[t + 1],
-//   &buf[t + 2] (8 B each), v and s + 1 (4 B each), and two i1s (t == 0 hoisted out of the loop,
-//   and the exit test s + 1 == steps): 32 + 8 + 2 = 42 B, rounded to the largest alignment (8):
-//   48 B. Two saved (v, s + 1); ten re-executed: the exit test, and the index (zext, add, shl of
-//   the block index, tid.x) and the addresses (tid.x's zext, &buf[t], its +4 and +8, and t == 0);
-//   tid.x is counted once.
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 10 re-executed, 0 reverted)
+// - every live value at the check, where the loop goes on to its next chunk (values defined before
+//   it and used after it): the i64 index of in/out (blockIdx.x * 256 + t, widened), the three
+//   hoisted addresses &buf[t], &buf[t + 1], &buf[t + 2] (8 B each), v and s + 1 (4 B each), and
+//   an i1 (t == 0, hoisted out of the loop): 32 + 8 + 1 = 41 B, rounded to the largest alignment
+//   (8): 48 B. Two saved (v, s + 1); nine re-executed: the index (zext, add, shl of the block
+//   index, tid.x) and the addresses (tid.x's zext, &buf[t], its +4 and +8, and t == 0); tid.x is
+//   counted once. The exit test is not live there (the loop has taken it before the check), and
+//   the trip count, steps - 1, is computed before the task loop: free.
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 9 re-executed, 0 reverted); strip-mined at its trip count
 __global__ void stencil(const float *in, float *out, int steps) {
   __shared__ float buf[N + 2];
   int t = threadIdx.x;
@@ -104,58 +109,62 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT: %preempt.intask.resume = phi i32
 // The dispatch: point 1 enters at the restore block, anything else runs the task from its start.
 // The point is the whole CTA's, and ptxas is told so (redux.sync, on sm_80 and newer: InTaskYield.cpp's
-// warpUniform); with -preempt-intask=0, and on sm_70 (SM70 below), there is no redux.sync.
+// warpUniform, over the whole warp: a mask known only at run time, activemask's, made ptxas take the
+// result for per-thread); with -preempt-intask=0, and on sm_70 (SM70 below), there is no redux.sync.
 // VARIANT: preempt.intask.dispatch:
-// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
-// VARIANT-NEXT: %preempt.intask.resume.uniform = call i32 @llvm.nvvm.redux.sync.umax(i32 %preempt.intask.resume, i32 [[MASK]])
+// VARIANT-NEXT: %preempt.intask.resume.uniform = call i32 @llvm.nvvm.redux.sync.umax(i32 %preempt.intask.resume, i32 -1)
 // VARIANT-NEXT: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // VARIANT-NEXT: i32 1, label %if.end.intask.restore
 // VARIANT-NEXT: ]
-// Where the loop's exit and the restore's meet: v is merged; the output index, computed before
-// the loop and re-executed by the restore, is computed again there (from tid.x and the block
-// index), not merged, so the loop does not carry it.
-// VARIANT: for.cond.cleanup.intask.exited:
-// VARIANT-NEXT: phi float [ [[V:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ], [ %mul16, %if.end.intask.cont ]
-// VARIANT-NEXT: shl i32 %preempt.block.index, 8
-// VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-// VARIANT-NOT: phi
-// VARIANT: br label %for.cond.cleanup
-// VARIANT: for.cond.cleanup:
-// VARIANT-NEXT: phi i64 [ %idxprom, %preempt.body ], [ %{{[0-9]+}}, %for.cond.cleanup.intask.exited ]
-// The loop's one entry from outside: the preheader and the restore block meet there. The restored
-// s and v are merged; the count-down starts from the check period's iterations; the thread's slots
-// of buf and the t == 0 test are computed again from tid.x, not merged.
+// The loop's trip count is known (steps - 1 back-edges, computed before the task loop): it is
+// strip-mined. The loop's one entry from outside, Enter, is where the preheader and the restore
+// block meet: the restored s and v are merged; the chunk's first length is the check period's
+// iterations; the thread's slots of buf and the t == 0 test are computed again from tid.x, not
+// merged. Every chunk starts in Chunk, entered from Enter and from the check.
 // VARIANT: [[ENTERED:for.body.intask.enter]]:
-// VARIANT-DAG: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V]], %[[RESTORED]] ]
-// VARIANT-DAG: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
+// VARIANT-NEXT: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ]
+// VARIANT-NEXT: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V:%[0-9]+]], %[[RESTORED]] ]
 // VARIANT-NEXT: [[LOADED:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
-// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
-// VARIANT-NEXT: [[FIRST:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[LOADED]], i32 [[MASK]])
-// VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+// VARIANT-NEXT: [[FIRST:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[LOADED]], i32 -1)
 // VARIANT-NOT: phi
-// VARIANT: br label %for.body
+// VARIANT: br label %[[CHUNK:for.body.intask.chunk]]
+// The chunk's last iteration: its start plus the check's iterations less one, or the loop's last
+// (umin); a chunk ends there, the loop's exit test and the check come after it.
+// VARIANT: [[CHUNK]]:
+// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[ENTERED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
+// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %[[CHECKED]] ]
+// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[ENTERED]] ]
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ 0, %[[ENTERED]] ]
+// VARIANT-NEXT: [[STEPS:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
+// VARIANT-NEXT: [[LEFT:%[0-9]+]] = sub i32 [[LASTS:%[0-9]+]], %s.034.chunk
+// VARIANT-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 [[STEPS]], i32 [[LEFT]])
+// VARIANT-NEXT: %preempt.intask.chunk.last = add i32 %s.034.chunk, [[TAKE]]
+// VARIANT-NEXT: br label %for.body
 // VARIANT: for.body:
-// VARIANT-NEXT: %s.034 = phi i32 [ %s.034.entered, %[[ENTERED]] ], [ %inc, %if.end.intask.cont ]
-// VARIANT-NEXT: %v.033 = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %if.end.intask.cont ]
-// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ %preempt.intask.remaining.next, %if.end.intask.cont ], [ [[FIRST]], %[[ENTERED]] ]
-// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.next, %if.end.intask.cont ], [ 0, %[[ENTERED]] ]
-// The back-edge counts down and checks at zero; the check (task_loop.cu, inlined): thread 0's
-// decision written between two barriers, read back by every thread (no barrier-reduction, whose
-// result ptxas takes for divergent); 0 iterations to go means leave.
+// VARIANT-NEXT: %s.034 = phi i32 [ %s.034.chunk, %[[CHUNK]] ], [ %inc, %if.end ]
+// VARIANT-NEXT: %v.033 = phi float [ %v.033.chunk, %[[CHUNK]] ], [ %mul16, %if.end ]
+// The latch has one exit: the chunk's end. The loop's own test is now s == steps - 1 (the same
+// iteration as s + 1 == steps).
 // VARIANT: if.end:
-// VARIANT: [[LEFT:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
-// VARIANT-NEXT: [[DUE:%[0-9]+]] = icmp eq i32 [[LEFT]], 0
-// VARIANT-NEXT: br i1 [[DUE]], label %if.end.intask.check, label %if.end.intask.cont
+// VARIANT: %inc = add nuw nsw i32 %s.034, 1
+// VARIANT-NEXT: %preempt.intask.is.last = icmp eq i32 %s.034, [[LASTS]]
+// VARIANT-NEXT: %preempt.intask.chunk.done = icmp eq i32 %s.034, %preempt.intask.chunk.last
+// VARIANT-NEXT: br i1 %preempt.intask.chunk.done, label %if.end.intask.chunk.end, label %for.body
+// VARIANT: if.end.intask.chunk.end:
+// VARIANT-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup, label %if.end.intask.check
+// The check (task_loop.cu, inlined): thread 0's decision written between two barriers, read back
+// by every thread (no barrier-reduction, whose result ptxas takes for divergent); 0 iterations to
+// go means leave, anything else is the next chunk's length.
 // VARIANT: if.end.intask.check:
 // VARIANT-NOT: barrier.cta.red.or
 // VARIANT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // VARIANT: store i32 %{{[0-9]+}}, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
-// VARIANT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// VARIANT: [[CHECKED]]:
+// VARIANT-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // VARIANT-NEXT: [[NEXT:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
-// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
-// VARIANT-NEXT: [[NEXTU:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXT]], i32 [[MASK]])
+// VARIANT-NEXT: [[NEXTU]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXT]], i32 -1)
 // VARIANT-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXTU]], 0
-// VARIANT-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %if.end.intask.cont
+// VARIANT-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %[[CHUNK]]
 // The save: record + 64 (header) is the CTA area; the threads' area follows the 16 B of uniform
 // values and the 1040 B of shared memory, at + 1056. Each thread stores v there.
 // VARIANT: if.end.intask.save:
@@ -165,8 +174,8 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: store float %mul16, ptr [[SLOT]], align 4
 // VARIANT-NEXT: br i1 %{{[0-9]+}}, label %if.end.intask.save.uniform, label %if.end.intask.save.rest
 // The restore: the same layout; shared memory back from CTA area + 16 into the variant's copy of
-// buf, a barrier, then v from the thread's slot and s + 1 from the CTA area, into Enter's phis;
-// it leaves the way the latch would: to the exit or around the loop (through Enter).
+// buf, a barrier, then v from the thread's slot and s + 1 from the CTA area, into Enter's phis:
+// the check let the loop go on, and so does the resumed task.
 // VARIANT: if.end.intask.restore:
 // VARIANT: [[RCTA:%[0-9]+]] = getelementptr i8, ptr %{{[0-9]+}}, i32 64
 // VARIANT-NEXT: [[RTHREADS:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 1056
@@ -178,18 +187,99 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: [[V]] = load float, ptr [[RSLOT]], align 4
 // VARIANT-NEXT: [[RUNIFORM:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 0
 // VARIANT-NEXT: [[SLOADED:%[0-9]+]] = load i32, ptr [[RUNIFORM]], align 4
-// VARIANT-NEXT: [[MASK:%[0-9]+]] = call i32 @llvm.nvvm.activemask()
-// VARIANT-NEXT: [[S]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[SLOADED]], i32 [[MASK]])
-// VARIANT: [[EXIT:%[0-9]+]] = icmp eq i32 [[S]], %steps
-// VARIANT: br i1 [[EXIT]], label %for.cond.cleanup.intask.exited, label %for.body.intask.enter
-// Thread 0 alone saves s + 1, at the CTA area's start; then the CTA copies buf to CTA area + 16.
+// VARIANT-NEXT: [[S]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[SLOADED]], i32 -1)
+// VARIANT-NEXT: br label %[[ENTERED]]
+// Thread 0 alone saves s + 1, at the CTA area's start, computed from the chunk's last iteration
+// (which it is at the check), not from the loop's counter: a use of the counter after the loop
+// took it off ptxas's uniform datapath. Then the CTA copies buf to CTA area + 16.
 // VARIANT: if.end.intask.save.uniform:
 // VARIANT-NEXT: [[UNIFORM:%[0-9]+]] = getelementptr i8, ptr [[CTA]], i32 0
-// VARIANT-NEXT: store i32 %inc, ptr [[UNIFORM]], align 4
+// VARIANT-NEXT: %preempt.intask.chunk.next = add i32 %preempt.intask.chunk.last, 1
+// VARIANT-NEXT: store i32 %preempt.intask.chunk.next, ptr [[UNIFORM]], align 4
 // VARIANT: if.end.intask.save.rest:
 // VARIANT-NEXT: getelementptr i8, ptr [[CTA]], i32 16
 // VARIANT: br label %preempt.exit
 // VARIANT: {{^}}}
+
+// With -preempt-intask-strip-mine=0 the same loop counts down instead (the form loops without a
+// known trip count get).
+// COUNTDOWN-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
+// Where the loop's exit and the restore's meet: v is merged; the output index, computed before
+// the loop and re-executed by the restore, is computed again there (from tid.x and the block
+// index), not merged, so the loop does not carry it.
+// COUNTDOWN: for.cond.cleanup.intask.exited:
+// COUNTDOWN-NEXT: phi float [ [[V:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ], [ %mul16, %if.end.intask.cont ]
+// COUNTDOWN-NEXT: shl i32 %preempt.block.index, 8
+// COUNTDOWN-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+// COUNTDOWN-NOT: phi
+// COUNTDOWN: br label %for.cond.cleanup
+// COUNTDOWN: for.cond.cleanup:
+// COUNTDOWN-NEXT: phi i64 [ %idxprom, %preempt.body ], [ %{{[0-9]+}}, %for.cond.cleanup.intask.exited ]
+// The loop's one entry from outside: the preheader and the restore block meet there. The restored
+// s and v are merged; the count-down starts from the check period's iterations; the thread's slots
+// of buf and the t == 0 test are computed again from tid.x, not merged.
+// COUNTDOWN: [[ENTERED:for.body.intask.enter]]:
+// COUNTDOWN-DAG: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V]], %[[RESTORED]] ]
+// COUNTDOWN-DAG: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
+// COUNTDOWN-NEXT: [[LOADED:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// COUNTDOWN-NEXT: [[FIRST:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[LOADED]], i32 -1)
+// COUNTDOWN-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+// COUNTDOWN-NOT: phi
+// COUNTDOWN: br label %for.body
+// COUNTDOWN: for.body:
+// COUNTDOWN-NEXT: %s.034 = phi i32 [ %s.034.entered, %[[ENTERED]] ], [ %inc, %if.end.intask.cont ]
+// COUNTDOWN-NEXT: %v.033 = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %if.end.intask.cont ]
+// COUNTDOWN-NEXT: %preempt.intask.remaining = phi i32 [ %preempt.intask.remaining.next, %if.end.intask.cont ], [ [[FIRST]], %[[ENTERED]] ]
+// COUNTDOWN-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.next, %if.end.intask.cont ], [ 0, %[[ENTERED]] ]
+// The back-edge counts down and checks at zero; the check (task_loop.cu, inlined): thread 0's
+// decision written between two barriers, read back by every thread (no barrier-reduction, whose
+// result ptxas takes for divergent); 0 iterations to go means leave.
+// COUNTDOWN: if.end:
+// COUNTDOWN: [[LEFT:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
+// COUNTDOWN-NEXT: [[DUE:%[0-9]+]] = icmp eq i32 [[LEFT]], 0
+// COUNTDOWN-NEXT: br i1 [[DUE]], label %if.end.intask.check, label %if.end.intask.cont
+// COUNTDOWN: if.end.intask.check:
+// COUNTDOWN-NOT: barrier.cta.red.or
+// COUNTDOWN: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// COUNTDOWN: store i32 %{{[0-9]+}}, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// COUNTDOWN: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// COUNTDOWN-NEXT: [[NEXT:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// COUNTDOWN-NEXT: [[NEXTU:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXT]], i32 -1)
+// COUNTDOWN-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXTU]], 0
+// COUNTDOWN-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %if.end.intask.cont
+// The save: record + 64 (header) is the CTA area; the threads' area follows the 16 B of uniform
+// values and the 1040 B of shared memory, at + 1056. Each thread stores v there.
+// COUNTDOWN: if.end.intask.save:
+// COUNTDOWN: [[CTA:%[0-9]+]] = getelementptr i8, ptr %{{[0-9]+}}, i32 64
+// COUNTDOWN-NEXT: [[THREADS:%[0-9]+]] = getelementptr i8, ptr [[CTA]], i32 1056
+// COUNTDOWN: [[SLOT:%[0-9]+]] = getelementptr i8, ptr [[THREADS]], i64 %{{[0-9]+}}
+// COUNTDOWN-NEXT: store float %mul16, ptr [[SLOT]], align 4
+// COUNTDOWN-NEXT: br i1 %{{[0-9]+}}, label %if.end.intask.save.uniform, label %if.end.intask.save.rest
+// The restore: the same layout; shared memory back from CTA area + 16 into the variant's copy of
+// buf, a barrier, then v from the thread's slot and s + 1 from the CTA area, into Enter's phis;
+// it leaves the way the latch would: to the exit or around the loop (through Enter).
+// COUNTDOWN: if.end.intask.restore:
+// COUNTDOWN: [[RCTA:%[0-9]+]] = getelementptr i8, ptr %{{[0-9]+}}, i32 64
+// COUNTDOWN-NEXT: [[RTHREADS:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 1056
+// COUNTDOWN: getelementptr i8, ptr [[RCTA]], i32 16
+// COUNTDOWN: getelementptr inbounds nuw i32, ptr addrspacecast (ptr addrspace(3) @_ZZ7stencilPKfPfiE3buf.intask to ptr)
+// COUNTDOWN: [[RESTORED]]:
+// COUNTDOWN-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+// COUNTDOWN: [[RSLOT:%[0-9]+]] = getelementptr i8, ptr [[RTHREADS]], i64 %{{[0-9]+}}
+// COUNTDOWN-NEXT: [[V]] = load float, ptr [[RSLOT]], align 4
+// COUNTDOWN-NEXT: [[RUNIFORM:%[0-9]+]] = getelementptr i8, ptr [[RCTA]], i32 0
+// COUNTDOWN-NEXT: [[SLOADED:%[0-9]+]] = load i32, ptr [[RUNIFORM]], align 4
+// COUNTDOWN-NEXT: [[S]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[SLOADED]], i32 -1)
+// COUNTDOWN: [[EXIT:%[0-9]+]] = icmp eq i32 [[S]], %steps
+// COUNTDOWN: br i1 [[EXIT]], label %for.cond.cleanup.intask.exited, label %for.body.intask.enter
+// Thread 0 alone saves s + 1, at the CTA area's start; then the CTA copies buf to CTA area + 16.
+// COUNTDOWN: if.end.intask.save.uniform:
+// COUNTDOWN-NEXT: [[UNIFORM:%[0-9]+]] = getelementptr i8, ptr [[CTA]], i32 0
+// COUNTDOWN-NEXT: store i32 %inc, ptr [[UNIFORM]], align 4
+// COUNTDOWN: if.end.intask.save.rest:
+// COUNTDOWN-NEXT: getelementptr i8, ptr [[CTA]], i32 16
+// COUNTDOWN: br label %preempt.exit
+// COUNTDOWN: {{^}}}
 
 // Trip counts the threads disagree on: the check's barrier would deadlock. (The unroller's
 // remainder loop, at the same line, gets the same remark.)
@@ -238,12 +328,14 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // r + 1 (4 B), no shared memory: the descriptor's CTA bytes are the 4 B rounded to 16. Its live
 // values depend on how the unroller split the inner loop: their total is not asserted.
 //
-// With -preempt-intask-nested the inner loop gets a point too (2): per thread acc, per CTA r, c + 1
-// and the trip count's check (12 B). A task resumed there enters through the outer loop's one
+// With -preempt-intask-nested the inner loop gets a point too (2), strip-mined (the outer one, with
+// a point nested in it, counts down): per thread acc; per CTA r, and, as the unroller left the
+// inner loop two columns per iteration, its c and its count of iterations and the pass's own
+// iteration index (c steps by 2, so it is not one): 16 B. A task resumed there enters through the outer loop's one
 // entry (its resume phi says 2) and its header, whose switch on that phi leads to the inner
 // point's restore block: no second entry into the outer loop from outside, so it stays reducible.
-// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.cond1.preheader' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory
-// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 12 B per CTA and 0 B of shared memory
+// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.cond1.preheader' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); counted down (no trip count known, or points nested in it)
+// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 16 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); strip-mined at its trip count
 // NESTED: preempt.intask.dispatch:
 // NESTED: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // NESTED-NEXT: i32 1, label %[[OUTER_RESTORE:[._a-z0-9]+]]
