@@ -95,7 +95,7 @@ cp "$runtime/libpreempt_mem.so" "$out/lib/libpreempt_mem.so"
 cp "$build/tools/preemptd/preemptd" "$out/preemptd"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
-# In-task preemption (issue 8, bench/intask/intask_check.sh): long-block kernels built four ways (the last with
+# In-task preemption (issue 8, bench/intask/intask_check.sh): long-block kernels built five ways (the fourth with
 # points in nested loops too, -preempt-intask-nested); the remarks of the plugin builds name every in-task yield
 # point and what it saves.
 mkdir -p "$out/preempt_nointask" "$out/preempt_nested"
@@ -112,6 +112,13 @@ clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nested"' -I"$roo
   -fpass-plugin="$plugin" -mllvm -preempt-intask-nested=1 -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
   -o "$out/preempt_nested/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
   2> "$out/remarks/intask_bench_nested.txt"
+# redux.sync over the whole warp in partial warps, which the in-task variants' warpUniform relies on.
+clang++-22 "${flags[@]}" "$root/bench/intask/partial_warp.cu" -o "$out/original/partial_warp" "${libs[@]}"
+# ... and with every point counting down (-preempt-intask-strip-mine=0): what strip-mining gains, in the same run.
+mkdir -p "$out/preempt_countdown"
+clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_countdown"' -I"$root/runtime-host/include" \
+  -fpass-plugin="$plugin" -mllvm -preempt-intask-strip-mine=0 "$intask_source" \
+  -o "$out/preempt_countdown/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   name=$(basename "$source" .cu)
   converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)

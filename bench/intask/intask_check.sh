@@ -3,7 +3,7 @@
 # builds it; no compiler is needed here). Per kernel of bench/intask/intask_bench.cu: correctness under >= 50 random
 # evictions against the original build's output, with PREEMPT_INTASK=on and off, and on in the build with points in
 # nested loops too (nested); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
-# evicted) and the plugin build with -preempt-intask=0. Then a short kernel's turnaround while a kernel with ~19 ms
+# evicted), the plugin build with -preempt-intask=0, and with -preempt-intask-strip-mine=0 (every point counts down). Then a short kernel's turnaround while a kernel with ~19 ms
 # blocks runs: (a) time-slicing, (b) MPS with the short kernel on a high-priority stream, (c) MPS with preemptd's hpf
 # policy and PREEMPT_INTASK=on (and off), (d) both in one process, the long launch evicted by the harness on arrival.
 # One JSON line per run in OUT/intask.jsonl, the runs' stderr and the daemon's logs in OUT/intask-logs.tgz.
@@ -84,6 +84,16 @@ mode_build() {
   return 1
 }
 IFS=, read -r -a kernel_list <<< "$kernels"
+# The variants' warpUniform takes redux.sync over the whole warp, partial warps included: checked once.
+if wanted check && [ -x "$bench/original/partial_warp" ]; then
+  run "partial-warp" 30 -- "$bench/original/partial_warp"
+  if [ "$status" -eq 0 ]; then
+    passed=$((passed + 1))
+  elif [[ $line != '{"failed"'* ]]; then # (a missing JSON is counted by run)
+    echo "FAIL partial-warp: $(echo "$line" | cut -c1-300)" >&2
+    failed=$((failed + 1))
+  fi
+fi
 for kernel in "${kernel_list[@]}"; do
   if wanted check; then
     run "reference-$kernel" 60 -- "$bench/original/intask_bench" check "$kernel" 0 "$work/$kernel.ref"
@@ -114,6 +124,9 @@ for kernel in "${kernel_list[@]}"; do
       "$bench/preempt_nointask/intask_bench" time "$kernel"
     [ -x "$bench/preempt_nested/intask_bench" ] &&
       run "time-$kernel-nested" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- "$bench/preempt_nested/intask_bench" time "$kernel"
+    [ -x "$bench/preempt_countdown/intask_bench" ] &&
+      run "time-$kernel-countdown" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- \
+        "$bench/preempt_countdown/intask_bench" time "$kernel"
   fi
 done
 

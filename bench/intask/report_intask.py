@@ -117,15 +117,17 @@ def main():
     out += ["", "Overhead when never evicted (PREEMPT_INTASK=on, PREEMPT_FORM=persistent, PREEMPT_ONE_WAVE=persistent); "
             "goal: in-task points ≤ 1.02 over the -preempt-intask=0 build.", ""]
     out.append("| kernel | original ms | plugin ms | plugin -preempt-intask=0 ms | in-task points (plugin / intask=0) | "
-               "plugin / original | intask=0 / original | nested build ms | nested / intask=0 |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+               "plugin / original | intask=0 / original | nested build ms | nested / intask=0 | "
+               "count-down build ms | count-down / intask=0 |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for k in KERNELS:
-        o, p, n, d = (result(runs, f"time-{k}-{b}") for b in ("original", "preempt", "nointask", "nested"))
+        o, p, n, d, c = (result(runs, f"time-{k}-{b}")
+                         for b in ("original", "preempt", "nointask", "nested", "countdown"))
         if not (o or p or n):
             continue
         s = lambda r: spread(r["time"], 3) if r else "n/a"
         out.append(f"| {k} | {s(o)} | {s(p)} | {s(n)} | {ratio(p, n)} | {ratio(p, o)} | {ratio(n, o)} | {s(d)} | "
-                   f"{ratio(d, n)} |")
+                   f"{ratio(d, n)} | {s(c)} | {ratio(c, n)} |")
     out += ["", "Bytes an eviction saves per CTA at each in-task yield point (remarks of the plugin build): registers "
             "T x threads + U (values uniform across the CTA, once) against every live value (L x threads, what "
             "saving all live registers would take); the shared memory S comes on top of both.", ""]
