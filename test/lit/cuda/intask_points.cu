@@ -117,7 +117,17 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: i32 1, label %if.end.intask.restore
 // VARIANT-NEXT: ]
 // The loop's trip count is known (steps - 1 back-edges, computed before the task loop): it is
-// strip-mined. The loop's one entry from outside, Enter, is where the preheader and the restore
+// strip-mined. It leaves from the chunk's end alone, where the output index is computed again (from
+// tid.x and the block index), not carried through the loop from Enter (below), where it is too.
+// VARIANT: for.cond.cleanup.intask.exited:
+// VARIANT-NEXT: shl i32 %preempt.block.index, 8
+// VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+// VARIANT-NOT: phi
+// VARIANT: br label %for.cond.cleanup
+// VARIANT: for.cond.cleanup:
+// VARIANT-NEXT: phi i64 [ %idxprom, %preempt.body ], [ %{{[0-9]+}}, %for.cond.cleanup.intask.exited ]
+// VARIANT-NEXT: phi float [ %{{[0-9]+}}, %preempt.body ], [ %mul16, %for.cond.cleanup.intask.exited ]
+// The loop's one entry from outside, Enter, is where the preheader and the restore
 // block meet: the restored s and v are merged; the chunk's first length is the check period's
 // iterations; the thread's slots of buf and the t == 0 test are computed again from tid.x, not
 // merged. Every chunk starts in Chunk, entered from Enter and from the check.
@@ -151,7 +161,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: %preempt.intask.chunk.done = icmp eq i32 %s.034, %preempt.intask.chunk.last
 // VARIANT-NEXT: br i1 %preempt.intask.chunk.done, label %if.end.intask.chunk.end, label %for.body
 // VARIANT: if.end.intask.chunk.end:
-// VARIANT-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup, label %if.end.intask.check
+// VARIANT-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.check
 // The check (task_loop.cu, inlined): thread 0's decision written between two barriers, read back
 // by every thread (no barrier-reduction, whose result ptxas takes for divergent); 0 iterations to
 // go means leave, anything else is the next chunk's length.
