@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# time_rounds.sh OUT [ROUNDS]: the in-task overhead (issue 8) with the builds interleaved, ROUNDS (default 5) rounds;
+# one process per build, kernel and round (intask_bench time: the median of 7 launches). A single process per build
+# moved by 2-3% between runs of the same binary, more than the spread inside one; the rounds take that into the
+# spread. Builds: preempt_nointask (-preempt-intask=0, the baseline), preempt (in-task points, never evicted),
+# preempt_countdown (every point counts down) and any other build/bench/<name>/intask_bench named in
+# TIME_EXTRA_BUILDS (comma-separated). Writes OUT/time_rounds.jsonl and prints a table (time_rounds.md in OUT):
+# per build, the median over rounds of each round's ratio to the baseline of the same round, with min..max.
+set -uo pipefail
+out=${1:?usage: time_rounds.sh OUT [ROUNDS]}
+rounds=${2:-5}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
+kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}
+builds=(preempt_nointask preempt preempt_countdown)
+IFS=, read -r -a extra <<< "${TIME_EXTRA_BUILDS:-}"
+builds+=(${extra[@]+"${extra[@]}"})
+mkdir -p "$out"
+log=$out/time_rounds.jsonl
+: > "$log"
+IFS=, read -r -a kernel_list <<< "$kernels"
+for round in $(seq "$rounds"); do
+  for kernel in "${kernel_list[@]}"; do
+    for build in "${builds[@]}"; do
+      binary=$bench/$build/intask_bench
+      [ -x "$binary" ] || { echo "time_rounds.sh: $binary missing" >&2; continue; }
+      line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
+        timeout -s KILL 60 "$binary" time "$kernel" 2> /dev/null | tail -1)
+      [ "${line:0:1}" = "{" ] || line='{"failed": true}'
+      echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"result\": $line}" >> "$log"
+    done
+  done
+done
+python3 - "$log" "${builds[@]}" <<'PY' | tee "$out/time_rounds.md"
+import json, statistics, sys
+log, builds = sys.argv[1], sys.argv[2:]
+times = {}
+for text in open(log):
+    line = json.loads(text)
+    median = line["result"].get("time", {}).get("median")
+    if median:
+        times.setdefault((line["kernel"], line["build"]), {})[line["round"]] = median
+kernels = sorted({k for k, _ in times}, key=["stencil", "gemm", "persistent", "solver"].index)
+gpu = next((json.loads(t)["result"].get("gpu") for t in open(log) if '"gpu"' in t), "?")
+print(f"Per-round ratio to preempt_nointask (same round), median (min..max) over rounds; {gpu}.\n")
+print("| kernel | nointask ms | " + " | ".join(b for b in builds[1:]) + " |")
+print("|---|---|" + "---|" * (len(builds) - 1))
+for k in kernels:
+    base = times.get((k, builds[0]), {})
+    cells = [f"{statistics.median(base.values()):.3f}" if base else "n/a"]
+    for b in builds[1:]:
+        t = times.get((k, b), {})
+        ratios = [t[r] / base[r] for r in t if r in base]
+        cells.append(f"{statistics.median(ratios):.3f} ({min(ratios):.3f}..{max(ratios):.3f}, n={len(ratios)})"
+                     if ratios else "n/a")
+    print(f"| {k} | " + " | ".join(cells) + " |")
+PY
