@@ -212,27 +212,43 @@ PREEMPT_LOCAL preempt_intask_header *intask_record(preempt_control_block *contro
 }
 
 // Thread 0 of a grid that resumes contexts (PREEMPT_RELAUNCH_RESUMES), before
-// its first batch: takes the oldest saved context, if one waits. Every grid
-// that saved one has ended (the runtime starts such a grid only then), so its
-// record is whole and visible without a fence; records of this grid's own
-// epoch are being written and are never taken.
+// its first batch: takes a saved context, if one waits for its ticket. Every
+// grid that saved one has ended (the runtime starts such a grid only then), so
+// its record is whole and visible without a fence; records of this grid's own
+// epoch come after the range ticket 0 published and are never taken. Tickets
+// (one fetch-add each) instead of a compare-and-swap loop on intask_head:
+// that served the CTAs one round trip after another, and an eviction asked
+// for meanwhile waited for the last of them (control_block.h).
 PREEMPT_LOCAL bool claim_context(preempt_control_block *control) {
-  unsigned int head = __scoped_atomic_load_n(&control->intask_head, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-  for (;;) {
+  unsigned int ticket = __scoped_atomic_fetch_add(&control->intask_claim_tickets, 1u, __ATOMIC_RELAXED,
+                                                  __MEMORY_SCOPE_DEVICE);
+  unsigned long long range;
+  if (ticket == 0) {
+    unsigned int head = __scoped_atomic_load_n(&control->intask_head, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
     unsigned int tail = __scoped_atomic_load_n(&control->intask_tail, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-    if (head == tail)
-      return false;
-    preempt_intask_header *record = intask_record(control, head);
-    unsigned long long tag = __scoped_atomic_load_n(&record->tag, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-    unsigned int saver = (unsigned int)(tag >> 32);
-    if ((unsigned int)tag != head || saver == 0 || saver - 1 == __preempt_task_ctx.epoch)
-      return false;
-    if (__scoped_atomic_compare_exchange_n(&control->intask_head, &head, head + 1, false, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE)) {
-      __preempt_task_ctx.claimed_record = head;
-      return true;
-    }
+    range = ((unsigned long long)(tail - head + 1u) << 32) | head;
+    __scoped_atomic_store_n(&control->intask_claim_range, range, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  } else {
+    // One word, so the range comes whole; ticket 0's CTA is running.
+    while ((range = __scoped_atomic_load_n(&control->intask_claim_range, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE)) >>
+               32 ==
+           0)
+      ;
   }
+  unsigned int waiting = (unsigned int)(range >> 32) - 1u;
+  if (ticket >= waiting)
+    return false;
+  unsigned int index = (unsigned int)range + ticket;
+  preempt_intask_header *record = intask_record(control, index);
+  unsigned long long tag = __scoped_atomic_load_n(&record->tag, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  unsigned int saver = (unsigned int)(tag >> 32);
+  if ((unsigned int)tag != index || saver == 0 || saver - 1 == __preempt_task_ctx.epoch)
+    return false;
+  // The claimed records are the range's first ones: head moves past them one
+  // each, whatever the order (the save path's ring check reads it).
+  __scoped_atomic_fetch_add(&control->intask_head, 1u, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  __preempt_task_ctx.claimed_record = index;
+  return true;
 }
 
 // Once per CTA, before the first task: publishes the launch's values, which

@@ -164,7 +164,15 @@ int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state
 
 int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                  preempt_launch_record *record) {
-  return record->intask_evict_set ? write_evict_word(gpu, device, record, 0) : 0;
+  if (!record->intask_evict_set)
+    return 0;
+  int status = write_evict_word(gpu, device, record, 0);
+  /* The relaunch that resumes the contexts starts its tickets afresh. */
+  preempt_control_block *control = record->control;
+  const uint32_t zero[4] = {0, 0, 0, 0};
+  if (status == 0)
+    status = gpu->stream_write_words(device->control_stream, &control->intask_claim_tickets, zero, 4);
+  return status;
 }
 
 int preempt_intask_launch(const preempt_gpu_ops *gpu, preempt_launch_record *record, preempt_dim3 grid, void *stream,
