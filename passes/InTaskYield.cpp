@@ -344,7 +344,6 @@ struct IterationCount {
   PHINode *Index;      // this iteration's number, from 0
   Value *Last;         // Index in the last iteration: the backedge-taken count
   Instruction *IsLast; // Index == Last, in the latch: the loop's exit test now
-  bool NewIndex;       // Index is a phi this pass added (else the loop's own)
 };
 
 class PointBuilder {
@@ -507,11 +506,10 @@ std::optional<IterationCount> PointBuilder::countIterations(const YieldPoint &Po
   if (auto *LastInstruction = dyn_cast<Instruction>(Last))
     LastInstruction->setMetadata(UniformMark, Empty);
 
-  IterationCount Result{L.getCanonicalInductionVariable(), Last, nullptr, false};
+  IterationCount Result{L.getCanonicalInductionVariable(), Last, nullptr};
   if (!Result.Index || Result.Index->getType() != IndexType) {
     Builder.SetInsertPoint(Header, Header->begin());
     Result.Index = Builder.CreatePHI(IndexType, 2, "preempt.intask.index");
-    Result.NewIndex = true;
     Builder.SetInsertPoint(Branch);
     Value *Next = Builder.CreateAdd(Result.Index, ConstantInt::get(IndexType, 1), "preempt.intask.index.next");
     for (BasicBlock *Pred : predecessors(Header))
@@ -728,19 +726,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   };
   if (Count) {
     IntegerType *IndexType = cast<IntegerType>(Count->Index->getType());
-    // An index this pass added after Enter was made (for points nested in the
-    // loop) comes through Enter like the header's other phis: a resumed task
-    // enters with its saved value.
-    auto *EnteredIndex = dyn_cast<PHINode>(Count->Index->getIncomingValueForBlock(Enter));
-    if (!EnteredIndex || !HeaderPhiOf.count(EnteredIndex)) {
-      PHINode *Phi = PHINode::Create(IndexType, 2, "preempt.intask.index.entered", Enter->begin());
-      for (BasicBlock *Pred : predecessors(Enter))
-        Phi->addIncoming(Pred == Preheader ? Count->Index->getIncomingValueForBlock(Enter)
-                                           : static_cast<Value *>(PoisonValue::get(IndexType)),
-                         Pred);
-      Count->Index->setIncomingValue(Count->Index->getBasicBlockIndex(Enter), Phi);
-      HeaderPhiOf[Phi] = Count->Index;
-    }
+    // (A strip-mined loop has no points nested in it, so its Enter is made
+    // above, after the index: enterFor gave the index its entered phi.)
     // The chunk loop: Enter and the check enter the header through Chunk,
     // which merges what each brings to the header's phis.
     Chunk = BasicBlock::Create(Context, Header->getName() + ".intask.chunk", &F, Header);
