@@ -720,8 +720,9 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   auto CreateCheck = [&](BasicBlock *GoOn) {
     Builder.SetInsertPoint(Check);
     EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
-    NextIterations = warpUniform(
-        Builder, Builder.CreateCall(helper(helper::InTaskCheck), {Builder.getInt32(PointIndex), EvictSeen}), DL);
+    Value *Checked =
+        Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
+    NextIterations = warpUniform(Builder, Checked, DL);
     Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, GoOn);
   };
   if (Count) {

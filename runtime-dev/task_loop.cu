@@ -550,7 +550,8 @@ PREEMPT_DEVICE unsigned int __preempt_grid_dim_z(void) { return __preempt_task_c
 // the same in every thread of the CTA (PersistentThreads.cpp, InTaskYield.cpp).
 // Every `check_iterations[point]` iterations the CTA meets at a check: thread
 // 0 tests the eviction word it read at the previous check (so the read's
-// round trip overlaps the loop) and shares its answer through shared memory.
+// round trip overlaps the loop; read again when that check was long ago)
+// and shares its answer through shared memory.
 // On eviction every thread stores its context and the CTA leaves; a resumed
 // grid claims the context (claim_context) and each thread loads it back.
 // NVIDIA only: the pass places no in-task points on AMDGPU.
@@ -594,10 +595,9 @@ PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control
 
 // Thread 0: how many iterations to the next check, so that checks come
 // about once per period (EffiSha §6.3's adaptive checking, per loop;
-// preempt/intask_period.h).
-PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
+// preempt/intask_period.h); `now` is this check's time.
+PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point, unsigned int now) {
   unsigned int period = __preempt_task_ctx.intask_period_ns;
-  unsigned int now = global_time_ns();
   unsigned int last = __preempt_task_ctx.last_check_ns;
   __preempt_task_ctx.last_check_ns = now;
   if (period == 0)
@@ -615,10 +615,19 @@ PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point) {
 // from the uniform datapath to per-thread registers and the loop was no
 // longer unrolled: 11-19% slower on the H100 (docs/intask.md). A word read
 // from shared memory after a barrier, at a uniform address, stays uniform.
-PREEMPT_DEVICE unsigned int __preempt_intask_check(unsigned int point, unsigned int evict_seen) {
+PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *control, unsigned int point,
+                                                  unsigned int evict_seen) {
   unsigned int iterations = 0;
-  if (is_first_thread() && evict_seen == 0)
-    iterations = next_check_iterations(point);
+  if (is_first_thread()) {
+    unsigned int now = global_time_ns();
+    // A check long after the last one (one slow iteration between checks):
+    // the word read then is as old, so read it again (intask_period.h).
+    if (evict_seen == 0 &&
+        preempt_intask_poll_again(__preempt_task_ctx.intask_period_ns, __preempt_task_ctx.last_check_ns, now))
+      evict_seen = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    if (evict_seen == 0)
+      iterations = next_check_iterations(point, now);
+  }
   cta_barrier();
   if (is_first_thread())
     __preempt_task_ctx.check_iterations[point] = iterations;

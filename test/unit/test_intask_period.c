@@ -1,5 +1,5 @@
-/* test_intask_period.c: unit tests of the in-task check interval (preempt/intask_period.h): hand-derived steps,
- * clock wraparound, and simulated loops that speed up and slow down. EffiSha §6.3's adaptive checks, per loop. */
+/* test_intask_period.c: unit tests of the in-task check interval and fresh reads (preempt/intask_period.h):
+ * hand-derived steps, clock wraparound, simulated loops that speed up and slow down. EffiSha §6.3, per loop. */
 #include "check.h"
 #include "preempt/intask_period.h"
 
@@ -78,8 +78,23 @@ static void test_simulated_loops(void) {
   }
 }
 
+/* When thread 0 reads the eviction word again at a check: over 4 periods since the last check, never without a
+ * measure or a period. */
+static void test_poll_again(void) {
+  CHECK(!preempt_intask_poll_again(PERIOD, 1000, 1000 + 4 * PERIOD));
+  CHECK(!preempt_intask_poll_again(PERIOD, 1000, 1000 + 4 * PERIOD + 3)); /* 40003 >> 2 is still 10000 */
+  CHECK(preempt_intask_poll_again(PERIOD, 1000, 1000 + 4 * PERIOD + 4));
+  CHECK(preempt_intask_poll_again(PERIOD, 1000, 1000 + 150000));         /* one 150 us iteration a check */
+  CHECK(!preempt_intask_poll_again(PERIOD, 0, 123456789));                /* nothing measured yet */
+  CHECK(!preempt_intask_poll_again(0, 1000, 123456789));                  /* checks off */
+  /* Across the clock's 32-bit wrap: 50 us is 50 us. */
+  CHECK(preempt_intask_poll_again(PERIOD, 0xfffff000u, 0xfffff000u + 50000u));
+  CHECK(!preempt_intask_poll_again(PERIOD, 0xfffff000u, 0xfffff000u + 30000u));
+}
+
 int main(void) {
   test_steps();
+  test_poll_again();
   test_simulated_loops();
   CHECK_DONE("test_intask_period");
 }

@@ -39,4 +39,16 @@ PREEMPT_INTASK_PERIOD_FN unsigned int preempt_intask_next_iterations(unsigned in
   return iterations < 1 ? 1 : iterations > PREEMPT_INTASK_MAX_ITERATIONS ? PREEMPT_INTASK_MAX_ITERATIONS : iterations;
 }
 
+/* Whether thread 0 reads the eviction word again at a check rather than act on the read it left in flight at the
+ * check before (last_check_ns, now_ns and period_ns as above): only when that check was over 4 periods ago. A read
+ * in flight overlaps the loop but is one check old, so an eviction waits for up to two intervals; where an
+ * interval is one long iteration (its count cannot go under 1), that doubled the wait (the persistent kernel's
+ * 150 us items: p99 284 us, bench/results/2026-11-23-intask-h100-9be1972.md). The fresh read's round trip
+ * (0.3-1.4 us on the H100, longer while the kernel saturates memory) then costs under a quarter of a period per
+ * four periods of work; at every check of a fast loop it cost the memory-bound gemm 1.22x (issue 8). */
+PREEMPT_INTASK_PERIOD_FN int preempt_intask_poll_again(unsigned int period_ns, unsigned int last_check_ns,
+                                                      unsigned int now_ns) {
+  return period_ns != 0 && last_check_ns != 0 && ((now_ns - last_check_ns) >> 2) > period_ns;
+}
+
 #endif
