@@ -167,12 +167,14 @@ int preempt_intask_before_resume(const preempt_gpu_ops *gpu, preempt_device_stat
   if (!record->intask_evict_set)
     return 0;
   int status = write_evict_word(gpu, device, record, 0);
+  if (status != 0)
+    return status;
   /* The relaunch that resumes the contexts starts its tickets afresh. */
-  preempt_control_block *control = record->control;
-  const uint32_t zero[4] = {0, 0, 0, 0};
-  if (status == 0)
-    status = gpu->stream_write_words(device->control_stream, &control->intask_claim_tickets, zero, 4);
-  return status;
+  preempt_control_block image;
+  memset(&image, 0, sizeof image);
+  size_t first = offsetof(preempt_control_block, intask_claim_tickets);
+  size_t end = offsetof(preempt_control_block, intask_claim_range) + sizeof image.intask_claim_range;
+  return write_control_words(gpu, device->control_stream, record->control, &image, first, end - first);
 }
 
 int preempt_intask_launch(const preempt_gpu_ops *gpu, preempt_launch_record *record, preempt_dim3 grid, void *stream,
