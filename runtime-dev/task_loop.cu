@@ -6,6 +6,7 @@
 // they adopt the kernel's own GPU architecture. Only thread 0 of a CTA talks to
 // the control block; shared memory and barriers carry its answers to the rest.
 #include "preempt/control_block.h"
+#include "preempt/generation.h"
 #include "preempt/intask_period.h"
 
 #define PREEMPT_DEVICE extern "C" __attribute__((device)) __attribute__((always_inline))
@@ -118,20 +119,29 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 #define LOCAL_TAG TAG(0xfffffffeu)
 /* A CTA's first "fetch" when it claimed a saved in-task context instead. */
 #define RESUME_TAG TAG(0xfffffffdu)
+/* A prefetch put off until its batch is due (fetch_when_due). */
+#define DEFER_FETCH TAG(0xfffffffcu)
+/* (Every tag's generation is at or above PREEMPT_GENERATION_RESERVED, which
+ * no launch takes: generation.h.) */
 
 // How many tasks the next fetch takes: up to the check interval, fewer as the
 // tasks run out, so that no CTA is left with a long batch at the end
 // (guided self-scheduling over the CTA's own view of the counter).
-PREEMPT_LOCAL unsigned int batch_size(void) {
-  unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
-                               ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
-                               : 1;
+PREEMPT_LOCAL unsigned int tasks_left(void) {
+  return __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
+             ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
+             : 0;
+}
+PREEMPT_LOCAL unsigned int grid_ctas(void) {
 #if defined(__NVPTX__)
-  unsigned int ctas = __nvvm_read_ptx_sreg_nctaid_x();
+  return __nvvm_read_ptx_sreg_nctaid_x();
 #else
-  unsigned int ctas = __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
+  return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
 #endif
-  unsigned int guided = remaining / (2 * ctas);
+}
+PREEMPT_LOCAL unsigned int batch_size(void) {
+  unsigned int remaining = tasks_left() ? tasks_left() : 1;
+  unsigned int guided = remaining / (2 * grid_ctas());
   if (guided < 1)
     guided = 1;
   return guided < __preempt_task_ctx.check_interval ? guided : __preempt_task_ctx.check_interval;
@@ -188,9 +198,30 @@ PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, uns
                                    __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
 }
 
+// Thread 0 only, about to prefetch its next batch as the current task
+// starts: whether to fetch it only when it is due, at the next task's begin.
+// When fewer tasks are left (in the CTA's view of the counter) than the grid
+// has CTAs, a prefetch takes a task that a CTA which has not fetched yet (one
+// still being launched, or one idle in the last wave) would start at once:
+// in a one-wave launch, as many CTAs as tasks, the first CTAs to start took
+// two tasks each and the last ones none, and the persistent kernel of
+// bench/intask ran 1.2x its time without the plugin (docs/persistent-threads.md).
+// Put off, the fetch's round trip is paid once per task, in the last wave only.
+PREEMPT_LOCAL bool fetch_when_due(void) { return tasks_left() < grid_ctas(); }
+
+// Thread 0 only: the fetch of the next batch as the current task starts, or
+// DEFER_FETCH (then publish_task fetches it with the yield word read now).
+PREEMPT_LOCAL unsigned long long prefetch_batch(preempt_control_block *control, unsigned int yield_seen) {
+  if (fetch_when_due()) {
+    __preempt_task_ctx.deferred_yield_seen = yield_seen;
+    return DEFER_FETCH;
+  }
+  return fetch_batch(control, yield_seen);
+}
+
 // Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
-// new batch.
-PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen) {
+// new batch (`prefetch`: put off in the last wave, prefetch_batch).
+PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen, bool prefetch) {
   if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
     return LOCAL_TAG | __preempt_task_ctx.batch_next++;
   // A batch a resumed context had taken: run whatever the yield mask says,
@@ -200,7 +231,7 @@ PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, uns
     __preempt_task_ctx.pending_count = 0;
     return TAG(__preempt_task_ctx.generation) | __preempt_task_ctx.pending_first;
   }
-  return fetch_batch(control, yield_seen);
+  return prefetch ? prefetch_batch(control, yield_seen) : fetch_batch(control, yield_seen);
 }
 
 // The ring record `index` of the control block's saved in-task contexts.
@@ -285,7 +316,7 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   unsigned int word = yield_word(control);
   if ((relaunched & PREEMPT_RELAUNCH_RESUMES) && !sm_yields(word) && claim_context(control))
     return RESUME_TAG;
-  return issue_fetch(control, word);
+  return issue_fetch(control, word, false);
 }
 
 // Thread 0 only, as a task starts (before its prefetch): the yield-mask word
@@ -301,7 +332,7 @@ PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control
 
 // Issues the fetch of the CTA's next task as the current one starts.
 PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block *control, unsigned int yield_seen) {
-  return is_first_thread() ? issue_fetch(control, yield_seen) : 0;
+  return is_first_thread() ? issue_fetch(control, yield_seen, true) : 0;
 }
 
 // The versions of the two above for the loop whose threads never meet: every
@@ -338,7 +369,7 @@ PREEMPT_DEVICE unsigned long long __preempt_batch_prefetch(preempt_control_block
                                                            unsigned int current, unsigned int end) {
   if (!is_first_thread() || current + 1 < end)
     return 0;
-  return fetch_batch(control, yield_seen);
+  return prefetch_batch(control, yield_seen);
 }
 
 // Thread 0 only, in a drained launch's relaunch (control_block.h): from the
@@ -363,6 +394,8 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
   unsigned int generation = __preempt_task_ctx.generation;
   unsigned int task;
   published->resume_point = 0;
+  if (fetched == DEFER_FETCH)
+    fetched = fetch_batch(control, __preempt_task_ctx.deferred_yield_seen);
   if (fetched == YIELD_FETCH) {
     task = PREEMPT_NO_TASK;
   } else if (fetched == RESUME_TAG) {
@@ -483,9 +516,9 @@ PREEMPT_DEVICE void __preempt_task_end(void) { cta_barrier(); }
 // (the threadFenceReduction pattern), so the results are visible before any
 // CTA, first wave or relaunch, completes the count.
 PREEMPT_LOCAL void preset_next_lane(preempt_control_block *control, unsigned int generation) {
-  // The runtime's next generation for this block; 0 is never used. At the
-  // wrap both share a lane, still in use here: no preset then.
-  unsigned int next = generation + 1 ? generation + 1 : 1;
+  // The runtime's next generation for this block (generation.h); should the
+  // two ever share a lane, it is still in use here: no preset then.
+  unsigned int next = preempt_next_generation(generation);
   unsigned int next_lane = next % PREEMPT_CONTROL_LANES;
   if (next_lane == lane())
     return;
@@ -569,7 +602,11 @@ PREEMPT_DEVICE void __preempt_intask_begin(preempt_control_block *control) {
     return;
   unsigned int period = __scoped_atomic_load_n(&control->intask_period_ns, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
   __preempt_task_ctx.intask_period_ns = period;
-  __preempt_task_ctx.last_check_ns = 0;
+  // The CTA's start stands for its last check: its first check (a loop
+  // entered with no word read yet, as after a resume) then reads the word
+  // again when the CTA has run over 4 periods, rather than leave it to the
+  // second check, one slow iteration later (intask_period.h).
+  __preempt_task_ctx.last_check_ns = period ? global_time_ns() : 0;
   // Start at one iteration: the first checks measure how long one takes.
   for (unsigned int point = 0; point < PREEMPT_INTASK_MAX_POINTS; point++)
     __preempt_task_ctx.check_iterations[point] = period ? 1u : 0xffffffffu;
@@ -703,7 +740,7 @@ PREEMPT_DEVICE void __preempt_intask_save_end(preempt_control_block *control, un
   record->batch_end = batch_end;
   record->point = point;
   unsigned int extra_first = 0, extra_count = 0;
-  if (next_fetch != YIELD_FETCH && (next_fetch & TAG_MASK) != LOCAL_TAG) {
+  if (next_fetch != YIELD_FETCH && next_fetch != DEFER_FETCH && (next_fetch & TAG_MASK) != LOCAL_TAG) {
     // A new batch thread 0 fetched as this task started: taken, not begun.
     unsigned int generation = __preempt_task_ctx.generation;
     unsigned int taken = __preempt_task_ctx.batch_taken;

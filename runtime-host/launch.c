@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preempt/generation.h"
 #include "preempt/task_grid.h"
 #include "runtime.h"
 
@@ -304,7 +305,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
     return gpu->out_of_memory;
   }
   uint32_t interval = check_interval(runtime, kernel, on_device, device);
-  record->generation = record->generation + 1 ? record->generation + 1 : 1;
+  record->generation = preempt_next_generation(record->generation);
   record->desc = desc;
   record->stream = stream;
   record->block = block;
