@@ -119,8 +119,9 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 #define LOCAL_TAG TAG(0xfffffffeu)
 /* A CTA's first "fetch" when it claimed a saved in-task context instead. */
 #define RESUME_TAG TAG(0xfffffffdu)
-/* A prefetch put off until its batch is due (fetch_when_due). */
-#define DEFER_FETCH TAG(0xfffffffcu)
+/* A prefetch put off until its batch is due (fetch_when_due), with the
+ * yield word that fetch tests in its low half. */
+#define DEFER_TAG TAG(0xfffffffcu)
 /* (Every tag's generation is at or above PREEMPT_GENERATION_RESERVED, which
  * no launch takes: generation.h.) */
 
@@ -210,13 +211,9 @@ PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, uns
 PREEMPT_LOCAL bool fetch_when_due(void) { return tasks_left() < grid_ctas(); }
 
 // Thread 0 only: the fetch of the next batch as the current task starts, or
-// DEFER_FETCH (then publish_task fetches it with the yield word read now).
+// the yield word read now under DEFER_TAG (publish_task fetches with it).
 PREEMPT_LOCAL unsigned long long prefetch_batch(preempt_control_block *control, unsigned int yield_seen) {
-  if (fetch_when_due()) {
-    __preempt_task_ctx.deferred_yield_seen = yield_seen;
-    return DEFER_FETCH;
-  }
-  return fetch_batch(control, yield_seen);
+  return fetch_when_due() ? DEFER_TAG | yield_seen : fetch_batch(control, yield_seen);
 }
 
 // Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
@@ -394,8 +391,8 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
   unsigned int generation = __preempt_task_ctx.generation;
   unsigned int task;
   published->resume_point = 0;
-  if (fetched == DEFER_FETCH)
-    fetched = fetch_batch(control, __preempt_task_ctx.deferred_yield_seen);
+  if ((fetched & TAG_MASK) == DEFER_TAG)
+    fetched = fetch_batch(control, (unsigned int)fetched);
   if (fetched == YIELD_FETCH) {
     task = PREEMPT_NO_TASK;
   } else if (fetched == RESUME_TAG) {
@@ -740,7 +737,7 @@ PREEMPT_DEVICE void __preempt_intask_save_end(preempt_control_block *control, un
   record->batch_end = batch_end;
   record->point = point;
   unsigned int extra_first = 0, extra_count = 0;
-  if (next_fetch != YIELD_FETCH && next_fetch != DEFER_FETCH && (next_fetch & TAG_MASK) != LOCAL_TAG) {
+  if (next_fetch != YIELD_FETCH && (next_fetch & TAG_MASK) != DEFER_TAG && (next_fetch & TAG_MASK) != LOCAL_TAG) {
     // A new batch thread 0 fetched as this task started: taken, not begun.
     unsigned int generation = __preempt_task_ctx.generation;
     unsigned int taken = __preempt_task_ctx.batch_taken;

@@ -199,7 +199,6 @@ typedef struct preempt_task_context {
    * task it decomposed (the next one in a batch is one step further). */
   unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
   unsigned int relaunched; /* this grid is a relaunch (the kernel's last parameter, without PREEMPT_LAUNCH_QUOTA) */
-  unsigned int deferred_yield_seen; /* the yield word a prefetch put off until its batch is due would test */
   /* A quota grid's CTA: the SM whose sm_resident counts it, until it takes
    * itself off (PREEMPT_NO_SM elsewhere). */
   unsigned int quota_sm;
