@@ -128,11 +128,6 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 // How many tasks the next fetch takes: up to the check interval, fewer as the
 // tasks run out, so that no CTA is left with a long batch at the end
 // (guided self-scheduling over the CTA's own view of the counter).
-PREEMPT_LOCAL unsigned int tasks_left(void) {
-  return __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
-             ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
-             : 0;
-}
 PREEMPT_LOCAL unsigned int grid_ctas(void) {
 #if defined(__NVPTX__)
   return __nvvm_read_ptx_sreg_nctaid_x();
@@ -141,7 +136,9 @@ PREEMPT_LOCAL unsigned int grid_ctas(void) {
 #endif
 }
 PREEMPT_LOCAL unsigned int batch_size(void) {
-  unsigned int remaining = tasks_left() ? tasks_left() : 1;
+  unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
+                               ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
+                               : 1;
   unsigned int guided = remaining / (2 * grid_ctas());
   if (guided < 1)
     guided = 1;
@@ -201,14 +198,16 @@ PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, uns
 
 // Thread 0 only, about to prefetch its next batch as the current task
 // starts: whether to fetch it only when it is due, at the next task's begin.
-// When fewer tasks are left (in the CTA's view of the counter) than the grid
-// has CTAs, a prefetch takes a task that a CTA which has not fetched yet (one
-// still being launched, or one idle in the last wave) would start at once:
-// in a one-wave launch, as many CTAs as tasks, the first CTAs to start took
-// two tasks each and the last ones none, and the persistent kernel of
-// bench/intask ran 1.2x its time without the plugin (docs/persistent-threads.md).
-// Put off, the fetch's round trip is paid once per task, in the last wave only.
-PREEMPT_LOCAL bool fetch_when_due(void) { return tasks_left() < grid_ctas(); }
+// In a one-wave launch (no more tasks than CTAs) a prefetch takes a task
+// that a CTA still being launched would have started at once: the first
+// CTAs to start took two tasks each and the last ones none: prefetching,
+// the persistent kernel of bench/intask (1056 tasks and CTAs) took 1.06x
+// (up to 1.12x) its time with the fetch put off, on the H100
+// (docs/persistent-threads.md). Put off
+// also in the last wave of longer launches, the fetch made the solver's
+// in-task variant 1.05x slower, for no gain measured: there every CTA has
+// started before the tasks run out.
+PREEMPT_LOCAL bool fetch_when_due(void) { return __preempt_task_ctx.task_count <= grid_ctas(); }
 
 // Thread 0 only: the fetch of the next batch as the current task starts, or
 // the yield word read now under DEFER_TAG (publish_task fetches with it).
