@@ -199,14 +199,13 @@ PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, uns
 // Thread 0 only, about to prefetch its next batch as the current task
 // starts: whether to fetch it only when it is due, at the next task's begin.
 // In a one-wave launch (no more tasks than CTAs) a prefetch takes a task
-// that a CTA still being launched would have started at once: the first
-// CTAs to start took two tasks each and the last ones none: prefetching,
-// the persistent kernel of bench/intask (1056 tasks and CTAs) took 1.06x
-// (up to 1.12x) its time with the fetch put off, on the H100
-// (docs/persistent-threads.md). Put off
-// also in the last wave of longer launches, the fetch made the solver's
-// in-task variant 1.05x slower, for no gain measured: there every CTA has
-// started before the tasks run out.
+// that a CTA still being launched would have started at once, so the first
+// CTAs to start took two tasks each and the last ones none: prefetching, the
+// persistent kernel of bench/intask (1056 tasks and CTAs) took 1.06x (up to
+// 1.12x) the time it takes with the fetch put off, on the H100
+// (docs/persistent-threads.md). Put off in the last wave of longer launches
+// too, the fetch made the solver's in-task variant 1.05x slower for no gain
+// measured: there every CTA has started before the tasks run out.
 PREEMPT_LOCAL bool fetch_when_due(void) { return __preempt_task_ctx.task_count <= grid_ctas(); }
 
 // Thread 0 only: the fetch of the next batch as the current task starts, or
@@ -216,7 +215,8 @@ PREEMPT_LOCAL unsigned long long prefetch_batch(preempt_control_block *control, 
 }
 
 // Thread 0 only: the next task id of the CTA's batch, or else the fetch of a
-// new batch (`prefetch`: put off in the last wave, prefetch_batch).
+// new batch (`prefetch`, as a task starts: put off in one-wave launches,
+// prefetch_batch).
 PREEMPT_LOCAL unsigned long long issue_fetch(preempt_control_block *control, unsigned int yield_seen, bool prefetch) {
   if (__preempt_task_ctx.batch_next < __preempt_task_ctx.batch_end)
     return LOCAL_TAG | __preempt_task_ctx.batch_next++;

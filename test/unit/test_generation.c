@@ -1,5 +1,5 @@
-/* test_generation.c: unit tests of the launch generation sequence (preempt/generation.h): it never takes 0 or the
- * generations the device's tags use, and launches keep alternating between the control block's two lanes. FLEP §4.1. */
+/* test_generation.c: unit tests of the launch generation sequence (preempt/generation.h): never 0 or a generation
+ * the device's tags use, and alternating between the control block's two lanes. FLEP §4.1. */
 #include "check.h"
 #include "preempt/control_block.h"
 #include "preempt/generation.h"

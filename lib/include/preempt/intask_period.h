@@ -15,12 +15,12 @@
 
 /* The next count, after `iterations` iterations ran from the CTA's last check (at `last_check_ns`: the CTA's start
  * before its first check; 0: nothing measured, kept) to this one (`now_ns`; both the low 32 bits of a nanosecond
- * clock); the check period is `period_ns`. Moves by powers of two toward the period, by shifts: a division's temporaries would raise the loop's
- * register count (and cut its occupancy) for a path taken once per period. A measure far over the period (16x)
- * shrinks the count 16-fold: the first version ignored it, taking it for other work between two loop entries, and
- * so kept a count that had grown while the loop ran fast after the loop slowed down (the SM filled, another
- * process got it), which held every eviction of the CTA as long. After a long gap between entries the count
- * shrinks for nothing; it grows back 4-fold a check. */
+ * clock); the check period is `period_ns`. Moves by powers of two toward the period, by shifts: a division's
+ * temporaries would raise the loop's register count (and cut its occupancy) for a path taken once per period. A
+ * measure far over the period (16x) shrinks the count 16-fold: the first version ignored it, taking it for other
+ * work between two loop entries, and so kept a count that had grown while the loop ran fast after the loop slowed
+ * down (the SM filled, another process got it), which held every eviction of the CTA as long. After a long gap
+ * between entries the count shrinks for nothing; it grows back 4-fold a check. */
 PREEMPT_INTASK_PERIOD_FN unsigned int preempt_intask_next_iterations(unsigned int iterations, unsigned int period_ns,
                                                                     unsigned int last_check_ns, unsigned int now_ns) {
   if (last_check_ns == 0)
