@@ -339,10 +339,11 @@ struct YieldPoint {
   llvm::Loop *L;
 };
 
-// A loop whose trip count ScalarEvolution knows, counted from 0 (strip-mining).
+// A loop whose trip count ScalarEvolution knows (strip-mining).
 struct IterationCount {
-  PHINode *Index;      // this iteration's number, from 0
-  Value *Last;         // Index in the last iteration: the backedge-taken count
+  PHINode *Index;      // a counter of the loop's, or this iteration's number from 0
+  unsigned StepShift;  // Index steps by 1 << StepShift each iteration
+  Value *Last;         // Index in the last iteration
   Instruction *IsLast; // Index == Last, in the latch: the loop's exit test now
 };
 
@@ -477,6 +478,30 @@ bool PointBuilder::isRebuildable(const Instruction &I) {
          isa<ShuffleVectorInst>(I) || isa<ExtractValueInst>(I) || isa<InsertValueInst>(I) || isa<UnaryOperator>(I);
 }
 
+// A counter of the loop's own that can stand for its iteration number: a
+// header phi, CTA-uniform (its mark), stepping by a constant power of two
+// without wrapping (so it takes each value once and `== its value in the last
+// iteration` is the exit test), at least 32 bits wide. Returns it, the step's
+// log2, and its value in the last iteration (`BackedgeTaken` iterations on).
+static std::optional<std::tuple<PHINode *, unsigned, const SCEV *>>
+steppedCounter(llvm::Loop &L, ScalarEvolution &SE, const SCEV *BackedgeTaken) {
+  for (PHINode &Phi : L.getHeader()->phis()) {
+    auto *Type = dyn_cast<IntegerType>(Phi.getType());
+    if (!Type || Type->getBitWidth() < 32 || Type->getBitWidth() > 64 || !Phi.getMetadata(UniformMark))
+      continue;
+    auto *Counter = dyn_cast<SCEVAddRecExpr>(SE.getSCEV(&Phi));
+    if (!Counter || Counter->getLoop() != &L || !Counter->isAffine() ||
+        !(Counter->hasNoUnsignedWrap() || Counter->hasNoSignedWrap()))
+      continue;
+    auto *Step = dyn_cast<SCEVConstant>(Counter->getStepRecurrence(SE));
+    if (!Step || Step->getAPInt().isNegative() || !Step->getAPInt().isPowerOf2())
+      continue;
+    const SCEV *Iterations = SE.getTruncateOrZeroExtend(BackedgeTaken, Type);
+    return std::make_tuple(&Phi, Step->getAPInt().logBase2(), Counter->evaluateAtIteration(Iterations, SE));
+  }
+  return std::nullopt;
+}
+
 std::optional<IterationCount> PointBuilder::countIterations(const YieldPoint &Point, ScalarEvolution &SE) {
   llvm::Loop &L = *Point.L;
   BasicBlock *Latch = Point.Latch, *Header = Point.Header;
@@ -493,21 +518,40 @@ std::optional<IterationCount> PointBuilder::countIterations(const YieldPoint &Po
   SCEVExpander Expander(SE, "preempt.intask.last");
   if (!Expander.isSafeToExpandAt(Count, Before))
     return std::nullopt;
-  Value *Last = Expander.expandCodeFor(Count, Count->getType(), Before);
-  // The chunk's length is a 32-bit count: the index is at least that wide.
-  IntegerType *IndexType = IntegerType::get(F.getContext(), std::max(32u, Count->getType()->getIntegerBitWidth()));
-  IRBuilder<> Builder(Before);
-  if (Last->getType() != IndexType)
-    Last = Builder.CreateZExt(Last, IndexType, "preempt.intask.last");
-  // The count is the CTA's: every thread leaves the loop after the same
-  // iteration (markInTaskCandidates), and the count is exact. What the
-  // expander computed it from may not be.
   MDNode *Empty = MDNode::get(F.getContext(), {});
-  if (auto *LastInstruction = dyn_cast<Instruction>(Last))
-    LastInstruction->setMetadata(UniformMark, Empty);
-
-  IterationCount Result{L.getCanonicalInductionVariable(), Last, nullptr};
-  if (!Result.Index || Result.Index->getType() != IndexType) {
+  IRBuilder<> Builder(Before);
+  IterationCount Result{};
+  // A counter the loop has, stepping by a power of two, serves as the index
+  // where the loop has no canonical one: an unrolled loop's `i += 8`. Beside
+  // an index of its own, ptxas kept both counters and did not unroll the
+  // inner loop further (the bench's persistent kernel in the nested build,
+  // docs/intask.md).
+  if (!L.getCanonicalInductionVariable())
+    if (auto Counter = steppedCounter(L, SE, Count)) {
+      auto [Phi, StepShift, AtLast] = *Counter;
+      if (Expander.isSafeToExpandAt(AtLast, Before)) {
+        Result = {Phi, StepShift, Expander.expandCodeFor(AtLast, Phi->getType(), Before), nullptr};
+        // Uniform: the counter is (its mark) and so is the count (below).
+        if (auto *LastInstruction = dyn_cast<Instruction>(Result.Last))
+          LastInstruction->setMetadata(UniformMark, Empty);
+      }
+    }
+  if (!Result.Index) {
+    Value *Last = Expander.expandCodeFor(Count, Count->getType(), Before);
+    // The chunk's length is a 32-bit count: the index is at least that wide.
+    IntegerType *IndexType =
+        IntegerType::get(F.getContext(), std::max(32u, Count->getType()->getIntegerBitWidth()));
+    if (Last->getType() != IndexType)
+      Last = Builder.CreateZExt(Last, IndexType, "preempt.intask.last");
+    // The count is the CTA's: every thread leaves the loop after the same
+    // iteration (markInTaskCandidates), and the count is exact. What the
+    // expander computed it from may not be.
+    if (auto *LastInstruction = dyn_cast<Instruction>(Last))
+      LastInstruction->setMetadata(UniformMark, Empty);
+    Result = {L.getCanonicalInductionVariable(), 0, Last, nullptr};
+  }
+  if (!Result.Index || Result.Index->getType() != Result.Last->getType()) {
+    IntegerType *IndexType = cast<IntegerType>(Result.Last->getType());
     Builder.SetInsertPoint(Header, Header->begin());
     Result.Index = Builder.CreatePHI(IndexType, 2, "preempt.intask.index");
     Builder.SetInsertPoint(Branch);
@@ -518,7 +562,7 @@ std::optional<IterationCount> PointBuilder::countIterations(const YieldPoint &Po
     cast<Instruction>(Next)->setMetadata(UniformMark, Empty);
   }
   Builder.SetInsertPoint(Branch);
-  Result.IsLast = cast<Instruction>(Builder.CreateICmpEQ(Result.Index, Last, "preempt.intask.is.last"));
+  Result.IsLast = cast<Instruction>(Builder.CreateICmpEQ(Result.Index, Result.Last, "preempt.intask.is.last"));
   Result.IsLast->setMetadata(UniformMark, Empty);
   // The same exit, in the same iteration: the latch is the loop's only exit
   // and the count is exact. Successor 0 leaves.
@@ -527,6 +571,10 @@ std::optional<IterationCount> PointBuilder::countIterations(const YieldPoint &Po
   Value *OldTest = Branch->getCondition();
   Branch->setCondition(Result.IsLast);
   RecursivelyDeleteTriviallyDeadInstructions(OldTest);
+  // A counter only the old test read (the unroller's count of iterations)
+  // would otherwise stay live at the check and be saved.
+  for (PHINode &Phi : make_early_inc_range(Header->phis()))
+    RecursivelyDeleteDeadPHINode(&Phi);
   return Result;
 }
 
@@ -746,11 +794,17 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
     EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
     // The chunk's last iteration: `Remaining` on, or the loop's last.
+    // A stepped counter counts in steps of 1 << StepShift: iterations are
+    // its distance shifted right, and back.
     Value *ChunkStart = Count->Index->getIncomingValueForBlock(Chunk);
     Value *Steps = Builder.CreateZExt(Builder.CreateSub(Remaining, Builder.getInt32(1)), IndexType);
-    ChunkLast = Builder.CreateAdd(
-        ChunkStart, Builder.CreateBinaryIntrinsic(Intrinsic::umin, Steps, Builder.CreateSub(Count->Last, ChunkStart)),
-        "preempt.intask.chunk.last");
+    Value *Left = Builder.CreateSub(Count->Last, ChunkStart);
+    if (Count->StepShift)
+      Left = Builder.CreateLShr(Left, Count->StepShift);
+    Value *Taken = Builder.CreateBinaryIntrinsic(Intrinsic::umin, Steps, Left);
+    if (Count->StepShift)
+      Taken = Builder.CreateShl(Taken, Count->StepShift);
+    ChunkLast = Builder.CreateAdd(ChunkStart, Taken, "preempt.intask.chunk.last");
     // The inner loop's one exit; the loop's own after it, then the check.
     auto *Branch = cast<BranchInst>(Latch->getTerminator());
     BasicBlock *Exit = Branch->getSuccessor(0);
@@ -818,7 +872,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     if (V != Count->Index->getIncomingValueForBlock(Latch))
       return V;
     if (!ChunkNext)
-      ChunkNext = B.CreateAdd(ChunkLast, ConstantInt::get(ChunkLast->getType(), 1), "preempt.intask.chunk.next");
+      ChunkNext = B.CreateAdd(ChunkLast, ConstantInt::get(ChunkLast->getType(), 1ull << Count->StepShift),
+                              "preempt.intask.chunk.next");
     return ChunkNext;
   };
   auto Store = [&](IRBuilder<> &B, Value *V, Value *Address) {

@@ -40,6 +40,7 @@
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-nested=1 -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-REMARK
 // RUN: %opt -passes=verify -disable-output %t.nested.ll
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED
+// RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-STEP --implicit-check-not=niter --implicit-check-not=preempt.intask.index
 // RUN: %clang %cuda_flags --cuda-device-only -S -mllvm -preempt-intask-nested=1 %s -o %t.nested.ptx
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.nested.ptx -o %t.nested.cubin %}
 
@@ -339,13 +340,23 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // values depend on how the unroller split the inner loop: their total is not asserted.
 //
 // With -preempt-intask-nested the inner loop gets a point too (2), strip-mined (the outer one, with
-// a point nested in it, counts down): per thread acc; per CTA r, and, as the unroller left the
-// inner loop two columns per iteration, its c and its count of iterations and the pass's own
-// iteration index (c steps by 2, so it is not one): 16 B. A task resumed there enters through the outer loop's one
+// a point nested in it, counts down): per thread acc; per CTA r and c: 8 B. The unroller left the
+// inner loop two columns per iteration, so c steps by 2 and is the strip-mining's index, in steps
+// of 2 (NESTED-STEP); its count of iterations, read only by the exit test that IsLast replaced, is
+// deleted rather than saved. A task resumed there enters through the outer loop's one
 // entry (its resume phi says 2) and its header, whose switch on that phi leads to the inner
 // point's restore block: no second entry into the outer loop from outside, so it stays reducible.
 // NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.cond1.preheader' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); counted down (no trip count known, or points nested in it)
-// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 16 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); strip-mined at its trip count
+// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 8 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); strip-mined at its trip count
+// NESTED-STEP: for.body4.intask.chunk:
+// NESTED-STEP: [[LEFT:%[0-9]+]] = sub i32 [[LAST:%[0-9]+]], %c.028.chunk
+// NESTED-STEP-NEXT: [[LEFTITER:%[0-9]+]] = lshr i32 [[LEFT]], 1
+// NESTED-STEP-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 %{{[0-9]+}}, i32 [[LEFTITER]])
+// NESTED-STEP-NEXT: [[TAKESTEPS:%[0-9]+]] = shl i32 [[TAKE]], 1
+// NESTED-STEP-NEXT: %preempt.intask.chunk.last = add i32 %c.028.chunk, [[TAKESTEPS]]
+// NESTED-STEP: %preempt.intask.is.last = icmp eq i32 %c.028, [[LAST]]
+// NESTED-STEP-NEXT: %preempt.intask.chunk.done = icmp eq i32 %c.028, %preempt.intask.chunk.last
+// NESTED-STEP: %preempt.intask.chunk.next = add i32 %preempt.intask.chunk.last, 2
 // NESTED: preempt.intask.dispatch:
 // NESTED: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // NESTED-NEXT: i32 1, label %[[OUTER_RESTORE:[._a-z0-9]+]]
