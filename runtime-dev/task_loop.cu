@@ -125,9 +125,7 @@ PREEMPT_LOCAL unsigned int lane(void) { return __preempt_task_ctx.generation % P
 /* (Every tag's generation is at or above PREEMPT_GENERATION_RESERVED, which
  * no launch takes: generation.h.) */
 
-// How many tasks the next fetch takes: up to the check interval, fewer as the
-// tasks run out, so that no CTA is left with a long batch at the end
-// (guided self-scheduling over the CTA's own view of the counter).
+// The launch's grid size in CTAs (x: the converted launch's grid is 1-D).
 PREEMPT_LOCAL unsigned int grid_ctas(void) {
 #if defined(__NVPTX__)
   return __nvvm_read_ptx_sreg_nctaid_x();
@@ -135,6 +133,10 @@ PREEMPT_LOCAL unsigned int grid_ctas(void) {
   return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x();
 #endif
 }
+
+// How many tasks the next fetch takes: up to the check interval, fewer as the
+// tasks run out, so that no CTA is left with a long batch at the end
+// (guided self-scheduling over the CTA's own view of the counter).
 PREEMPT_LOCAL unsigned int batch_size(void) {
   unsigned int remaining = __preempt_task_ctx.task_count > __preempt_task_ctx.batch_end
                                ? __preempt_task_ctx.task_count - __preempt_task_ctx.batch_end
