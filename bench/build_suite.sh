@@ -96,8 +96,8 @@ cp "$build/tools/preemptd/preemptd" "$out/preemptd"
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # In-task preemption (issue 8, bench/intask/intask_check.sh): long-block kernels built five ways (the fourth with
-# points in nested loops too, -preempt-intask-nested); the remarks of the plugin builds name every in-task yield
-# point and what it saves.
+# points in every nested loop that allows one, -preempt-intask-nested=all); the remarks of the plugin builds name every
+# in-task yield point and what it saves.
 mkdir -p "$out/preempt_nointask" "$out/preempt_nested"
 intask_source=$root/bench/intask/intask_bench.cu
 clang++-22 "${flags[@]}" "$intask_source" -o "$out/original/intask_bench" "${libs[@]}"
@@ -109,7 +109,7 @@ clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nointask"' -I"$r
   -o "$out/preempt_nointask/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
   2> "$out/remarks/intask_bench_nointask.txt"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nested"' -I"$root/runtime-host/include" \
-  -fpass-plugin="$plugin" -mllvm -preempt-intask-nested=1 -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
+  -fpass-plugin="$plugin" -mllvm -preempt-intask-nested=all -Rpass=preempt -Rpass-missed=preempt "$intask_source" \
   -o "$out/preempt_nested/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}" \
   2> "$out/remarks/intask_bench_nested.txt"
 # redux.sync over the whole warp in partial warps, which the in-task variants' warpUniform relies on.

@@ -53,10 +53,24 @@ using namespace llvm;
 
 static cl::opt<bool> InTaskEnabled("preempt-intask", cl::init(true),
                                    cl::desc("place in-task yield points in converted NVIDIA kernels"));
-static cl::opt<bool> InTaskNested("preempt-intask-nested", cl::init(false),
-                                  cl::desc("also place in-task yield points in loops nested in other loops (a "
-                                           "resumed task reaches them through the outer loops' headers); off: correct "
-                                           "on the H100 but costly (docs/intask.md)"));
+// Which loops nested in other loops get points. A point in a loop whose
+// every entry is short buys no latency (the point of the loop around it comes
+// soon enough) and costs the loop its checks and chunking: gemm's 16-step
+// tile loop took the bench's gemm from 1.08x to 1.14x its time without points.
+enum class NestedPoints { Off, Long, All };
+static cl::opt<NestedPoints> InTaskNested(
+    "preempt-intask-nested", cl::init(NestedPoints::Long),
+    cl::desc("in-task yield points in loops nested in other loops (a resumed task reaches them through the outer "
+             "loops' headers)"),
+    cl::values(clEnumValN(NestedPoints::Off, "off", "none: such loops wait for the point of the loop around them"),
+               clEnumValN(NestedPoints::Long, "long",
+                          "where one entry of the loop may run long: no constant bound on its iterations, or more "
+                          "than -preempt-intask-nested-work instructions (the default)"),
+               clEnumValN(NestedPoints::All, "all", "in every nested loop that allows one")));
+static cl::opt<unsigned> InTaskNestedWork(
+    "preempt-intask-nested-work", cl::init(4096),
+    cl::desc("under -preempt-intask-nested=long, a nested loop whose one entry runs at most this many IR "
+             "instructions per thread (its constant bound on iterations times its body) gets no point"));
 static cl::opt<bool> InTaskStripMine("preempt-intask-strip-mine", cl::init(true), cl::Hidden,
                                      cl::desc("strip-mine loops whose trip count is known at their in-task point "
                                               "(off: every point counts down, to measure against)"));
@@ -198,6 +212,56 @@ static std::string loopName(const Loop &L, unsigned Ordinal) {
   return "#" + std::to_string(Ordinal);
 }
 
+// The IR instructions one entry of `L` runs at most, per thread: its
+// constant bound on iterations (ScalarEvolution's maximum trip count) times
+// its body, the loops nested in it counted alike; none where a loop has no
+// such bound (its trip count comes from an argument or memory).
+static std::optional<uint64_t> entryWork(const Loop &L, const LoopInfo &Loops, ScalarEvolution &SE) {
+  uint64_t Trips = SE.getSmallConstantMaxTripCount(&L);
+  if (Trips == 0)
+    return std::nullopt;
+  uint64_t Body = 0;
+  for (const BasicBlock *BB : L.blocks())
+    if (Loops.getLoopFor(BB) == &L)
+      Body += BB->sizeWithoutDebug();
+  for (const Loop *Inner : L.getSubLoops()) {
+    std::optional<uint64_t> InnerWork = entryWork(*Inner, Loops, SE);
+    if (!InnerWork)
+      return std::nullopt;
+    Body = SaturatingAdd(Body, *InnerWork);
+  }
+  return SaturatingMultiply(Trips, Body);
+}
+
+// Under -preempt-intask-nested=long, the nested loops of `Kernel` too short
+// per entry to need a point of their own, by header: their work per entry
+// and their bound on iterations. The default, 4096 IR instructions per
+// thread, is at most ~40 us on an H100 with 16 warps on each of an SM's four
+// schedulers (one instruction a cycle each, 1.7 GHz), and much less in
+// practice: ptxas folds address arithmetic into loads, and few kernels fill
+// every scheduler. The bench's gemm tile loop (16 steps of 77 IR
+// instructions, 1232) and the suite's nbody tile loop (128 steps of 29, 3712) get
+// none; a loop whose trip count is an argument always gets one.
+static DenseMap<const BasicBlock *, std::pair<uint64_t, uint64_t>> shortNestedLoops(Function &Kernel) {
+  DenseMap<const BasicBlock *, std::pair<uint64_t, uint64_t>> Short;
+  if (InTaskNested != NestedPoints::Long)
+    return Short;
+  DominatorTree DT(Kernel);
+  LoopInfo Loops(DT);
+  TargetLibraryInfoImpl LibraryInfo(Kernel.getParent()->getTargetTriple());
+  TargetLibraryInfo Libraries(LibraryInfo, &Kernel);
+  AssumptionCache Assumptions(Kernel);
+  ScalarEvolution SE(Kernel, Libraries, Assumptions, DT, Loops);
+  for (Loop *L : Loops.getLoopsInPreorder()) {
+    if (!L->getParentLoop())
+      continue;
+    std::optional<uint64_t> Work = entryWork(*L, Loops, SE);
+    if (Work && *Work <= InTaskNestedWork)
+      Short[L->getHeader()] = {*Work, SE.getSmallConstantMaxTripCount(L)};
+  }
+  return Short;
+}
+
 // Marks the loops of `Kernel` that may take a yield point (metadata on their
 // latch's terminator) and the values the same in every thread of the CTA;
 // `Name` is the kernel's as the remarks say it. Returns how many loops.
@@ -229,17 +293,22 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
   // a point in a nested loop needs every loop around it to allow one too,
   // since a resumed task reaches it through their headers.
   SmallPtrSet<const Loop *, 8> Allowed;
+  DenseMap<const BasicBlock *, std::pair<uint64_t, uint64_t>> ShortNested = shortNestedLoops(Kernel);
   for (Loop *L : Loops.getLoopsInPreorder()) {
     Ordinal++;
     std::string Why;
     BasicBlock *Header = L->getHeader();
-    // Without -preempt-intask-nested a nested loop gets no point: the first
-    // version entered its header straight from the dispatch, which made the
-    // outer loop irreducible, and ptxas did not reconverge warps there before
-    // an aligned barrier (the bench's persistent kernel deadlocked on the
-    // H100). The resume path through the outer headers keeps loops reducible.
-    if (L->getParentLoop() && !InTaskNested)
+    // A nested loop's point is reached, on resume, through the outer loops'
+    // headers: the first version entered its header straight from the
+    // dispatch, which made the outer loop irreducible, and ptxas did not
+    // reconverge warps there before an aligned barrier (the bench's
+    // persistent kernel deadlocked on the H100).
+    if (L->getParentLoop() && InTaskNested == NestedPoints::Off)
       Why = "it is nested in another loop";
+    else if (auto Found = ShortNested.find(Header); L->getParentLoop() && Found != ShortNested.end())
+      Why = "it is nested in another loop and one entry runs at most " + std::to_string(Found->second.first) +
+            " instructions (" + std::to_string(Found->second.second) +
+            " iterations); the point of the loop around it comes soon after";
     else if (L->getParentLoop() && !Allowed.contains(L->getParentLoop()))
       Why = "the loop around it could not take one";
     else if (!L->getLoopLatch())
@@ -1144,8 +1213,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 
 unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop) {
   // In source order (the points' numbers follow it): a loop before the loops
-  // nested in it (markInTaskCandidates marks those only under
-  // -preempt-intask-nested).
+  // nested in it (markInTaskCandidates marks those as -preempt-intask-nested
+  // says).
   SmallVector<BasicBlock *, 4> Latches;
   for (BasicBlock &BB : F)
     if (BB.getTerminator() && BB.getTerminator()->getMetadata(LoopMark))

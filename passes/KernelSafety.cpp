@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/PostDominators.h"
 #include "llvm/Analysis/UniformityAnalysis.h"
+#include "llvm/Analysis/VectorUtils.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
@@ -16,6 +17,7 @@
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Operator.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -136,6 +138,42 @@ static bool isCtaUniformRegister(const CallBase &Call) {
   }
 }
 
+// In the scratch copy, `Call` (an element-wise intrinsic: min, max, abs,
+// sqrt, fma, ...) becomes a select on a compare of each operand with itself:
+// like the call, a pure function of its operands, and unlike a call, uniform
+// exactly when they all are. NVPTX's TTI takes every call's result for
+// divergent, intrinsics' too: a nested loop whose trip count was
+// `min(cols, 8)` had an llvm.smin in its exit test, which made the loop's
+// exits look divergent (test/lit/cuda/intask_nested.cu).
+static void replaceByUniformityTwin(IntrinsicInst &Call) {
+  Type *Result = Call.getType();
+  if (!isTriviallyVectorizable(Call.getIntrinsicID()) || Result->isVoidTy() || !Call.doesNotAccessMemory() ||
+      Call.isConvergent())
+    return;
+  Value *AllUniform = nullptr;
+  for (Value *Operand : Call.args()) {
+    if (isa<Constant>(Operand))
+      continue;
+    Type *Type = Operand->getType();
+    Instruction *Same;
+    if (Type->isIntOrIntVectorTy() || Type->isPtrOrPtrVectorTy())
+      Same = new ICmpInst(Call.getIterator(), ICmpInst::ICMP_EQ, Operand, Operand);
+    else if (Type->isFPOrFPVectorTy())
+      Same = new FCmpInst(Call.getIterator(), FCmpInst::FCMP_OEQ, Operand, Operand);
+    else
+      return; // left a call: divergent, which is safe
+    if (Type->isVectorTy())
+      Same = ExtractElementInst::Create(Same, ConstantInt::get(IntegerType::get(Call.getContext(), 32), 0), "",
+                                        Call.getIterator());
+    AllUniform = AllUniform ? BinaryOperator::CreateAnd(AllUniform, Same, "", Call.getIterator()) : Same;
+  }
+  if (!AllUniform)
+    return; // constant operands: a constant result, which the optimizer would have folded
+  Constant *Zero = Constant::getNullValue(Result);
+  Call.replaceAllUsesWith(SelectInst::Create(AllUniform, Zero, Zero, "", Call.getIterator()));
+  Call.eraseFromParent();
+}
+
 // Uniformity runs on a scratch copy of the kernel, for two reasons. NVPTX's
 // TTI calls every call's result divergent, block and grid registers included,
 // which would refuse almost every kernel with a barrier: in the copy those
@@ -164,6 +202,9 @@ Function *makeUniformityScratch(Function &Kernel, GpuTarget Target, ValueToValue
     Copy->replaceAllUsesWith(Scratch->getArg(Kernel.arg_size() + Index));
     Copy->eraseFromParent();
   }
+  for (Instruction &I : make_early_inc_range(instructions(*Scratch)))
+    if (auto *Call = dyn_cast<IntrinsicInst>(&I))
+      replaceByUniformityTwin(*Call);
   SmallVector<AllocaInst *, 16> Promotable;
   for (Instruction &I : Scratch->getEntryBlock())
     if (auto *Alloca = dyn_cast<AllocaInst>(&I); Alloca && isAllocaPromotable(Alloca))

@@ -2,7 +2,7 @@
 # intask_check.sh OUT: in-task preemption (issue 8) measured on the GPU machine from build/bench (bench/build_suite.sh
 # builds it; no compiler is needed here). Per kernel of bench/intask/intask_bench.cu: correctness under >= 50 random
 # evictions against the original build's output, with PREEMPT_INTASK=on and off, and on in the build with points in
-# nested loops too (nested); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
+# every nested loop that allows one (nested, -preempt-intask-nested=all); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
 # evicted), the plugin build with -preempt-intask=0, and with -preempt-intask-strip-mine=0 (every point counts down). Then a short kernel's turnaround while a kernel with ~19 ms
 # blocks runs: (a) time-slicing, (b) MPS with the short kernel on a high-priority stream, (c) MPS with preemptd's hpf
 # policy and PREEMPT_INTASK=on (and off), (d) both in one process, the long launch evicted by the harness on arrival.
@@ -75,7 +75,7 @@ run() {
   echo "{\"label\": \"$label\", \"env\": \"${envs[*]}\", \"status\": $status, \"result\": $line}" >> "$log"
 }
 # mode_build MODE: sets $binary and $intask (PREEMPT_INTASK) for on, off, or nested (the build with points in
-# nested loops too, -preempt-intask-nested, in-task checks on); 1 when that build is missing (said).
+# every nested loop that allows one, -preempt-intask-nested=all, in-task checks on); 1 when that build is missing (said).
 mode_build() {
   binary=$bench/preempt/intask_bench intask=$1
   [ "$1" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on

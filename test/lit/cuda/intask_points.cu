@@ -36,16 +36,17 @@
 // The PTX assembles.
 // RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
-// With -preempt-intask-nested, loops nested in loops get points too (kernel `nested`, below):
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-nested=1 -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-REMARK
+// Loops nested in loops get points too where one entry may run long (kernel `nested`, below: its
+// inner trip count is an argument; -preempt-intask-nested=long, the default; intask_nested.cu
+// checks which nested loops it leaves out). With -preempt-intask-nested=off only the outer one:
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -mllvm -preempt-intask-nested=off -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested-off.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-OFF
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-REMARK
 // RUN: %opt -passes=verify -disable-output %t.nested.ll
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-STEP --implicit-check-not=niter --implicit-check-not=preempt.intask.index
-// RUN: %clang %cuda_flags --cuda-device-only -S -mllvm -preempt-intask-nested=1 %s -o %t.nested.ptx
-// RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.nested.ptx -o %t.nested.cubin %}
 
 // LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 1056], align 4
-// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 16], align 4
+// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 2, i32 4, i32 16], align 4
 // LIST-NEXT: @__preempt_points__Z9two_loopsPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 2, i32 {{[0-9]+}}, i32 416], align 4
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z6nestedPKfPfii(
@@ -335,12 +336,13 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
   out[i] = v;
 }
 
-// The outer loop gets the point; the inner one is refused. Outer: per thread acc (4 B), per CTA
-// r + 1 (4 B), no shared memory: the descriptor's CTA bytes are the 4 B rounded to 16. Its live
-// values depend on how the unroller split the inner loop: their total is not asserted.
+// Both loops get a point: the inner one's trip count, cols, is an argument, so one entry of it may
+// run long. Outer (1): per thread acc (4 B), per CTA r + 1 (4 B), no shared memory; it counts down,
+// having a point nested in it. Its live values depend on how the unroller split the inner loop:
+// their total is not asserted. With -preempt-intask-nested=off the inner one is refused (NESTED-OFF).
 //
-// With -preempt-intask-nested the inner loop gets a point too (2), strip-mined (the outer one, with
-// a point nested in it, counts down): per thread acc; per CTA r and c: 8 B. The unroller left the
+// The inner loop's point (2) is strip-mined: per thread acc; per CTA r and c: 8 B, rounded to 16 in
+// the descriptor (its thread bytes: 4, both points' largest). The unroller left the
 // inner loop two columns per iteration, so c steps by 2 and is the strip-mining's index, in steps
 // of 2 (NESTED-STEP); its count of iterations, read only by the exit test that IsLast replaced, is
 // deleted rather than saved. A task resumed there enters through the outer loop's one
@@ -372,8 +374,10 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // NESTED-NEXT: br label %for.cond1.preheader.intask.enter
 // NESTED: [[INNER_RESTORE]]:
 // NESTED-SAME: preds = %for.cond1.preheader{{$}}
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
-// REMARK-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii' gets no in-task yield point: it is nested in another loop
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+6]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+6]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 8 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread
+// NESTED-OFF-DAG: remark: in-task yield point at loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory
+// NESTED-OFF-DAG: remark: loop at line [[@LINE+4]] of kernel '_Z6nestedPKfPfii' gets no in-task yield point: it is nested in another loop [-Rpass-missed=preempt]
 __global__ void nested(const float *in, float *out, int rows, int cols) {
   float acc = 0.0f;
   for (int r = 0; r < rows; r++)
