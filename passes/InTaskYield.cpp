@@ -455,6 +455,16 @@ private:
   // The check state of placed points (count-down: its point index; the
   // polled word: none). Not context: a resumed task starts them afresh.
   DenseMap<PHINode *, std::optional<unsigned>> CheckState;
+  // Values an Enter computes again from free values alone (arguments, the
+  // task's, other such values): right on every path through that Enter, a
+  // resume path into a loop nested in its loop too. For a point nested in
+  // that loop they are free: neither saved nor computed again in its own
+  // Enter and exit, whose second definitions would have become phis around
+  // the outer loop (3 more registers in the bench's persistent kernel, which
+  // cost it 2 of its 8 CTAs per SM).
+  DenseSet<const Instruction *> ResumeSafe;
+  // The Enter blocks of the loops around the point being placed.
+  SmallPtrSet<const BasicBlock *, 4> EnclosingEnters;
 
   Function *helper(StringRef Name) { return M.getFunction(Name); }
   // The iterations until point `PointIndex`'s first check, as the CTA's one value.
@@ -464,6 +474,9 @@ private:
   }
   bool isFree(const Value *V, const DominatorTree &DT) const;
   static bool isRebuildable(const Instruction &I);
+  // Moves the check state of the loops around `Point`'s loop to local memory
+  // across it; returns each state phi with its slot (Restore sets them).
+  SmallVector<std::pair<PHINode *, AllocaInst *>, 4> spillOuterCheckState(const YieldPoint &Point);
   // Counts the point's loop from 0 and makes `Index == Last` its exit test,
   // where ScalarEvolution knows the trip count and the latch is the loop's
   // only exit; else nothing changes and there is no count.
@@ -533,8 +546,66 @@ bool PointBuilder::isFree(const Value *V, const DominatorTree &DT) const {
   if (isa<Constant>(V) || isa<Argument>(V))
     return true;
   auto *I = dyn_cast<Instruction>(V);
+  if (I && ResumeSafe.contains(I) && EnclosingEnters.contains(I->getParent()))
+    return true;
   // The task loop's own values dominate the dispatch: there at resumption.
   return I && I->getParent() != Dispatch && DT.dominates(I->getParent(), Dispatch);
+}
+
+// The count-down and polled word of each point around this loop are live
+// through it but used only after it, and at this loop's check they would
+// hold two registers each beside its own state and the check's temporaries,
+// where the kernel's register count peaks: the bench's persistent kernel took
+// 34 registers with its item loop's and hash loop's points, 6 CTAs per SM
+// against its kernel's 8, 30 with the hash loop's alone. Each thread keeps
+// them in local memory across the loop instead: stored before it, loaded
+// after it, once per entry; a task resumed inside it stores them afresh in
+// its Restore (the outer points' state is not context). Only where every exit
+// of the loop leads out of it alone (where the loads go).
+SmallVector<std::pair<PHINode *, AllocaInst *>, 4> PointBuilder::spillOuterCheckState(const YieldPoint &Point) {
+  SmallVector<std::pair<PHINode *, AllocaInst *>, 4> Spilled;
+  if (Point.OuterHeaders.empty())
+    return Spilled;
+  SmallVector<BasicBlock *, 4> Exits;
+  Point.L->getExitBlocks(Exits);
+  for (BasicBlock *Exit : Exits)
+    for (BasicBlock *Pred : predecessors(Exit))
+      if (!Point.L->contains(Pred))
+        return Spilled;
+  // In block order (not CheckState's, a pointer hash): the same output every run.
+  SmallVector<PHINode *, 4> StatePhis;
+  for (BasicBlock *OuterHeader : Point.OuterHeaders)
+    for (PHINode &Phi : OuterHeader->phis())
+      if (CheckState.count(&Phi))
+        StatePhis.push_back(&Phi);
+  // Before the first instruction of each block as it is now: slots and loads in StatePhis' order.
+  BasicBlock::iterator SlotsAt = F.getEntryBlock().getFirstInsertionPt();
+  SmallVector<BasicBlock::iterator, 4> LoadsAt;
+  for (BasicBlock *Exit : Exits)
+    LoadsAt.push_back(Exit->getFirstInsertionPt());
+  for (PHINode *Phi : StatePhis) {
+    auto *Slot = new AllocaInst(Phi->getType(), DL.getAllocaAddrSpace(), Phi->getName() + ".spill", SlotsAt);
+    SSAUpdater Updater;
+    Updater.Initialize(Phi->getType(), Phi->getName());
+    Updater.AddAvailableValue(Phi->getParent(), Phi);
+    // Loaded from memory, the value is per-thread to ptxas, and a branch on
+    // it divergent: through redux.sync it is the CTA's one value again (the
+    // whole CTA leaves the loop together).
+    for (auto [Exit, LoadAt] : zip(Exits, LoadsAt)) {
+      IRBuilder<> AtExit(Exit, LoadAt);
+      Value *Loaded = AtExit.CreateLoad(Phi->getType(), Slot, true, Phi->getName() + ".after");
+      Updater.AddAvailableValue(Exit, warpUniform(AtExit, Loaded, DL));
+    }
+    SmallVector<Use *, 8> Uses;
+    for (Use &U : Phi->uses())
+      Uses.push_back(&U);
+    for (Use *U : Uses)
+      Updater.RewriteUseAfterInsertions(*U);
+    new StoreInst(Updater.GetValueAtEndOfBlock(Point.Preheader), Slot, true,
+                  Point.Preheader->getTerminator()->getIterator());
+    Spilled.push_back({Phi, Slot});
+  }
+  return Spilled;
 }
 
 bool PointBuilder::isRebuildable(const Instruction &I) {
@@ -667,6 +738,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Latch = Point.Latch, *Header = Point.Header;
   if (!isa<BranchInst>(Latch->getTerminator()))
     return "its back-edge is not a branch";
+  EnclosingEnters.clear();
+  for (BasicBlock *OuterHeader : Point.OuterHeaders)
+    if (BasicBlock *OuterEnter = EnterOf.lookup(OuterHeader))
+      EnclosingEnters.insert(OuterEnter);
   for (BasicBlock *Pred : predecessors(Header))
     if (Pred != Latch && Pred != Point.Preheader)
       return "its header has another predecessor";
@@ -676,6 +751,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // the uniform datapath and unrolls it; a second exit in the loop, the
   // count-down's, it did not (docs/intask.md). Without one, the count-down.
   std::optional<IterationCount> Count = countIterations(Point, SE);
+  SmallVector<std::pair<PHINode *, AllocaInst *>, 4> Spilled = spillOuterCheckState(Point);
   // The CTA leaves from the check, where the loop goes on to its header: what
   // is live there. A value is live if a use is reachable from there without
   // passing its definition again. Without strip-mining the check comes before
@@ -1101,6 +1177,11 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
             Operand.set(Build(Operand.get()));
         Copy->setMetadata(UniformMark, nullptr);
         Copy->insertBefore(Block->getTerminator()->getIterator());
+        if (Block == Enter && all_of(Copy->operands(), [&](Value *Operand) {
+              auto *FromCopy = dyn_cast<Instruction>(Operand);
+              return isa<BasicBlock>(Operand) || isFree(Operand, DT) || (FromCopy && ResumeSafe.contains(FromCopy));
+            }))
+          ResumeSafe.insert(Copy);
         Result = Copy;
       } else {
         PHINode *Phi = PHINode::Create(V->getType(), 2, V->getName() + ".merged", Block->begin());
@@ -1168,6 +1249,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     std::optional<unsigned> Index = CheckState.lookup(Phi);
     Rebuilt[Phi] = Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0);
     Live.push_back(Phi);
+  }
+  for (auto [Phi, Slot] : Spilled) {
+    std::optional<unsigned> Index = CheckState.lookup(Phi);
+    BeforeBranch.CreateStore(Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0), Slot, true);
   }
 
   // Every live value now has a second definition, in Restore.

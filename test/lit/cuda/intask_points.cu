@@ -44,6 +44,7 @@
 // RUN: %opt -passes=verify -disable-output %t.nested.ll
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-STEP --implicit-check-not=niter --implicit-check-not=preempt.intask.index
+// RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-SPILL
 
 // LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 1056], align 4
 // LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 2, i32 4, i32 16], align 4
@@ -359,6 +360,25 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // NESTED-STEP: %preempt.intask.is.last = icmp eq i32 %c.028, [[LAST]]
 // NESTED-STEP-NEXT: %preempt.intask.chunk.done = icmp eq i32 %c.028, %preempt.intask.chunk.last
 // NESTED-STEP: %preempt.intask.chunk.next = add i32 %preempt.intask.chunk.last, 2
+// The outer point's count-down and polled word are not live through the inner loop (they would
+// take registers at its check): each thread stores them before it and loads them after it, made
+// the CTA's one value again by redux.sync; a task resumed in the inner loop stores them afresh in
+// the inner point's restore (the first check's count, and no word read yet).
+// NESTED-SPILL: preempt.entry:
+// NESTED-SPILL-NEXT: %preempt.intask.remaining.spill = alloca i32
+// NESTED-SPILL-NEXT: %preempt.intask.evict.seen.spill = alloca i32
+// NESTED-SPILL: store volatile i32 %preempt.intask.remaining, ptr %preempt.intask.remaining.spill
+// NESTED-SPILL-NEXT: store volatile i32 %preempt.intask.evict.seen, ptr %preempt.intask.evict.seen.spill
+// NESTED-SPILL-NEXT: br label %for.body4.intask.enter
+// NESTED-SPILL: %preempt.intask.remaining.after = load volatile i32, ptr %preempt.intask.remaining.spill
+// NESTED-SPILL-NEXT: %preempt.intask.remaining.after.uniform = call i32 @llvm.nvvm.redux.sync.umax(i32 %preempt.intask.remaining.after, i32 -1)
+// NESTED-SPILL-NEXT: %preempt.intask.evict.seen.after = load volatile i32, ptr %preempt.intask.evict.seen.spill
+// NESTED-SPILL-NEXT: %preempt.intask.evict.seen.after.uniform = call i32 @llvm.nvvm.redux.sync.umax(i32 %preempt.intask.evict.seen.after, i32 -1)
+// NESTED-SPILL: for.body4.intask.restore:
+// NESTED-SPILL: [[FIRST:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
+// NESTED-SPILL-NEXT: [[FIRST_UNIFORM:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[FIRST]], i32 -1)
+// NESTED-SPILL-NEXT: store volatile i32 [[FIRST_UNIFORM]], ptr %preempt.intask.remaining.spill
+// NESTED-SPILL-NEXT: store volatile i32 0, ptr %preempt.intask.evict.seen.spill
 // NESTED: preempt.intask.dispatch:
 // NESTED: switch i32 %preempt.intask.resume.uniform, label %preempt.body [
 // NESTED-NEXT: i32 1, label %[[OUTER_RESTORE:[._a-z0-9]+]]
