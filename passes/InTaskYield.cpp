@@ -234,16 +234,19 @@ static std::optional<uint64_t> entryWork(const Loop &L, const LoopInfo &Loops, S
 }
 
 // Under -preempt-intask-nested=long, the nested loops of `Kernel` too short
-// per entry to need a point of their own, by header: their work per entry
-// and their bound on iterations. The default, 4096 IR instructions per
+// per entry to need a point of their own, by header. The default, 4096 IR instructions per
 // thread, is at most ~40 us on an H100 with 16 warps on each of an SM's four
 // schedulers (one instruction a cycle each, 1.7 GHz), and much less in
 // practice: ptxas folds address arithmetic into loads, and few kernels fill
 // every scheduler. The bench's gemm tile loop (16 steps of 77 IR
 // instructions, 1232) and the suite's nbody tile loop (128 steps of 29, 3712) get
 // none; a loop whose trip count is an argument always gets one.
-static DenseMap<const BasicBlock *, std::pair<uint64_t, uint64_t>> shortNestedLoops(Function &Kernel) {
-  DenseMap<const BasicBlock *, std::pair<uint64_t, uint64_t>> Short;
+struct ShortLoop {
+  uint64_t Work;       // IR instructions one entry runs at most, per thread
+  unsigned Iterations; // its constant bound on iterations
+};
+static DenseMap<const BasicBlock *, ShortLoop> shortNestedLoops(Function &Kernel) {
+  DenseMap<const BasicBlock *, ShortLoop> Short;
   if (InTaskNested != NestedPoints::Long)
     return Short;
   DominatorTree DT(Kernel);
@@ -293,7 +296,7 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
   // a point in a nested loop needs every loop around it to allow one too,
   // since a resumed task reaches it through their headers.
   SmallPtrSet<const Loop *, 8> Allowed;
-  DenseMap<const BasicBlock *, std::pair<uint64_t, uint64_t>> ShortNested = shortNestedLoops(Kernel);
+  DenseMap<const BasicBlock *, ShortLoop> ShortNested = shortNestedLoops(Kernel);
   for (Loop *L : Loops.getLoopsInPreorder()) {
     Ordinal++;
     std::string Why;
@@ -306,8 +309,8 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
     if (L->getParentLoop() && InTaskNested == NestedPoints::Off)
       Why = "it is nested in another loop";
     else if (auto Found = ShortNested.find(Header); L->getParentLoop() && Found != ShortNested.end())
-      Why = "it is nested in another loop and one entry runs at most " + std::to_string(Found->second.first) +
-            " instructions (" + std::to_string(Found->second.second) +
+      Why = "it is nested in another loop and one entry runs at most " + std::to_string(Found->second.Work) +
+            " instructions (" + std::to_string(Found->second.Iterations) +
             " iterations); the point of the loop around it comes soon after";
     else if (L->getParentLoop() && !Allowed.contains(L->getParentLoop()))
       Why = "the loop around it could not take one";
@@ -1245,15 +1248,16 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // The outer points' check state, where this point's context would hold
   // it, starts afresh instead.
   IRBuilder<> BeforeBranch(Branch);
-  for (PHINode *Phi : LiveCheckState) {
+  auto Afresh = [&](PHINode *Phi) -> Value * {
     std::optional<unsigned> Index = CheckState.lookup(Phi);
-    Rebuilt[Phi] = Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0);
+    return Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0);
+  };
+  for (PHINode *Phi : LiveCheckState) {
+    Rebuilt[Phi] = Afresh(Phi);
     Live.push_back(Phi);
   }
-  for (auto [Phi, Slot] : Spilled) {
-    std::optional<unsigned> Index = CheckState.lookup(Phi);
-    BeforeBranch.CreateStore(Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0), Slot, true);
-  }
+  for (auto [Phi, Slot] : Spilled)
+    BeforeBranch.CreateStore(Afresh(Phi), Slot, true);
 
   // Every live value now has a second definition, in Restore.
   DispatchSwitch->addCase(Builder.getInt32(Point.Number), Entry);

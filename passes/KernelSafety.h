@@ -21,8 +21,8 @@ llvm::SetVector<llvm::Function *> reachableFunctions(llvm::Function &Kernel);
 // A copy of `Kernel` for UniformityAnalysis: block-level registers become
 // parameters (NVPTX's TTI takes every register read for divergent), calls of
 // element-wise intrinsics (min, max, abs, ...) become instructions uniform
-// when their operands are, allocas are promoted, and with `MemoryDivergent` every value read from memory comes
-// from an opaque (divergent) call. Control flow is unchanged: `Map` maps
+// when their operands are, allocas are promoted, and with `MemoryDivergent`
+// every value read from memory comes from an opaque (divergent) call. Control flow is unchanged: `Map` maps
 // blocks and values 1:1. Remove it with eraseUniformityScratch.
 llvm::Function *makeUniformityScratch(llvm::Function &Kernel, GpuTarget Target, llvm::ValueToValueMapTy &Map,
                                       bool MemoryDivergent);
