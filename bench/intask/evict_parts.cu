@@ -4,7 +4,7 @@
 //           memory) -> CTA 0 sees it and writes back to host-mapped memory, which the host spins on;
 //   exit:   the CTAs leave -> the host sees the grid's end event complete (cudaEventQuery in a loop).
 // Usage: evict_parts [TRIALS] (default 50). One JSON line: per leg, median/p99/min/max in microseconds.
-#include <cuda.h>
+#include <cuda.h> // CUresult and the stream-write flags only: the driver call is looked up, not linked
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,6 +52,19 @@ static std::string stats(const char *name, std::vector<double> values) {
   return text;
 }
 
+// cuStreamWriteValue32, the call the runtime's eviction makes (gpu_cuda.c), through the runtime's entry-point lookup.
+typedef CUresult (*StreamWriteValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static StreamWriteValue32 stream_write_value32(void) {
+  void *function = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &function, 12040, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || !function) {
+    std::fprintf(stderr, "evict_parts: the driver has no cuStreamWriteValue32\n");
+    std::exit(2);
+  }
+  return (StreamWriteValue32)function;
+}
+
 int main(int argc, char **argv) {
   const int trials = argc > 1 ? std::max(1, std::atoi(argv[1])) : 50;
   cudaDeviceProp props;
@@ -73,6 +86,7 @@ int main(int argc, char **argv) {
   cudaEvent_t done;
   CHECK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   const unsigned ctas = (unsigned)props.multiProcessorCount;
+  const StreamWriteValue32 write_value = stream_write_value32();
   std::vector<double> call[2], seen[2], exit_leg[2], total[2];
   volatile unsigned *seen_word = host_seen;
   unsigned trial = 0;
@@ -87,7 +101,7 @@ int main(int argc, char **argv) {
       if (mapped) {
         __atomic_store_n(host_stop, trial, __ATOMIC_RELEASE);
       } else {
-        CUresult result = cuStreamWriteValue32(control_stream, (CUdeviceptr)device_stop, trial, 0);
+        CUresult result = write_value((CUstream)control_stream, (CUdeviceptr)device_stop, trial, 0);
         if (result != CUDA_SUCCESS) {
           std::fprintf(stderr, "evict_parts: cuStreamWriteValue32 failed: %d\n", (int)result);
           return 2;

@@ -396,6 +396,10 @@ struct EvictionLog {
   int evicted = 0;              // of them, reached EVICTED (else the launch finished first: DONE)
   std::vector<double> latency;  // request returned -> EVICTED or DONE, us
   std::vector<double> since_resume; // for each request: us since the launch (re)started running (launch or resume)
+  // For each request: the longest step of the host's wait, one preempt_query call and the loop around it, us. A
+  // slow eviction with a long step spent that time on the host (the runtime's lock, the thread descheduled), not
+  // waiting for the GPU.
+  std::vector<double> longest_step;
 };
 
 // Evicts `launch` (every SM) at random moments `gap` apart until it finishes or `limit` requests landed; after each,
@@ -417,14 +421,19 @@ static void evict_until_done(preempt_launch_id launch, std::mt19937 &random, Evi
       return; // finished meanwhile
     auto start = Clock::now();
     log.since_resume.push_back(std::chrono::duration<double, std::micro>(start - running_since).count());
+    double longest_step = 0, step_start = 0;
     do {
       CHECK_PREEMPT(preempt_query(launch, &state));
-      if (since_us(start) > 10e6) {
+      const double now_us = since_us(start);
+      longest_step = std::max(longest_step, now_us - step_start);
+      step_start = now_us;
+      if (now_us > 10e6) {
         std::fprintf(stderr, "intask_bench: launch not evicted 10 s after the request (state %d)\n", (int)state);
         std::exit(2);
       }
     } while (state != PREEMPT_LAUNCH_EVICTED && state != PREEMPT_LAUNCH_DONE);
     log.latency.push_back(since_us(start));
+    log.longest_step.push_back(longest_step);
     log.requests++;
     landed++;
     if (state == PREEMPT_LAUNCH_DONE)
@@ -542,12 +551,14 @@ static int mode_latency(const std::string &kernel, int wanted) {
     evict_until_done(last_launch_or_exit(p), random, log, wanted - log.requests);
     CHECK_CUDA(cudaStreamSynchronize(stream));
   }
-  // since_resume: unsorted, in request order like latency's samples (do slow evictions follow a resume closely?).
+  // since_resume and longest_step: unsorted, in request order like latency's samples (do slow evictions follow a
+  // resume closely? did the host spend them?).
   std::printf("%s, \"seed\": %u, \"launches\": %d, \"evictions\": %d, \"evicted\": %d, \"done_first\": %d, "
-              "\"intask_env\": \"%s\", %s, \"since_resume_us\": %s}\n",
+              "\"intask_env\": \"%s\", %s, \"since_resume_us\": %s, \"longest_step_us\": %s}\n",
               head_json("latency", &p).c_str(), seed, launches, log.requests, log.evicted,
               log.requests - log.evicted, std::getenv("PREEMPT_INTASK") ? std::getenv("PREEMPT_INTASK") : "",
-              stats_json("latency", log.latency).c_str(), samples_json(log.since_resume).c_str());
+              stats_json("latency", log.latency).c_str(), samples_json(log.since_resume).c_str(),
+              samples_json(log.longest_step).c_str());
   return log.requests >= wanted ? 0 : 1;
 #endif
 }
