@@ -114,8 +114,6 @@ clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_nested"' -I"$roo
   2> "$out/remarks/intask_bench_nested.txt"
 # redux.sync over the whole warp in partial warps, which the in-task variants' warpUniform relies on.
 clang++-22 "${flags[@]}" "$root/bench/intask/partial_warp.cu" -o "$out/original/partial_warp" "${libs[@]}"
-# The fixed part of an eviction's latency, leg by leg (no runtime: plain CUDA).
-clang++-22 "${flags[@]}" "$root/bench/intask/evict_parts.cu" -o "$out/original/evict_parts" "${libs[@]}"
 # ... and with every point counting down (-preempt-intask-strip-mine=0): what strip-mining gains, in the same run.
 mkdir -p "$out/preempt_countdown"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_countdown"' -I"$root/runtime-host/include" \
