@@ -18,6 +18,7 @@
 #include "GpuTarget.h"
 #include "KernelCopy.h"
 #include "KernelSafety.h"
+#include "WarpUniform.h"
 
 #include "preempt/control_block.h"
 
@@ -240,8 +241,14 @@ void addDrainForm(Function &Kernel) {
   Builder.SetInsertPoint(GateAt);
   Value *Bit = Builder.CreateTrunc(Builder.CreateLShr(Seen, Builder.CreateURem(Sm, Builder.getInt32(32))),
                                    Builder.getInt1Ty(), "preempt.yields");
-  Value *Yields = Builder.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_red_or_aligned_all, ArrayRef<Type *>{},
-                                          {Builder.getInt32(0), Bit}, nullptr, "preempt.block.yields");
+  // Through redux.sync: ptxas takes a barrier reduction's result for
+  // per-thread, and after a branch on it that leaves the kernel it kept
+  // nothing of the body on the uniform datapath (the bench's gemm: 60
+  // registers against its kernel's 48, 4 CTAs per SM against 5).
+  Value *Yields = warpUniform(Builder,
+                              Builder.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_red_or_aligned_all, ArrayRef<Type *>{},
+                                                      {Builder.getInt32(0), Bit}, nullptr, "preempt.block.yields"),
+                              M.getDataLayout());
   BasicBlock *Before = GateAt->getParent();
   BasicBlock *Rest = Before->splitBasicBlock(GateAt->getIterator(), "preempt.drain.run");
   if (FirstBarrier)

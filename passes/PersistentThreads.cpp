@@ -25,6 +25,7 @@
 #include "InTaskYield.h"
 #include "KernelCopy.h"
 #include "KernelSafety.h"
+#include "WarpUniform.h"
 
 #include "preempt/control_block.h"
 
@@ -277,6 +278,12 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop, Ta
   BasicBlock *Exit = BasicBlock::Create(Context, "preempt.exit", &Kernel);
 
   IRBuilder<> Builder(Entry);
+  // What thread 0 publishes in the slot, read by every thread after the
+  // barrier, goes through redux.sync: read from shared memory it looks
+  // per-thread to ptxas, and so did the branch to the exit on it, after which
+  // ptxas kept nothing of the body on the uniform datapath (the form's
+  // registers against the kernel's: docs/persistent-threads.md).
+  auto Uniform = [&](Value *V) { return warpUniform(Builder, V, M.getDataLayout()); };
   Value *FirstTask =
       Builder.CreateCall(helperFunction(M, helper::KernelBegin),
                          {Control, Kernel.getArg(FirstExtra + 1), Kernel.getArg(FirstExtra + 2),
@@ -300,14 +307,14 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop, Ta
   PHINode *LocalTask = nullptr, *LocalEnd = nullptr, *LastIndex[3] = {};
   Value *CurrentTask = nullptr, *CurrentEnd = nullptr, *BatchStart = nullptr;
   if (Loop == TaskLoop::PerTaskEndBarrier) {
-    Value *HasTask = Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control, Task, Slot});
+    Value *HasTask = Uniform(Builder.CreateCall(helperFunction(M, helper::TaskBegin), {Control, Task, Slot}));
     Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), TaskStart,
                          Exit);
     // Every thread reads its block index right after the barrier, before
     // thread 0 can rewrite it for the next task.
     Builder.SetInsertPoint(TaskStart);
     for (StringRef Name : helper::TaskBlockIndex)
-      BlockIndex.push_back(Builder.CreateCall(helperFunction(M, Name), {Slot}));
+      BlockIndex.push_back(Uniform(Builder.CreateCall(helperFunction(M, Name), {Slot})));
   } else {
     Type *Int32 = Builder.getInt32Ty();
     LocalTask = Builder.CreatePHI(Int32, 2, "preempt.local.task");
@@ -324,14 +331,14 @@ static SmallVector<Value *, 3> buildTaskLoop(Function &Kernel, TaskLoop Loop, Ta
     Builder.CreateCondBr(Builder.CreateICmpUGE(LocalTask, LocalEnd, "preempt.batch.done"), Refill, Step);
 
     Builder.SetInsertPoint(Refill);
-    Value *HasTask = Builder.CreateCall(helperFunction(M, helper::BatchBegin), {Control, Task, Slot});
+    Value *HasTask = Uniform(Builder.CreateCall(helperFunction(M, helper::BatchBegin), {Control, Task, Slot}));
     Builder.CreateCondBr(Builder.CreateICmpNE(HasTask, Constant::getNullValue(HasTask->getType())), Refilled, Exit);
     Builder.SetInsertPoint(Refilled);
     Value *Published[3];
     for (unsigned Axis = 0; Axis < 3; Axis++)
-      Published[Axis] = Builder.CreateCall(helperFunction(M, helper::TaskBlockIndex[Axis]), {Slot});
-    Value *First = Builder.CreateCall(helperFunction(M, helper::BatchFirst), {Slot});
-    Value *End = Builder.CreateCall(helperFunction(M, helper::BatchEnd), {Slot});
+      Published[Axis] = Uniform(Builder.CreateCall(helperFunction(M, helper::TaskBlockIndex[Axis]), {Slot}));
+    Value *First = Uniform(Builder.CreateCall(helperFunction(M, helper::BatchFirst), {Slot}));
+    Value *End = Uniform(Builder.CreateCall(helperFunction(M, helper::BatchEnd), {Slot}));
     Value *RefilledSlot = Builder.CreateXor(Slot, Builder.getInt32(1)); // the next batch's slot
     Value *ResumeRead = InTask ? Builder.CreateCall(helperFunction(M, helper::InTaskResumePoint), {Slot}) : nullptr;
     Builder.CreateBr(TaskStart);

@@ -10,7 +10,9 @@
 // request landing on the device and the device's answer reaching the host;
 // and, to tell the request's path from the answer's, the same spinner asked
 // (4) by a plain host store to a mapped host word it polls, no stream
-// operation at all, and (5) by a 4-byte cudaMemcpyAsync on the urgent stream.
+// operation at all, and (5) by a 4-byte cudaMemcpyAsync on the urgent stream;
+// and (6) an empty kernel followed by a stream write to a mapped host word
+// that the host polls: a grid's end seen without a driver call (against 2).
 // Prints one JSON object (medians and p99 in us).
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -73,7 +75,7 @@ int main() {
   auto measure = [&](int kind) {
     std::vector<double> latencies;
     for (int sample = 0; sample < samples; sample++) {
-      bool spins = kind >= 2;
+      bool spins = kind >= 2 && kind <= 4;
       if (spins) {
         // The spinner waits on the device before the clock starts.
         answer_when_asked<<<1, 1, 0, spinner>>>(kind == 3 ? request_device : word, answer_device, value + 1);
@@ -93,8 +95,13 @@ int main() {
         }
       } else {
         empty_kernel<<<1, 1, 0, urgent>>>();
+        if (kind == 5 && write_value(urgent, (CUdeviceptr)answer_device, value, CU_STREAM_WRITE_VALUE_DEFAULT) !=
+                             CUDA_SUCCESS) {
+          std::fprintf(stderr, "latency_floor: cuStreamWriteValue32 to mapped host memory failed\n");
+          std::exit(2);
+        }
       }
-      if (spins) {
+      if (spins || kind == 5) {
         while (*(volatile unsigned *)answer_host != value && since_us(start) < 1e6) {
         }
       } else {
@@ -110,12 +117,12 @@ int main() {
     return stats(latencies);
   };
   const char *names[] = {"write_then_event", "empty_kernel_then_event", "write_seen_by_device_answer_seen_by_host",
-                         "host_store_seen_by_device_answer_seen_by_host", "copy_seen_by_device_answer_seen_by_host"};
+                         "host_store_seen_by_device_answer_seen_by_host", "copy_seen_by_device_answer_seen_by_host", "empty_kernel_then_host_word"};
   std::string report = "{\"samples\": " + std::to_string(samples);
   for (int loaded = 0; loaded < 2; loaded++) {
     if (loaded) // every SM busy for about a second: 7 of its 8 block slots of 256 threads, room left for the probes
       busy_kernel<<<132 * 7, 256, 0, busy>>>(sink, 400000000u);
-    for (int kind = 0; kind < 5; kind++)
+    for (int kind = 0; kind < 6; kind++)
       report += ", " + json((std::string(loaded ? "busy_" : "idle_") + names[kind]).c_str(), measure(kind));
   }
   CHECK_CUDA(cudaDeviceSynchronize());

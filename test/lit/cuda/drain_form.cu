@@ -27,7 +27,12 @@
 // CHECK: getelementptr i8, ptr %preempt.control, i64 64
 // CHECK: load atomic i32, ptr %{{.*}} syncscope("device") monotonic
 // CHECK: %preempt.block.yields = call i1 @llvm.nvvm.barrier.cta.red.or.aligned.all(i32 0, i1 %preempt.yields)
-// CHECK-NEXT: br i1 %preempt.block.yields, label %preempt.drain.leave, label %preempt.drain.run
+// The branch takes the OR through redux.sync over the whole warp: on the barrier's own result ptxas
+// kept nothing of the body on its uniform datapath (DrainForm.cpp).
+// CHECK-NEXT: [[WIDE:%.*]] = zext i1 %preempt.block.yields to i32
+// CHECK-NEXT: [[REDUCED:%.*]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[WIDE]], i32 -1)
+// CHECK-NEXT: %preempt.block.yields.uniform = trunc i32 [[REDUCED]] to i1
+// CHECK-NEXT: br i1 %preempt.block.yields.uniform, label %preempt.drain.leave, label %preempt.drain.run
 // CHECK-NOT: llvm.nvvm.barrier.cta.sync
 // CHECK: preempt.drain.record:
 // CHECK: getelementptr i8, ptr %preempt.control, i64 56
