@@ -31,9 +31,9 @@
 // IR-NEXT: br i1 %preempt.batch.done, label %preempt.batch, label %preempt.batch.step
 // IR: preempt.batch:
 // IR: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
-// What thread 0 published, and whether there is a batch, reach every thread through redux.sync over the whole
-// warp, so that ptxas sees them uniform (PersistentThreads.cpp says why): the branch out too.
-// IR: %{{.*}} = call i32 @llvm.nvvm.redux.sync.umax(i32 %{{.*}}, i32 -1)
+// The block index and the batch thread 0 published reach every thread through redux.sync over the whole warp,
+// so that ptxas sees them uniform (PersistentThreads.cpp says why); whether there is a batch does not.
+// IR-NOT: redux.sync
 // IR: br i1 %{{.*}}, label %preempt.batch.start, label %preempt.exit
 // IR: preempt.batch.start:
 // IR-COUNT-5: call i32 @llvm.nvvm.redux.sync.umax(i32 %{{.*}}, i32 -1)
