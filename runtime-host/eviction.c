@@ -382,26 +382,16 @@ preempt_status preempt_resume(preempt_launch_id launch) {
 }
 
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
-  if (!record->in_flight)
+  if (!record->in_flight || preempt_launch_finished(record, gpu))
     return PREEMPT_LAUNCH_DONE;
-  if (preempt_launch_suspended(record) && mask_is_full(record->yield_mask)) {
-    /* Evicted from every SM: EVICTED once every CTA is gone, the relaunches'
-     * and the first wave's (none for a launch preemptd held before its first
-     * run), unless every task had finished. Their end events first: while
-     * evicting, a poll then costs one event query, not two or three (each
-     * about 3 us on the H100; a poll's length adds to the eviction latency
-     * the host sees, docs/intask.md). The order changes no answer: the launch
-     * finishes only after both (done_event follows the first wave on its
-     * stream and the relaunch's publisher on the resume stream, which
-     * records relaunch_done_event first). */
-    if ((record->resumed && gpu->event_query(record->relaunch_done_event) != 0) ||
-        gpu->event_query(record->wave_done_event) != 0)
-      return PREEMPT_LAUNCH_EVICTING;
-    return preempt_launch_finished(record, gpu) ? PREEMPT_LAUNCH_DONE : PREEMPT_LAUNCH_EVICTED;
-  }
-  if (preempt_launch_finished(record, gpu))
-    return PREEMPT_LAUNCH_DONE;
-  return preempt_launch_suspended(record) ? PREEMPT_LAUNCH_EVICTING : PREEMPT_LAUNCH_RUNNING;
+  if (!preempt_launch_suspended(record))
+    return PREEMPT_LAUNCH_RUNNING;
+  /* Evicted from every SM, and every CTA gone: the first wave's (none for a
+   * launch preemptd held before its first run) and the relaunches'. */
+  if (mask_is_full(record->yield_mask) && gpu->event_query(record->wave_done_event) == 0 &&
+      (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0))
+    return PREEMPT_LAUNCH_EVICTED;
+  return PREEMPT_LAUNCH_EVICTING;
 }
 
 preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state) {
