@@ -191,7 +191,7 @@ static std::optional<uint64_t> entryWork(const Loop &L, const LoopInfo &Loops, S
   return SaturatingMultiply(Trips, Body);
 }
 
-// Under -preempt-intask-nested=long, the nested loops of `Kernel` too short
+// Under -preempt-intask-nested=long, the nested loops of a kernel too short
 // per entry to need a point of their own, by header. The default, 4096 IR instructions per
 // thread, is at most ~40 us on an H100 with 16 warps on each of an SM's four
 // schedulers (one instruction a cycle each, 1.7 GHz), and much less in
@@ -203,16 +203,10 @@ struct ShortLoop {
   uint64_t Work;       // IR instructions one entry runs at most, per thread
   unsigned Iterations; // its constant bound on iterations
 };
-static DenseMap<const BasicBlock *, ShortLoop> shortNestedLoops(Function &Kernel) {
+static DenseMap<const BasicBlock *, ShortLoop> shortNestedLoops(const LoopInfo &Loops, ScalarEvolution &SE) {
   DenseMap<const BasicBlock *, ShortLoop> Short;
   if (InTaskNested != NestedPoints::Long)
     return Short;
-  DominatorTree DT(Kernel);
-  LoopInfo Loops(DT);
-  TargetLibraryInfoImpl LibraryInfo(Kernel.getParent()->getTargetTriple());
-  TargetLibraryInfo Libraries(LibraryInfo, &Kernel);
-  AssumptionCache Assumptions(Kernel);
-  ScalarEvolution SE(Kernel, Libraries, Assumptions, DT, Loops);
   for (Loop *L : Loops.getLoopsInPreorder()) {
     if (!L->getParentLoop())
       continue;
@@ -254,7 +248,8 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
   // a point in a nested loop needs every loop around it to allow one too,
   // since a resumed task reaches it through their headers.
   SmallPtrSet<const Loop *, 8> Allowed;
-  DenseMap<const BasicBlock *, ShortLoop> ShortNested = shortNestedLoops(Kernel);
+  DenseMap<const BasicBlock *, ShortLoop> ShortNested =
+      shortNestedLoops(Loops, FAM.getResult<ScalarEvolutionAnalysis>(Kernel));
   for (Loop *L : Loops.getLoopsInPreorder()) {
     Ordinal++;
     std::string Why;
@@ -328,6 +323,7 @@ Function *makeInTaskVariant(Function &Kernel, FunctionAnalysisManager &FAM) {
   if (!Variant)
     return nullptr;
   if (markInTaskCandidates(*Variant, FAM, Kernel.getName()) == 0) {
+    FAM.clear(*Variant, Variant->getName()); // its cached analyses go with it
     eraseInTaskVariant(*Variant);
     return nullptr;
   }
