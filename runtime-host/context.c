@@ -95,6 +95,11 @@ static void configure(preempt_runtime *runtime) {
   preempt_intask_configure(runtime, getenv("PREEMPT_INTASK"), period_us);
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
+  /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */
+  const char *time_evictions = getenv("PREEMPT_TIME_EVICTIONS");
+  runtime->time_evictions = time_evictions && strcmp(time_evictions, "1") == 0;
+  if (time_evictions && *time_evictions && strcmp(time_evictions, "0") != 0 && !runtime->time_evictions)
+    preempt_report("PREEMPT_TIME_EVICTIONS='%s' is neither '1' nor '0': evictions are not timed", time_evictions);
   const char *stress = getenv("PREEMPT_STRESS");
   runtime->stress.enabled = stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0);
   runtime->stress.verbose = stress && strcmp(stress, "2") == 0;
@@ -153,7 +158,8 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
     int status = gpu->sm_count(device, &state->sm_count);
     if (status != 0)
       return preempt_report_gpu(gpu, status, "reading the SM count", NULL);
-    status = preempt_control_pool_init(&state->control_pool, gpu, PREEMPT_CONTROL_POOL_CAPACITY);
+    status = preempt_control_pool_init(&state->control_pool, gpu, PREEMPT_CONTROL_POOL_CAPACITY,
+                                       runtime->time_evictions);
     if (status == -1) {
       preempt_report("out of host memory for the control-block pool");
       return gpu->out_of_memory;

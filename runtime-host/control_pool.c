@@ -6,22 +6,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Every event of a record, and whether it is timed: one list for creating
- * and destroying them alike. Timed only where a launch is sampled (a timed
- * record costs the stream ~1.4 us on the H100, control_pool.h). */
+/* Every event of a record, and when it is timed: one list for creating and
+ * destroying them alike. Timed only where a launch is sampled (a timed record
+ * costs the stream ~1.4 us on the H100, control_pool.h), or, with
+ * PREEMPT_TIME_EVICTIONS=1, where an eviction's GPU time starts or ends
+ * (eviction_time.c). */
+enum event_timing {
+  UNTIMED,
+  TIMED,
+  TIMED_WHEN_TIMING_EVICTIONS,
+  ONLY_WHEN_TIMING_EVICTIONS, /* timed; not created otherwise */
+};
 static const struct {
   size_t offset;
-  int timed;
+  enum event_timing timing;
 } record_events[] = {
-    {offsetof(preempt_launch_record, wave_done_event), 0},
-    {offsetof(preempt_launch_record, done_event), 0},
-    {offsetof(preempt_launch_record, resume_event), 1}, /* ends a held launch's sample */
-    {offsetof(preempt_launch_record, relaunch_done_event), 0},
-    {offsetof(preempt_launch_record, ready_event), 0},
-    {offsetof(preempt_launch_record, relaunch_start_event), 1}, /* starts a held launch's sample */
-    {offsetof(preempt_launch_record, sample_start_event), 1},   /* a first wave's sample */
-    {offsetof(preempt_launch_record, sample_end_event), 1},
-    {offsetof(preempt_launch_record, quota_refresh_event), 0},
+    {offsetof(preempt_launch_record, wave_done_event), TIMED_WHEN_TIMING_EVICTIONS},
+    {offsetof(preempt_launch_record, done_event), UNTIMED},
+    {offsetof(preempt_launch_record, resume_event), TIMED}, /* ends a held launch's sample */
+    {offsetof(preempt_launch_record, relaunch_done_event), TIMED_WHEN_TIMING_EVICTIONS},
+    {offsetof(preempt_launch_record, ready_event), UNTIMED},
+    {offsetof(preempt_launch_record, relaunch_start_event), TIMED}, /* starts a held launch's sample */
+    {offsetof(preempt_launch_record, sample_start_event), TIMED},   /* a first wave's sample */
+    {offsetof(preempt_launch_record, sample_end_event), TIMED},
+    {offsetof(preempt_launch_record, quota_refresh_event), UNTIMED},
+    {offsetof(preempt_launch_record, evict_request_event), ONLY_WHEN_TIMING_EVICTIONS},
 };
 #define RECORD_EVENTS (sizeof record_events / sizeof record_events[0])
 
@@ -40,17 +49,23 @@ static void destroy_events(preempt_launch_record *record, const preempt_gpu_ops 
 }
 
 /* All or none: a slot is known to have its events by its first one. */
-static int create_events(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
+static int create_events(preempt_launch_record *record, const preempt_gpu_ops *gpu, int time_evictions) {
   int status = 0;
-  for (size_t index = 0; status == 0 && index < RECORD_EVENTS; index++)
-    status = gpu->event_create(record_event(record, index), record_events[index].timed);
+  for (size_t index = 0; status == 0 && index < RECORD_EVENTS; index++) {
+    enum event_timing timing = record_events[index].timing;
+    if (timing == ONLY_WHEN_TIMING_EVICTIONS && !time_evictions)
+      continue;
+    status = gpu->event_create(record_event(record, index), timing == TIMED || (timing != UNTIMED && time_evictions));
+  }
   if (status != 0)
     destroy_events(record, gpu);
   return status;
 }
 
-int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity) {
+int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity,
+                              int time_evictions) {
   memset(pool, 0, sizeof *pool);
+  pool->time_evictions = time_evictions;
   size_t bytes = (size_t)capacity * sizeof(preempt_control_block);
   int status = gpu->device_alloc((void **)&pool->device_blocks, bytes);
   if (status == 0)
@@ -109,7 +124,7 @@ int preempt_launch_suspended(const preempt_launch_record *record) {
 static int take(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t candidate, uint32_t *slot) {
   preempt_launch_record *record = &pool->records[candidate];
   if (!record->wave_done_event) {
-    int status = create_events(record, gpu);
+    int status = create_events(record, gpu, pool->time_evictions);
     if (status != 0)
       return status;
   }

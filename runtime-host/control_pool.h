@@ -48,6 +48,11 @@ typedef struct preempt_launch_record {
    * publisher kernel behind it, whose launch would add to every eviction's
    * latency as the host sees it. */
   void *relaunch_done_event;
+  /* PREEMPT_TIME_EVICTIONS=1 only (eviction_time.c; else NULL): timed, on the
+   * control stream right after the words of the eviction that made the mask
+   * full; wave_done_event and relaunch_done_event are then timed too. */
+  void *evict_request_event;
+  int evict_request_recorded; /* since the launch's last resume */
   /* Before the first wave, on the application's stream: the work queued
    * ahead of the launch is done. Relaunches wait for it (they run on another
    * stream). */
@@ -116,6 +121,7 @@ typedef struct preempt_control_pool {
    * of it is busy; their events exist, the others' not yet. */
   uint32_t in_use;
   uint32_t next_slot;
+  int time_evictions; /* PREEMPT_TIME_EVICTIONS=1: records' eviction events are timed (control_pool.c) */
   /* Bitmaps and context rings outgrown by a larger launch, freed with the
    * pool: a free now may wait for the whole device, evicted launches' held
    * streams too. */
@@ -126,7 +132,8 @@ typedef struct preempt_control_pool {
 /* All return the GPU API's code (0 = success; -1: host out of memory). */
 #define PREEMPT_POOL_FIRST_SLOTS 64u
 
-int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity);
+int preempt_control_pool_init(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t capacity,
+                              int time_evictions);
 void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_ops *gpu);
 
 /* Whether a record's launch has finished: every task done and every CTA gone. */

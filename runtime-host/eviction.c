@@ -56,6 +56,8 @@ static int write_yield_mask(const preempt_gpu_ops *gpu, preempt_device_state *de
   }
   if (first < 0)
     return 0;
+  if (!mask_is_full(wanted))
+    record->evict_request_recorded = 0; /* a later full eviction is timed afresh */
   preempt_control_block *control = record->control;
   int status = gpu->stream_write_words(device->control_stream, &control->yield_mask[first], &wanted[first],
                                        (uint32_t)(last - first + 1));
@@ -148,9 +150,14 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
     preempt_report_gpu(gpu, status, "asking the launch's CTAs to save their in-task contexts", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
+  int becomes_full = mask_is_full(wanted) && !mask_is_full(record->yield_mask);
   status = write_yield_mask(gpu, device, record, wanted);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
+    return PREEMPT_ERROR_GPU;
+  }
+  if (becomes_full && (status = preempt_eviction_time_start(gpu, device, record)) != 0) {
+    preempt_report_gpu(gpu, status, "marking the eviction's start (PREEMPT_TIME_EVICTIONS)", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
   record->time_first_relaunch = 0; /* CTAs leave early: their timing says nothing about tasks */

@@ -320,6 +320,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->relaunched = 0;
   memset(record->yield_mask, 0, sizeof record->yield_mask);
   record->resumed = 0;
+  record->evict_request_recorded = 0;
   record->daemon_stub = 0;
   record->daemon_evicted = 0;
   record->held_unstarted = 0;

@@ -165,6 +165,7 @@ typedef struct preempt_runtime {
   preempt_intask_mode intask_mode; /* PREEMPT_INTASK (intask.c) */
   uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
+  int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
@@ -256,6 +257,11 @@ int preempt_quota_before_resume(const preempt_gpu_ops *gpu, preempt_device_state
 /* A relaunch about to be enqueued on `resume_stream`: a raise's writes first (quota.c). */
 int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *resume_stream);
 /* Where a launch is (preempt_query's answer for a record). Context locked. */
+/* PREEMPT_TIME_EVICTIONS=1 (eviction_time.c): marks on the control stream where the eviction that made the launch's
+ * mask full has written its words; nothing without the variable. Returns the GPU API's code. Context locked. */
+int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                preempt_launch_record *record);
+
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (DESIGN.md's hardware-queue trap). */

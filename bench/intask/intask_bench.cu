@@ -9,7 +9,9 @@
 //          again, each launch evicted (preempt_evict(launch, NULL)) and resumed at random moments 0.2-3 ms apart
 //          until N_EVICTIONS landed, and compares every launch's output with REF_FILE.
 //        intask_bench latency KERNEL [M]    (plugin build: M=30 evictions at random moments; request returned ->
-//                                            preempt_query says EVICTED, or DONE when the launch ended first)
+//                                            preempt_query says EVICTED, or DONE when the launch ended first;
+//                                            with PREEMPT_TIME_EVICTIONS=1 also gpu_latency, each eviction on the
+//                                            GPU's clock: preempt_get_eviction_time)
 //        intask_bench time KERNEL           (median of 7 launches after a warm-up, never evicted)
 //        intask_bench long SECONDS READY_FILE STOP_FILE   (the persistent kernel with ~19 ms blocks, back to back)
 //        intask_bench short TRIALS READY_FILE             (a short kernel on a high-priority stream, arriving at
@@ -400,7 +402,15 @@ struct EvictionLog {
   // slow eviction with a long step spent that time on the host (the runtime's lock, the thread descheduled), not
   // waiting for the GPU.
   std::vector<double> longest_step;
+  // PREEMPT_TIME_EVICTIONS=1 only: each eviction (EVICTED, not DONE) on the GPU's clock, us: from the runtime's event
+  // after the eviction's words to the end of the launch's last grid (preempt_get_eviction_time).
+  std::vector<double> gpu_latency;
 };
+
+static bool timing_evictions() {
+  const char *text = std::getenv("PREEMPT_TIME_EVICTIONS");
+  return text && std::string(text) == "1";
+}
 
 // Evicts `launch` (every SM) at random moments `gap` apart until it finishes or `limit` requests landed; after each,
 // waits for EVICTED (or DONE) and resumes. Exits on any error or an eviction longer than 10 s.
@@ -439,6 +449,11 @@ static void evict_until_done(preempt_launch_id launch, std::mt19937 &random, Evi
     if (state == PREEMPT_LAUNCH_DONE)
       return;
     log.evicted++;
+    if (timing_evictions()) {
+      double gpu_us = 0;
+      CHECK_PREEMPT(preempt_get_eviction_time(launch, &gpu_us));
+      log.gpu_latency.push_back(gpu_us);
+    }
     CHECK_PREEMPT_LIVE(preempt_resume(launch));
     running_since = Clock::now();
   }
@@ -554,10 +569,11 @@ static int mode_latency(const std::string &kernel, int wanted) {
   // since_resume and longest_step: unsorted, in request order like latency's samples (do slow evictions follow a
   // resume closely? did the host spend them?).
   std::printf("%s, \"seed\": %u, \"launches\": %d, \"evictions\": %d, \"evicted\": %d, \"done_first\": %d, "
-              "\"intask_env\": \"%s\", %s, \"since_resume_us\": %s, \"longest_step_us\": %s}\n",
+              "\"intask_env\": \"%s\", %s, %s, \"since_resume_us\": %s, \"longest_step_us\": %s}\n",
               head_json("latency", &p).c_str(), seed, launches, log.requests, log.evicted,
               log.requests - log.evicted, std::getenv("PREEMPT_INTASK") ? std::getenv("PREEMPT_INTASK") : "",
-              stats_json("latency", log.latency).c_str(), samples_json(log.since_resume).c_str(),
+              stats_json("latency", log.latency).c_str(), stats_json("gpu_latency", log.gpu_latency).c_str(),
+              samples_json(log.since_resume).c_str(),
               samples_json(log.longest_step).c_str());
   return log.requests >= wanted ? 0 : 1;
 #endif

@@ -19,6 +19,7 @@ typedef enum preempt_status {
   PREEMPT_ERROR_OUT_OF_MEMORY = 3,
   PREEMPT_ERROR_UNSUPPORTED = 4,   /* e.g. a kernel built for another ABI version */
   PREEMPT_ERROR_FINISHED = 5,      /* the launch has finished: nothing left to evict or resume */
+  PREEMPT_ERROR_NOT_READY = 6,     /* not known yet: ask again later */
 } preempt_status;
 
 typedef struct preempt_dim3 {
@@ -107,6 +108,21 @@ preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sm
 preempt_status preempt_resume(preempt_launch_id launch);
 
 preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state);
+
+/* How long the launch's last eviction from every SM took on the GPU, in
+ * microseconds: from an event the runtime records on its control stream right
+ * after the eviction's words to the end of the launch's last grid (the first
+ * wave or the latest relaunch), both on the GPU's event clock (about 0.5 us
+ * resolution). The host's part is left out: the request's own call, and how
+ * soon a query sees the end (preempt_query's answer comes a few microseconds
+ * to, when the host thread stalls, milliseconds later). 0 when every CTA had
+ * left before the words landed. Needs PREEMPT_TIME_EVICTIONS=1 in the
+ * environment, which times two of each launch's events (about 1.4 us of
+ * stream time each on the H100): else PREEMPT_ERROR_UNSUPPORTED. NOT_READY
+ * until preempt_query would say EVICTED, and for a launch no eviction of this
+ * process stopped (one preemptd held before its first run); FINISHED once the
+ * launch has finished. */
+preempt_status preempt_get_eviction_time(preempt_launch_id launch, double *gpu_microseconds);
 
 /* The same for every unfinished converted launch the calling process made on
  * `stream` (a cudaStream_t; 0 is the legacy default stream) on the current

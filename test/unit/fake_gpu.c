@@ -127,32 +127,48 @@ static int fake_stream_wait_event(void *stream, void *event) {
   fake_gpu.stream_event_waits++;
   return 0;
 }
-/* An event is two ints: pending (set by tests), and whether it was created timed. */
+/* An event: pending (set by tests; first, so that it reads as an int), whether it was created timed, where it was
+ * last recorded, and its time on the fake's clock (fake_event_set_time). */
+typedef struct fake_event {
+  int pending;
+  int timed;
+  void *stream;
+  double time_us;
+} fake_event;
 static int fake_event_create(void **event, int timed) {
-  int *state = calloc(2, sizeof(int));
+  fake_event *state = calloc(1, sizeof *state);
   if (!state)
     return FAKE_ERROR_OUT_OF_MEMORY;
-  state[1] = timed;
+  state->timed = timed;
   *event = state;
   fake_gpu.events_created++;
   return 0;
 }
 static int fake_event_record(void *event, void *stream) {
-  (void)stream;
+  fake_event *state = event;
+  state->stream = stream;
   fake_gpu.event_records++;
-  fake_gpu.timed_event_records += ((int *)event)[1];
+  fake_gpu.timed_event_records += state->timed;
   return 0;
 }
-void fake_event_set_pending(void *event, int pending) { __atomic_store_n((int *)event, pending, __ATOMIC_RELEASE); }
+void fake_event_set_pending(void *event, int pending) {
+  __atomic_store_n(&((fake_event *)event)->pending, pending, __ATOMIC_RELEASE);
+}
+void fake_event_set_time(void *event, double time_us) { ((fake_event *)event)->time_us = time_us; }
+void *fake_event_stream(void *event) { return ((fake_event *)event)->stream; }
+int fake_event_timed(void *event) { return ((fake_event *)event)->timed; }
 static int fake_event_query(void *event) {
-  return fake_gpu.events_pending || __atomic_load_n((int *)event, __ATOMIC_ACQUIRE) ? FAKE_ERROR_NOT_READY : 0;
+  return fake_gpu.events_pending || __atomic_load_n(&((fake_event *)event)->pending, __ATOMIC_ACQUIRE)
+             ? FAKE_ERROR_NOT_READY
+             : 0;
 }
 static int fake_event_synchronize(void *event) { (void)event; fake_gpu.event_waits++; return 0; }
 static int fake_event_elapsed(void *start, void *end, float *milliseconds) {
+  const fake_event *first = start, *last = end;
   /* As CUDA: an event created without timing cannot be timed (cudaErrorInvalidResourceHandle there). */
-  if (!((int *)start)[1] || !((int *)end)[1])
+  if (!first->timed || !last->timed)
     return FAKE_ERROR_INVALID_VALUE;
-  *milliseconds = fake_gpu.elapsed_ms;
+  *milliseconds = fake_gpu.event_clock ? (float)((last->time_us - first->time_us) / 1000.0) : fake_gpu.elapsed_ms;
   return 0;
 }
 /* The parameters a persistent form takes after the kernel's own. */

@@ -36,6 +36,7 @@ typedef struct fake_gpu_state {
   int fail_device_alloc;
   int events_pending;      /* event_query answers not_ready */
   float elapsed_ms;        /* what timed event pairs measure */
+  int event_clock;         /* nonzero: timed pairs measure the difference of their times (fake_event_set_time) */
   int expected_params;     /* the kernel's own parameter count when the launch is persistent, else -1 */
   int launches, event_records, timed_event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
   int mask_writes, mask_write_calls, stream_waits, set_device_calls; /* mask words written, and in how many calls */
@@ -106,5 +107,10 @@ void fake_device_uuid(int device, unsigned char uuid[16]);
 /* One event's own state, on top of events_pending: a pending event answers
  * not_ready until it is set done again (the test plays the GPU's part). */
 void fake_event_set_pending(void *event, int pending);
+/* When the GPU reached an event, in microseconds, for fake_gpu.event_clock. */
+void fake_event_set_time(void *event, double time_us);
+/* The stream an event was last recorded on (NULL: never), and whether it was created timed. */
+void *fake_event_stream(void *event);
+int fake_event_timed(void *event);
 
 #endif

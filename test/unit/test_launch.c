@@ -925,6 +925,106 @@ static void test_intask(void) {
   preempt_shutdown();
 }
 
+/* |got - wanted| within a hundredth of a microsecond: the fake's elapsed times pass through a float of milliseconds. */
+static int near_us(double got, double wanted) { return got > wanted - 0.01 && got < wanted + 0.01; }
+
+/* PREEMPT_TIME_EVICTIONS=1: the eviction that makes the mask full is timed on the GPU's clock, from an event on the
+ * control stream after its words to the end of the launch's last grid. */
+static void test_eviction_time(void) {
+  static const preempt_dim3 grid = {20000, 1, 1}, block = {128, 1, 1}; /* many waves */
+  long long first = 21, second = 22;
+  void *args[] = {&first, &second};
+  void *app_stream = &second;
+  double gpu_us = -1;
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+
+  /* Without the variable: no request event, the end events untimed, and the call says what it needs. */
+  unsetenv("PREEMPT_TIME_EVICTIONS");
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu.expected_params = 2;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block, args, 0, app_stream), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  preempt_launch_record *record = fake_launch_record(launch);
+  CHECK(record != NULL && record->evict_request_event == NULL);
+  CHECK(!fake_event_timed(record->wave_done_event) && !fake_event_timed(record->relaunch_done_event));
+  CHECK_EQ_U64(fake_gpu.events_created, 1 + 9);
+  fake_event_set_pending(record->done_event, 1);
+  CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_UNSUPPORTED);
+  CHECK(strstr(preempt_last_error(), "PREEMPT_TIME_EVICTIONS=1") != NULL);
+
+  /* A value that is neither 1 nor 0 is said, and evictions are not timed. */
+  setenv("PREEMPT_TIME_EVICTIONS", "yes", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu.expected_params = 2;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block, args, 0, app_stream), 0);
+  CHECK(strstr(preempt_last_error(), "PREEMPT_TIME_EVICTIONS='yes'") != NULL);
+  record = fake_launch_record(preempt_last_launch());
+  CHECK(record != NULL && record->evict_request_event == NULL);
+
+  setenv("PREEMPT_TIME_EVICTIONS", "1", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu.expected_params = 2;
+  fake_gpu.event_clock = 1;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block, args, 0, app_stream), 0);
+  launch = preempt_last_launch();
+  record = fake_launch_record(launch);
+  CHECK(record != NULL && record->evict_request_event != NULL && fake_event_timed(record->evict_request_event));
+  CHECK(fake_event_timed(record->wave_done_event) && fake_event_timed(record->relaunch_done_event));
+  CHECK(!fake_event_timed(record->done_event) && !fake_event_timed(record->ready_event));
+  CHECK_EQ_U64(fake_gpu.events_created, 1 + 10);
+  fake_event_set_pending(record->done_event, 1); /* it runs */
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, NULL), PREEMPT_ERROR_INVALID_ARGUMENT);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY); /* never evicted */
+
+  /* A spatial eviction is not timed; the one that makes the mask full is, on the control stream, once. */
+  preempt_sm_mask one_sm = {{0}};
+  one_sm.words[0] = 1u << 3;
+  int records_before = fake_gpu.event_records;
+  CHECK_EQ_U64(preempt_evict(launch, &one_sm), PREEMPT_OK);
+  CHECK_EQ_U64(fake_gpu.event_records, records_before);
+  fake_event_set_pending(record->wave_done_event, 1); /* its CTAs still run */
+  CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(fake_gpu.event_records, records_before + 1);
+  CHECK(fake_event_stream(record->evict_request_event) == device_control_stream());
+  CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(fake_gpu.event_records, records_before + 1);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY); /* EVICTING */
+  fake_event_set_time(record->evict_request_event, 100.0);
+  fake_event_set_time(record->wave_done_event, 137.5);
+  fake_event_set_pending(record->wave_done_event, 0);
+  preempt_launch_state state;
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTED);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
+  CHECK(near_us(gpu_us, 37.5));
+
+  /* Resumed, then evicted again: timed afresh, to the relaunch's end; the first wave, long over, counts 0. */
+  CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+  wait_for_relauncher();
+  CHECK(record->resumed);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY); /* running */
+  CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTED);
+  fake_event_set_time(record->evict_request_event, 500.0);
+  fake_event_set_time(record->relaunch_done_event, 512.0);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
+  CHECK(near_us(gpu_us, 12.0));
+  /* Every CTA had left before the words landed: 0. */
+  fake_event_set_time(record->relaunch_done_event, 450.0);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
+  CHECK(near_us(gpu_us, 0.0));
+
+  /* Finished. */
+  CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+  wait_for_relauncher();
+  fake_event_set_pending(record->done_event, 0);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_FINISHED);
+  unsetenv("PREEMPT_TIME_EVICTIONS");
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+}
+
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
   if (argc == 2 && strcmp(argv[1], "--connections") == 0) {
@@ -938,6 +1038,7 @@ int main(int argc, char **argv) {
   unsetenv("PREEMPT_FORM");
   unsetenv("PREEMPT_INTASK");
   unsetenv("PREEMPT_INTASK_PERIOD_US");
+  unsetenv("PREEMPT_TIME_EVICTIONS");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
@@ -1325,5 +1426,6 @@ int main(int argc, char **argv) {
   test_drain_form();
   test_quota();
   test_intask();
+  test_eviction_time();
   CHECK_DONE("test_launch");
 }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# latency_rounds.sh OUT [M] [ROUNDS]: in-task eviction latency (issue 8) as the host sees it and on the GPU's clock.
+# Per round and kernel, two processes of M (default 100) evictions at random moments: `host` (preempt_query's EVICTED,
+# from the request's return) and `timed` (PREEMPT_TIME_EVICTIONS=1: the same, and each eviction from the runtime's
+# event after its words to the last grid's end, preempt_get_eviction_time). ROUNDS default 2. Builds: build/bench/
+# preempt, and any other build/bench/<name>/intask_bench named in LATENCY_EXTRA_BUILDS (comma-separated); period from
+# PREEMPT_INTASK_PERIOD_US as usual. Writes OUT/latency_rounds.jsonl and prints a table (latency_rounds.md in OUT).
+set -uo pipefail
+out=${1:?usage: latency_rounds.sh OUT [M] [ROUNDS]}
+evictions=${2:-100}
+rounds=${3:-2}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
+kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}
+builds=(preempt)
+IFS=, read -r -a extra <<< "${LATENCY_EXTRA_BUILDS:-}"
+builds+=(${extra[@]+"${extra[@]}"})
+mkdir -p "$out"
+log=$out/latency_rounds.jsonl
+: > "$log"
+IFS=, read -r -a kernel_list <<< "$kernels"
+for round in $(seq "$rounds"); do
+  for kernel in "${kernel_list[@]}"; do
+    for build in "${builds[@]}"; do
+      binary=$bench/$build/intask_bench
+      [ -x "$binary" ] || { echo "latency_rounds.sh: $binary missing" >&2; continue; }
+      for how in host timed; do
+        timed=0
+        [ "$how" = timed ] && timed=1
+        line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
+          PREEMPT_TIME_EVICTIONS=$timed timeout -s KILL 120 "$binary" latency "$kernel" "$evictions" \
+          2> "$out/$build-$kernel-$how-$round.err" | tail -1)
+        [ "${line:0:1}" = "{" ] || line='{"failed": true}'
+        echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"how\": \"$how\", \"result\": $line}" \
+          >> "$log"
+      done
+    done
+  done
+done
+python3 "$root/bench/intask/report_latency_rounds.py" "$log" | tee "$out/latency_rounds.md"
