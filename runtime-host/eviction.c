@@ -393,12 +393,20 @@ preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const pree
     return PREEMPT_LAUNCH_DONE;
   if (!preempt_launch_suspended(record))
     return PREEMPT_LAUNCH_RUNNING;
+  return preempt_record_all_gone(gpu, record) ? PREEMPT_LAUNCH_EVICTED : PREEMPT_LAUNCH_EVICTING;
+}
+
+int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
   /* Evicted from every SM, and every CTA gone: the first wave's (none for a
-   * launch preemptd held before its first run) and the relaunches'. */
-  if (mask_is_full(record->yield_mask) && gpu->event_query(record->wave_done_event) == 0 &&
-      (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0))
-    return PREEMPT_LAUNCH_EVICTED;
-  return PREEMPT_LAUNCH_EVICTING;
+   * launch preemptd held before its first run) and the relaunches'. A
+   * relaunch asked for before the eviction and not enqueued yet (it waits for
+   * the launch's start) still comes: its CTAs, which leave at once, or restore
+   * in-task contexts and save them again, run after the host would have been
+   * told EVICTED (the likely cause of one H100 eviction in 800 whose GPU time,
+   * preempt_get_eviction_time, was not ready once EVICTED had been said). */
+  return !record->relaunch_pending && mask_is_full(record->yield_mask) &&
+         gpu->event_query(record->wave_done_event) == 0 &&
+         (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0);
 }
 
 preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state) {

@@ -33,14 +33,15 @@ preempt_status preempt_get_eviction_time(preempt_launch_id launch, double *gpu_m
     preempt_report("eviction times need PREEMPT_TIME_EVICTIONS=1 in the environment (timed events cost each "
                    "launch about 1.4 us)");
     result = PREEMPT_ERROR_UNSUPPORTED;
-  } else if (preempt_record_state(gpu, record) == PREEMPT_LAUNCH_DONE) {
-    result = PREEMPT_ERROR_FINISHED;
-  } else if (!record->evict_request_recorded || preempt_record_state(gpu, record) != PREEMPT_LAUNCH_EVICTED ||
-             gpu->event_query(record->evict_request_event) != 0) {
-    result = PREEMPT_ERROR_NOT_READY; /* not evicted by this process yet, or its CTAs not all gone */
+  } else if (!record->evict_request_recorded) {
+    /* Not evicted from every SM by this process since it last ran, or never again. */
+    int done = preempt_record_state(gpu, record) == PREEMPT_LAUNCH_DONE;
+    result = done ? PREEMPT_ERROR_FINISHED : PREEMPT_ERROR_NOT_READY;
+  } else if (!preempt_record_all_gone(gpu, record) || gpu->event_query(record->evict_request_event) != 0) {
+    result = PREEMPT_ERROR_NOT_READY;
   } else {
     /* Every CTA is gone once the first wave and the latest relaunch (if any: relaunches end in order on their
-     * stream) have ended, as preempt_record_state decides EVICTED. */
+     * stream) have ended. The CTAs may have finished every task on their way out: the time holds all the same. */
     float wave_ms = 0, relaunch_ms = 0;
     int status = since_request(gpu, record, record->wave_done_event, &wave_ms);
     if (status == 0 && record->resumed)

@@ -263,6 +263,8 @@ int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state
                                 preempt_launch_record *record);
 
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
+/* Evicted from every SM and every CTA of it gone (whether or not its tasks are all done). */
+int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (DESIGN.md's hardware-queue trap). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);

@@ -450,8 +450,13 @@ static void evict_until_done(preempt_launch_id launch, std::mt19937 &random, Evi
       return;
     log.evicted++;
     if (timing_evictions()) {
+      // NOT_READY only while the control stream has not reached the request's event (the grid ended by itself
+      // first): ask again, for 1 s at most.
       double gpu_us = 0;
-      CHECK_PREEMPT(preempt_get_eviction_time(launch, &gpu_us));
+      preempt_status timed = PREEMPT_ERROR_NOT_READY;
+      for (auto asked = Clock::now(); timed == PREEMPT_ERROR_NOT_READY && since_us(asked) < 1e6;)
+        timed = preempt_get_eviction_time(launch, &gpu_us);
+      CHECK_PREEMPT(timed);
       log.gpu_latency.push_back(gpu_us);
     }
     CHECK_PREEMPT_LIVE(preempt_resume(launch));

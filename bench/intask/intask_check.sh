@@ -3,7 +3,7 @@
 # builds it; no compiler is needed here). Per kernel of bench/intask/intask_bench.cu: correctness under >= 50 random
 # evictions against the original build's output, with PREEMPT_INTASK=on and off, and on in the build with points in
 # every nested loop that allows one (nested, -preempt-intask-nested=all); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
-# evicted), the plugin build with -preempt-intask=0, and with -preempt-intask-strip-mine=0 (every point counts down). Then a short kernel's turnaround while a kernel with ~19 ms
+# evicted; in-task latency runs also on the GPU's clock, PREEMPT_TIME_EVICTIONS=1), the plugin build with -preempt-intask=0, and with -preempt-intask-strip-mine=0 (every point counts down). Then a short kernel's turnaround while a kernel with ~19 ms
 # blocks runs: (a) time-slicing, (b) MPS with the short kernel on a high-priority stream, (c) MPS with preemptd's hpf
 # policy and PREEMPT_INTASK=on (and off), (d) both in one process, the long launch evicted by the harness on arrival.
 # One JSON line per run in OUT/intask.jsonl, the runs' stderr and the daemon's logs in OUT/intask-logs.tgz.
@@ -113,7 +113,11 @@ for kernel in "${kernel_list[@]}"; do
   if wanted latency; then
     for mode in off on nested; do
       mode_build "$mode" || continue
-      run "latency-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask -- \
+      # In-task runs also time each eviction on the GPU's clock (gpu_latency; the host's view is unchanged by it,
+      # bench/results/2026-11-24-gpu-latency-h100.md).
+      timed=1
+      [ "$mode" = off ] && timed=0
+      run "latency-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask PREEMPT_TIME_EVICTIONS=$timed -- \
         "$binary" latency "$kernel" "$latency_m"
     done
   fi

@@ -4,7 +4,8 @@
 # from the request's return) and `timed` (PREEMPT_TIME_EVICTIONS=1: the same, and each eviction from the runtime's
 # event after its words to the last grid's end, preempt_get_eviction_time). ROUNDS default 2. Builds: build/bench/
 # preempt, and any other build/bench/<name>/intask_bench named in LATENCY_EXTRA_BUILDS (comma-separated); period from
-# PREEMPT_INTASK_PERIOD_US as usual. Writes OUT/latency_rounds.jsonl and prints a table (latency_rounds.md in OUT).
+# PREEMPT_INTASK_PERIOD_US as usual. Writes OUT/latency_rounds.jsonl, the runs' stderr in OUT/stderr.txt, and prints a
+# table (latency_rounds.md in OUT).
 set -uo pipefail
 out=${1:?usage: latency_rounds.sh OUT [M] [ROUNDS]}
 evictions=${2:-100}
@@ -27,9 +28,10 @@ for round in $(seq "$rounds"); do
       for how in host timed; do
         timed=0
         [ "$how" = timed ] && timed=1
+        echo "== $build $kernel $how round $round" >> "$out/stderr.txt"
         line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
           PREEMPT_TIME_EVICTIONS=$timed timeout -s KILL 120 "$binary" latency "$kernel" "$evictions" \
-          2> "$out/$build-$kernel-$how-$round.err" | tail -1)
+          2>> "$out/stderr.txt" | tail -1)
         [ "${line:0:1}" = "{" ] || line='{"failed": true}'
         echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"how\": \"$how\", \"result\": $line}" \
           >> "$log"

@@ -78,11 +78,13 @@ def main():
     out = [f"# In-task preemption on {gpu}", ""]
     out.append("Eviction latency: request returned to EVICTED (or DONE when the launch ended first), µs, "
                "median (min..max) and p99 (nearest rank); `off`: yields at task (CUDA block) boundaries only, "
-               "`on`: in-task yield points. Time: one launch, ms, median of 7 (min..max).")
+               "`on`: in-task yield points; `GPU on`: the same evictions on the GPU's clock, from the runtime's event "
+               "after the eviction's words to the last grid's end (PREEMPT_TIME_EVICTIONS=1). "
+               "Time: one launch, ms, median of 7 (min..max).")
     out.append("")
     out.append("| kernel | grid x threads | block ms (original, est.) | latency off | p99 off | latency on | p99 on | "
-               "on/off median | evictions off / on (done first) | latency nested | p99 nested |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+               "on/off median | evictions off / on (done first) | latency nested | p99 nested | GPU on | GPU p99 on |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for k in KERNELS:
         t = result(runs, f"time-{k}-original")
         off, on = result(runs, f"latency-{k}-off"), result(runs, f"latency-{k}-on")
@@ -96,8 +98,11 @@ def main():
                if on and off and off["latency"].get("n") and on["latency"].get("n") else "n/a")
         ev = lambda r: f"{r['evictions']} ({r['done_first']})" if r else "n/a"
         p99 = lambda r: f"{r['latency']['p99']:.1f}" if r and r["latency"].get("n") else "n/a"
+        gpu_lat = on.get("gpu_latency") if on else None
+        gpu_p99 = f"{gpu_lat['p99']:.1f}" if gpu_lat and gpu_lat.get("n") else "n/a"
         out.append(f"| {k} | {shape} | {block} | {spread(lat(off))} | {p99(off)} | {spread(lat(on))} | {p99(on)} | "
-                   f"{rel} | {ev(off)} / {ev(on)} | {spread(lat(nested))} | {p99(nested)} |")
+                   f"{rel} | {ev(off)} / {ev(on)} | {spread(lat(nested))} | {p99(nested)} | "
+                   f"{spread(gpu_lat) if gpu_lat and gpu_lat.get('n') else 'n/a'} | {gpu_p99} |")
     # Slow in-task evictions against how long the launch had run since its last resume (or its start): whether
     # the tail follows resumes (relaunched grids restoring contexts, not yet running) or comes at any time.
     slow_lines = []

@@ -119,9 +119,11 @@ preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *sta
  * left before the words landed. Needs PREEMPT_TIME_EVICTIONS=1 in the
  * environment, which times two of each launch's events (about 1.4 us of
  * stream time each on the H100): else PREEMPT_ERROR_UNSUPPORTED. NOT_READY
- * until preempt_query would say EVICTED, and for a launch no eviction of this
- * process stopped (one preemptd held before its first run); FINISHED once the
- * launch has finished. */
+ * until every CTA is gone, and for a launch no eviction of this process has
+ * stopped since it last ran (one preemptd held before its first run). The
+ * time stays readable after the launch finishes (CTAs that finish the last
+ * tasks on their way out), until a newer launch takes its control block:
+ * FINISHED then, and for a launch that finished without such an eviction. */
 preempt_status preempt_get_eviction_time(preempt_launch_id launch, double *gpu_microseconds);
 
 /* The same for every unfinished converted launch the calling process made on

@@ -999,10 +999,35 @@ static void test_eviction_time(void) {
   CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
   CHECK(near_us(gpu_us, 37.5));
 
+  /* Resumed before the launch's start (the relaunch waits for it), evicted again, and its first wave over: not
+   * EVICTED, nor timed, until the relaunch asked for has been enqueued and has ended. */
+  fake_event_set_pending(record->ready_event, 1);
+  fake_event_set_pending(record->relaunch_done_event, 1);
+  int launches_before = fake_gpu.launches;
+  CHECK(!record->resumed); /* its first relaunch */
+  CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+  CHECK(record->relaunch_pending);
+  CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTING);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY);
+  fake_event_set_pending(record->ready_event, 0);
+  wait_for_relauncher();
+  CHECK_EQ_U64(fake_gpu.launches, launches_before + 1);
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTING); /* the relaunch runs */
+  fake_event_set_time(record->evict_request_event, 900.0);
+  fake_event_set_time(record->wave_done_event, 137.5);
+  fake_event_set_time(record->relaunch_done_event, 903.0);
+  fake_event_set_pending(record->relaunch_done_event, 0);
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTED);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
+  CHECK(near_us(gpu_us, 3.0));
+
   /* Resumed, then evicted again: timed afresh, to the relaunch's end; the first wave, long over, counts 0. */
   CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
   wait_for_relauncher();
-  CHECK(record->resumed);
   CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY); /* running */
   CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
   CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
@@ -1015,6 +1040,13 @@ static void test_eviction_time(void) {
   fake_event_set_time(record->relaunch_done_event, 450.0);
   CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
   CHECK(near_us(gpu_us, 0.0));
+  /* The leaving CTAs finished the last tasks: the launch is done, its eviction still timed. */
+  fake_event_set_pending(record->done_event, 0);
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_DONE);
+  CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_OK);
+  CHECK(near_us(gpu_us, 0.0));
+  fake_event_set_pending(record->done_event, 1);
 
   /* Finished. */
   CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
