@@ -532,12 +532,6 @@ PREEMPT_DEVICE void __preempt_kernel_end(preempt_control_block *control) {
   cta_barrier();
   if (!is_first_thread())
     return;
-#if defined(__NVPTX__)
-  // The last in-task check's copy of the eviction word (start_poll) lands
-  // before the CTA, and its shared memory, are gone.
-  if (__nvvm_reflect("__CUDA_ARCH") >= 800)
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
   if (__preempt_task_ctx.quota_sm != PREEMPT_NO_SM)
     __scoped_atomic_fetch_sub(&control->sm_resident[__preempt_task_ctx.quota_sm], 1u, __ATOMIC_RELAXED,
                               __MEMORY_SCOPE_DEVICE);
@@ -587,9 +581,8 @@ PREEMPT_DEVICE unsigned int __preempt_grid_dim_z(void) { return __preempt_task_c
 // the same in every thread of the CTA (PersistentThreads.cpp, InTaskYield.cpp).
 // Every `check_iterations[point]` iterations the CTA meets at a check: thread
 // 0 tests the eviction word it read at the previous check (so the read's
-// round trip overlaps the loop; read again when that check was long ago;
-// on sm_80 and newer copied into shared memory, start_poll) and shares its
-// answer through shared memory.
+// round trip overlaps the loop; read again when that check was long ago)
+// and shares its answer through shared memory.
 // On eviction every thread stores its context and the CTA leaves; a resumed
 // grid claims the context (claim_context) and each thread loads it back.
 // NVIDIA only: the pass places no in-task points on AMDGPU.
@@ -615,8 +608,6 @@ PREEMPT_DEVICE void __preempt_intask_begin(preempt_control_block *control) {
   // Start at one iteration: the first checks measure how long one takes.
   for (unsigned int point = 0; point < PREEMPT_INTASK_MAX_POINTS; point++)
     __preempt_task_ctx.check_iterations[point] = period ? 1u : 0xffffffffu;
-  for (unsigned int word = 0; word < 4; word++)
-    __preempt_task_ctx.polled_line[word] = 0; /* no copy yet: no eviction seen */
 }
 
 // Every thread, entering a loop with yield point `point` (0-based): the
@@ -630,43 +621,11 @@ PREEMPT_DEVICE unsigned int __preempt_intask_iterations(unsigned int point) {
   return __preempt_task_ctx.check_iterations[point];
 }
 
-// Whether the eviction word travels through shared memory (sm_80 and newer:
-// cp.async). Resolved when the kernel is compiled for its own architecture:
-// the helpers' bitcode is built with NVVMReflect off (CMakeLists.txt), and the
-// NVPTX backend folds __nvvm_reflect for the target, dropping the other path.
-PREEMPT_LOCAL bool poll_through_shared(void) { return __nvvm_reflect("__CUDA_ARCH") >= 800; }
-
-// Thread 0: the eviction word, tested at the next check (0 elsewhere). On
-// sm_80 and newer it is 0 too: the checks copy the word asynchronously
-// instead (start_poll). Kept in a register, the word had to be there before
-// thread 0 could reach the check's barrier: ptxas tested it right after the
-// load, so the CTA waited out a round trip to L2 at every check, in gemm's
-// SASS too (docs/intask.md).
+// Thread 0: the eviction word, tested at the next check (0 elsewhere).
 PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control) {
-  if (!is_first_thread() || poll_through_shared())
+  if (!is_first_thread())
     return 0;
   return __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-}
-
-// Thread 0, sm_80 and newer: starts copying the 16 bytes around the eviction
-// word into the task context, for the next check (any point's) to read. A
-// cp.async that bypasses L1 (.cg; 16 bytes is the only size it takes): a
-// line cached in L1 could hold a stale word. It joins whatever group of
-// cp.async copies the kernel has open; the check's wait then only waits
-// longer for the kernel's own copies, never less.
-PREEMPT_LOCAL void start_poll(preempt_control_block *control) {
-  unsigned long long line = (unsigned long long)&control->intask_evict & ~15ull;
-  unsigned long long slot =
-      (unsigned long long)(__attribute__((address_space(3))) unsigned int *)__preempt_task_ctx.polled_line;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"l"(slot), "l"(line) : "memory");
-}
-
-// Thread 0, sm_80 and newer: the word the last check's copy brought (0
-// before the CTA's first). That copy was started a check period ago.
-PREEMPT_LOCAL unsigned int polled_word(preempt_control_block *control) {
-  asm volatile("cp.async.wait_all;" ::: "memory");
-  unsigned int word = (unsigned int)((unsigned long long)&control->intask_evict & 15ull) >> 2;
-  return ((volatile unsigned int *)__preempt_task_ctx.polled_line)[word];
 }
 
 // Thread 0: how many iterations to the next check, so that checks come
@@ -696,18 +655,13 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *contro
   unsigned int iterations = 0;
   if (is_first_thread()) {
     unsigned int now = global_time_ns();
-    if (poll_through_shared())
-      evict_seen = polled_word(control);
     // A check long after the last one (one slow iteration between checks):
     // the word read then is as old, so read it again (intask_period.h).
     if (evict_seen == 0 &&
         preempt_intask_poll_again(__preempt_task_ctx.intask_period_ns, __preempt_task_ctx.last_check_ns, now))
       evict_seen = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
-    if (evict_seen == 0) {
+    if (evict_seen == 0)
       iterations = next_check_iterations(point, now);
-      if (poll_through_shared())
-        start_poll(control);
-    }
   }
   cta_barrier();
   if (is_first_thread())

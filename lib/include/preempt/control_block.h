@@ -217,9 +217,6 @@ typedef struct preempt_task_context {
   unsigned int last_check_ns; /* the global timer's low half */
   unsigned int intask_period_ns;
   unsigned int check_iterations[PREEMPT_INTASK_MAX_POINTS];
-  /* sm_80 and newer: the 16 bytes around the eviction word, as thread 0's
-   * last check copied them (cp.async; task_loop.cu, start_poll). */
-  unsigned int polled_line[4] __attribute__((aligned(16)));
   preempt_task_slot slots[2];
 } preempt_task_context;
 
