@@ -10,33 +10,24 @@ set -uo pipefail
 out=${1:?usage: latency_rounds.sh OUT [M] [ROUNDS]}
 evictions=${2:-100}
 rounds=${3:-2}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
-kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}
-builds=(preempt)
-IFS=, read -r -a extra <<< "${LATENCY_EXTRA_BUILDS:-}"
-builds+=(${extra[@]+"${extra[@]}"})
+source "$(dirname "$0")/rounds.sh"
+rounds_builds "${LATENCY_EXTRA_BUILDS:-}" preempt
 mkdir -p "$out"
 log=$out/latency_rounds.jsonl
 : > "$log"
-IFS=, read -r -a kernel_list <<< "$kernels"
-for round in $(seq "$rounds"); do
-  for kernel in "${kernel_list[@]}"; do
-    for build in "${builds[@]}"; do
-      binary=$bench/$build/intask_bench
-      [ -x "$binary" ] || { echo "latency_rounds.sh: $binary missing" >&2; continue; }
-      for how in host timed; do
-        timed=0
-        [ "$how" = timed ] && timed=1
-        echo "== $build $kernel $how round $round" >> "$out/stderr.txt"
-        line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
-          PREEMPT_TIME_EVICTIONS=$timed timeout -s KILL 120 "$binary" latency "$kernel" "$evictions" \
-          2>> "$out/stderr.txt" | tail -1)
-        [ "${line:0:1}" = "{" ] || line='{"failed": true}'
-        echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"how\": \"$how\", \"result\": $line}" \
-          >> "$log"
-      done
-    done
+latency_one() {
+  local round=$1 kernel=$2 build=$3 binary=$4 how timed line
+  for how in host timed; do
+    timed=0
+    [ "$how" = timed ] && timed=1
+    echo "== $build $kernel $how round $round" >> "$out/stderr.txt"
+    line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
+      PREEMPT_TIME_EVICTIONS=$timed timeout -s KILL 120 "$binary" latency "$kernel" "$evictions" \
+      2>> "$out/stderr.txt" | tail -1)
+    [ "${line:0:1}" = "{" ] || line='{"failed": true}'
+    echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"how\": \"$how\", \"result\": $line}" \
+      >> "$log"
   done
-done
+}
+each_run "$rounds" latency_one
 python3 "$root/bench/intask/report_latency_rounds.py" "$log" | tee "$out/latency_rounds.md"

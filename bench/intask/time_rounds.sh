@@ -9,28 +9,19 @@
 set -uo pipefail
 out=${1:?usage: time_rounds.sh OUT [ROUNDS]}
 rounds=${2:-5}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
-kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}
-builds=(preempt_nointask preempt preempt_countdown)
-IFS=, read -r -a extra <<< "${TIME_EXTRA_BUILDS:-}"
-builds+=(${extra[@]+"${extra[@]}"})
+source "$(dirname "$0")/rounds.sh"
+rounds_builds "${TIME_EXTRA_BUILDS:-}" preempt_nointask preempt preempt_countdown
 mkdir -p "$out"
 log=$out/time_rounds.jsonl
 : > "$log"
-IFS=, read -r -a kernel_list <<< "$kernels"
-for round in $(seq "$rounds"); do
-  for kernel in "${kernel_list[@]}"; do
-    for build in "${builds[@]}"; do
-      binary=$bench/$build/intask_bench
-      [ -x "$binary" ] || { echo "time_rounds.sh: $binary missing" >&2; continue; }
-      line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
-        timeout -s KILL 60 "$binary" time "$kernel" 2> /dev/null | tail -1)
-      [ "${line:0:1}" = "{" ] || line='{"failed": true}'
-      echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"result\": $line}" >> "$log"
-    done
-  done
-done
+time_one() {
+  local round=$1 kernel=$2 build=$3 binary=$4 line
+  line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
+    timeout -s KILL 60 "$binary" time "$kernel" 2> /dev/null | tail -1)
+  [ "${line:0:1}" = "{" ] || line='{"failed": true}'
+  echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"result\": $line}" >> "$log"
+}
+each_run "$rounds" time_one
 python3 - "$log" "${builds[@]}" <<'PY' | tee "$out/time_rounds.md"
 import json, statistics, sys
 log, builds = sys.argv[1], sys.argv[2:]

@@ -1,0 +1,30 @@
+# rounds.sh: sourced by time_rounds.sh and latency_rounds.sh (issue 8's in-task benchmarks): the builds, kernels and
+# rounds they interleave, one process per round, kernel and build.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
+IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}"
+
+# rounds_builds EXTRA BUILD...: sets `builds` to the BUILDs, then those named in EXTRA (comma-separated names of
+# $bench/<name>/intask_bench).
+rounds_builds() {
+  local extra_list=()
+  IFS=, read -r -a extra_list <<< "$1"
+  shift
+  builds=("$@" ${extra_list[@]+"${extra_list[@]}"})
+}
+
+# each_run ROUNDS COMMAND...: runs COMMAND... ROUND KERNEL BUILD BINARY for each round, kernel and build, in that
+# nesting; a missing binary is said and skipped.
+each_run() {
+  local rounds=$1 round kernel build binary
+  shift
+  for round in $(seq "$rounds"); do
+    for kernel in "${kernel_list[@]}"; do
+      for build in "${builds[@]}"; do
+        binary=$bench/$build/intask_bench
+        [ -x "$binary" ] || { echo "$(basename "$0"): $binary missing" >&2; continue; }
+        "$@" "$round" "$kernel" "$build" "$binary"
+      done
+    done
+  done
+}
