@@ -256,12 +256,11 @@ int preempt_quota_before_resume(const preempt_gpu_ops *gpu, preempt_device_state
                                 preempt_launch_record *record);
 /* A relaunch about to be enqueued on `resume_stream`: a raise's writes first (quota.c). */
 int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_record *record, void *resume_stream);
-/* Where a launch is (preempt_query's answer for a record). Context locked. */
 /* PREEMPT_TIME_EVICTIONS=1 (eviction_time.c): marks on the control stream where the eviction that made the launch's
  * mask full has written its words; nothing without the variable. Returns the GPU API's code. Context locked. */
 int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record);
-
+/* Where a launch is (preempt_query's answer for a record). Context locked. */
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Evicted from every SM and every CTA of it gone (whether or not its tasks are all done). */
 int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record);

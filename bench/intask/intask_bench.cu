@@ -407,9 +407,13 @@ struct EvictionLog {
   std::vector<double> gpu_latency;
 };
 
+// PREEMPT_TIME_EVICTIONS=1, as the runtime reads it once per process.
 static bool timing_evictions() {
-  const char *text = std::getenv("PREEMPT_TIME_EVICTIONS");
-  return text && std::string(text) == "1";
+  static const bool timing = [] {
+    const char *text = std::getenv("PREEMPT_TIME_EVICTIONS");
+    return text && std::string(text) == "1";
+  }();
+  return timing;
 }
 
 // Evicts `launch` (every SM) at random moments `gap` apart until it finishes or `limit` requests landed; after each,

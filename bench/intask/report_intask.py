@@ -97,12 +97,12 @@ def main():
         rel = (f"{on['latency']['median'] / off['latency']['median']:.3f}"
                if on and off and off["latency"].get("n") and on["latency"].get("n") else "n/a")
         ev = lambda r: f"{r['evictions']} ({r['done_first']})" if r else "n/a"
-        p99 = lambda r: f"{r['latency']['p99']:.1f}" if r and r["latency"].get("n") else "n/a"
+        p99_of = lambda stats: f"{stats['p99']:.1f}" if stats and stats.get("n") else "n/a"
+        p99 = lambda r: p99_of(r["latency"] if r else None)
         gpu_lat = on.get("gpu_latency") if on else None
-        gpu_p99 = f"{gpu_lat['p99']:.1f}" if gpu_lat and gpu_lat.get("n") else "n/a"
         out.append(f"| {k} | {shape} | {block} | {spread(lat(off))} | {p99(off)} | {spread(lat(on))} | {p99(on)} | "
                    f"{rel} | {ev(off)} / {ev(on)} | {spread(lat(nested))} | {p99(nested)} | "
-                   f"{spread(gpu_lat) if gpu_lat and gpu_lat.get('n') else 'n/a'} | {gpu_p99} |")
+                   f"{spread(gpu_lat)} | {p99_of(gpu_lat)} |")
     # Slow in-task evictions against how long the launch had run since its last resume (or its start): whether
     # the tail follows resumes (relaunched grids restoring contexts, not yet running) or comes at any time.
     slow_lines = []

@@ -127,8 +127,8 @@ static int fake_stream_wait_event(void *stream, void *event) {
   fake_gpu.stream_event_waits++;
   return 0;
 }
-/* An event: pending (set by tests; first, so that it reads as an int), whether it was created timed, where it was
- * last recorded, and its time on the fake's clock (fake_event_set_time). */
+/* An event: pending (set by tests), whether it was created timed, where it was last recorded, and its time on the
+ * fake's clock (fake_event_set_time). */
 typedef struct fake_event {
   int pending;
   int timed;
