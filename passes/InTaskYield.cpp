@@ -869,10 +869,11 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *EvictNext, *NextIterations;
   auto CreateCheck = [&](BasicBlock *GoOn) {
     Builder.SetInsertPoint(Check);
-    EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
+    // The answer, and the word thread 0 read for the next check (task_loop.cu).
     Value *Checked =
         Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
-    NextIterations = warpUniform(Builder, Checked, DL);
+    EvictNext = Builder.CreateExtractValue(Checked, 1, "preempt.intask.evict.read");
+    NextIterations = warpUniform(Builder, Builder.CreateExtractValue(Checked, 0), DL);
     Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, GoOn);
   };
   if (Count) {

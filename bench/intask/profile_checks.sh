@@ -2,7 +2,8 @@
 # profile_checks.sh OUT [KERNELS]: Nsight Compute's counters for the in-task variants (issue 8's overhead) against the
 # -preempt-intask=0 build's persistent form, one launch each (the fourth of `intask_bench time`), never evicted:
 # warp stall reasons, instructions, scheduler and occupancy sections, as CSV in OUT/ncu-KERNEL-BUILD.csv. Run on
-# the GPU machine (ncu is there) from build/bench (bench/build_suite.sh); KERNELS default stencil,solver,gemm.
+# the GPU machine (ncu is there) from build/bench (bench/build_suite.sh); KERNELS default stencil,solver,gemm; builds
+# PROFILE_BUILDS (comma-separated names of build/bench/<name>/intask_bench; default preempt,preempt_nointask).
 set -uo pipefail
 out=${1:?usage: profile_checks.sh OUT [KERNELS]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,8 +11,9 @@ bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
 mkdir -p "$out"
 export PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on
 IFS=, read -r -a kernels <<< "${2:-stencil,solver,gemm}"
+IFS=, read -r -a builds <<< "${PROFILE_BUILDS:-preempt,preempt_nointask}"
 for kernel in "${kernels[@]}"; do
-  for build in preempt preempt_nointask; do
+  for build in "${builds[@]}"; do
     timeout -s KILL 150 ncu --section WarpStateStats --section InstructionStats --section SchedulerStats \
       --section Occupancy --section LaunchStats -k "regex:intask_$kernel" --launch-skip 3 --launch-count 1 --csv \
       --page details "$bench/$build/intask_bench" time "$kernel" > "$out/ncu-$kernel-$build.csv" 2> "$out/ncu-$kernel-$build.err"
