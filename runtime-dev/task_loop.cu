@@ -659,11 +659,13 @@ PREEMPT_DEVICE preempt_intask_checked __preempt_intask_check(preempt_control_blo
     evict_next = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
     unsigned int now = global_time_ns();
     // A check long after the last one (one slow iteration between checks):
-    // the word read then is as old, so act on the one just read (waiting
-    // for it; intask_period.h).
+    // the word read then is as old, so read it again and wait for it
+    // (intask_period.h). A load of its own: acting on `evict_next` instead
+    // made thread 0 wait for that read at every check (ptxas tested it
+    // ahead of the branch), and the CTA with it at the barrier.
     if (evict_seen == 0 &&
         preempt_intask_poll_again(__preempt_task_ctx.intask_period_ns, __preempt_task_ctx.last_check_ns, now))
-      evict_seen = evict_next;
+      evict_seen = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
     if (evict_seen == 0)
       iterations = next_check_iterations(point, now);
   }
