@@ -27,6 +27,7 @@ inline constexpr llvm::StringLiteral BatchPrefetch = "__preempt_batch_prefetch";
 // In-task preemption (InTaskYield.cpp), NVPTX only.
 inline constexpr llvm::StringLiteral InTaskBegin = "__preempt_intask_begin";
 inline constexpr llvm::StringLiteral InTaskIterations = "__preempt_intask_iterations";
+inline constexpr llvm::StringLiteral InTaskPoll = "__preempt_intask_poll";
 inline constexpr llvm::StringLiteral InTaskCheck = "__preempt_intask_check";
 inline constexpr llvm::StringLiteral InTaskThreads = "__preempt_intask_threads";
 inline constexpr llvm::StringLiteral InTaskThread = "__preempt_intask_thread";

@@ -869,11 +869,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *EvictNext, *NextIterations;
   auto CreateCheck = [&](BasicBlock *GoOn) {
     Builder.SetInsertPoint(Check);
-    // The answer, and the word thread 0 read for the next check (task_loop.cu).
+    EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
     Value *Checked =
         Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
-    EvictNext = Builder.CreateExtractValue(Checked, 1, "preempt.intask.evict.read");
-    NextIterations = warpUniform(Builder, Builder.CreateExtractValue(Checked, 0), DL);
+    NextIterations = warpUniform(Builder, Checked, DL);
     Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, GoOn);
   };
   if (Count) {

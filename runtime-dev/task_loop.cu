@@ -621,6 +621,13 @@ PREEMPT_DEVICE unsigned int __preempt_intask_iterations(unsigned int point) {
   return __preempt_task_ctx.check_iterations[point];
 }
 
+// Thread 0: the eviction word, tested at the next check (0 elsewhere).
+PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control) {
+  if (!is_first_thread())
+    return 0;
+  return __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}
+
 // Thread 0: how many iterations to the next check, so that checks come
 // about once per period (EffiSha §6.3's adaptive checking, per loop;
 // preempt/intask_period.h); `now` is this check's time.
@@ -634,35 +641,22 @@ PREEMPT_LOCAL unsigned int next_check_iterations(unsigned int point, unsigned in
 }
 
 // Every thread, at a check: 0 when the CTA leaves, else the iterations to
-// the next check; and the eviction word thread 0 reads now, tested at the
-// next check (0 in the other threads), so that the read's round trip
-// overlaps the loop. Thread 0 decides, writes the answer
-// after a first barrier (so no sibling can still be reading the old count)
-// and a second barrier publishes it; every thread then reads the one word.
-// One call and one branch around thread 0's part: as two (the read, then the
-// decision), each cost every warp a convergence region (BSSY, BRA, BSYNC) at
-// every check. Not a barrier reduction (bar.red.or): ptxas takes its result
-// for divergent, so the branch on it made the loop's control divergent in
-// ptxas's eyes, and every value of the loop (the counter of a `for`, an
-// address built from it) moved from the uniform datapath to per-thread
-// registers and the loop was no longer unrolled: 11-19% slower on the H100
-// (docs/intask.md). A word read from shared memory after a barrier, at a
-// uniform address, stays uniform.
-typedef struct {
-  unsigned int iterations; // 0: leave; else the iterations to the next check
-  unsigned int evict_next; // the eviction word thread 0 read (0 elsewhere)
-} preempt_intask_checked;
-PREEMPT_DEVICE preempt_intask_checked __preempt_intask_check(preempt_control_block *control, unsigned int point,
-                                                            unsigned int evict_seen) {
-  unsigned int iterations = 0, evict_next = 0;
+// the next check. Thread 0 decides, writes the answer after a first barrier
+// (so no sibling can still be reading the old count) and a second barrier
+// publishes it; every thread then reads the one word. Not a barrier
+// reduction (bar.red.or): ptxas takes its result for divergent, so the
+// branch on it made the loop's control divergent in ptxas's eyes, and every
+// value of the loop (the counter of a `for`, an address built from it) moved
+// from the uniform datapath to per-thread registers and the loop was no
+// longer unrolled: 11-19% slower on the H100 (docs/intask.md). A word read
+// from shared memory after a barrier, at a uniform address, stays uniform.
+PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *control, unsigned int point,
+                                                  unsigned int evict_seen) {
+  unsigned int iterations = 0;
   if (is_first_thread()) {
-    evict_next = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
     unsigned int now = global_time_ns();
     // A check long after the last one (one slow iteration between checks):
-    // the word read then is as old, so read it again and wait for it
-    // (intask_period.h). A load of its own: acting on `evict_next` instead
-    // made thread 0 wait for that read at every check (ptxas tested it
-    // ahead of the branch), and the CTA with it at the barrier.
+    // the word read then is as old, so read it again (intask_period.h).
     if (evict_seen == 0 &&
         preempt_intask_poll_again(__preempt_task_ctx.intask_period_ns, __preempt_task_ctx.last_check_ns, now))
       evict_seen = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
@@ -673,7 +667,7 @@ PREEMPT_DEVICE preempt_intask_checked __preempt_intask_check(preempt_control_blo
   if (is_first_thread())
     __preempt_task_ctx.check_iterations[point] = iterations;
   cta_barrier();
-  return (preempt_intask_checked){__preempt_task_ctx.check_iterations[point], evict_next};
+  return __preempt_task_ctx.check_iterations[point];
 }
 
 // The CTA's thread count and this thread's place in it (contexts are laid

@@ -147,7 +147,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[ENTERED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
 // VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %[[CHECKED]] ]
 // VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[ENTERED]] ]
-// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.read, %[[CHECKED]] ], [ 0, %[[ENTERED]] ]
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ 0, %[[ENTERED]] ]
 // VARIANT-NEXT: [[STEPS:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
 // VARIANT-NEXT: [[LEFT:%[0-9]+]] = sub i32 [[LASTS:%[0-9]+]], %s.034.chunk
 // VARIANT-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 [[STEPS]], i32 [[LEFT]])
@@ -175,12 +175,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT: [[CHECKED]]:
 // VARIANT-NEXT: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // VARIANT-NEXT: [[NEXT:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
-// The answer and the eviction word thread 0 read for the next check come back together.
-// VARIANT-NEXT: [[ANSWER:%[0-9]+]] = insertvalue %struct.preempt_intask_checked poison, i32 [[NEXT]], 0
-// VARIANT-NEXT: [[BOTH:%[0-9]+]] = insertvalue %struct.preempt_intask_checked [[ANSWER]], i32 %{{[0-9]+}}, 1
-// VARIANT-NEXT: %preempt.intask.evict.read = extractvalue %struct.preempt_intask_checked [[BOTH]], 1
-// VARIANT-NEXT: [[NEXTX:%[0-9]+]] = extractvalue %struct.preempt_intask_checked [[BOTH]], 0
-// VARIANT-NEXT: [[NEXTU]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXTX]], i32 -1)
+// VARIANT-NEXT: [[NEXTU]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXT]], i32 -1)
 // VARIANT-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXTU]], 0
 // VARIANT-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %[[CHUNK]]
 // The save: record + 64 (header) is the CTA area; the threads' area follows the 16 B of uniform
@@ -262,11 +257,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // COUNTDOWN: store i32 %{{[0-9]+}}, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
 // COUNTDOWN: call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
 // COUNTDOWN-NEXT: [[NEXT:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
-// COUNTDOWN-NEXT: [[ANSWER:%[0-9]+]] = insertvalue %struct.preempt_intask_checked poison, i32 [[NEXT]], 0
-// COUNTDOWN-NEXT: [[BOTH:%[0-9]+]] = insertvalue %struct.preempt_intask_checked [[ANSWER]], i32 %{{[0-9]+}}, 1
-// COUNTDOWN-NEXT: %preempt.intask.evict.read = extractvalue %struct.preempt_intask_checked [[BOTH]], 1
-// COUNTDOWN-NEXT: [[NEXTX:%[0-9]+]] = extractvalue %struct.preempt_intask_checked [[BOTH]], 0
-// COUNTDOWN-NEXT: [[NEXTU:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXTX]], i32 -1)
+// COUNTDOWN-NEXT: [[NEXTU:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[NEXT]], i32 -1)
 // COUNTDOWN-NEXT: [[LEAVE:%[0-9]+]] = icmp eq i32 [[NEXTU]], 0
 // COUNTDOWN-NEXT: br i1 [[LEAVE]], label %if.end.intask.save, label %if.end.intask.cont
 // The save: record + 64 (header) is the CTA area; the threads' area follows the 16 B of uniform
