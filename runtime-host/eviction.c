@@ -144,13 +144,14 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   uint32_t wanted[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     wanted[word] = record->yield_mask[word] | requested.words[word];
+  const int full = mask_is_full(wanted);
   /* A full eviction also stops CTAs inside their tasks (intask.c). */
-  status = preempt_intask_before_evict(gpu, device, record, mask_is_full(wanted));
+  status = preempt_intask_before_evict(gpu, device, record, full);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "asking the launch's CTAs to save their in-task contexts", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
-  int becomes_full = mask_is_full(wanted) && !mask_is_full(record->yield_mask);
+  const int becomes_full = full && !mask_is_full(record->yield_mask);
   status = write_yield_mask(gpu, device, record, wanted);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);

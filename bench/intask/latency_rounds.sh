@@ -21,9 +21,8 @@ latency_one() {
     timed=0
     [ "$how" = timed ] && timed=1
     echo "== $build $kernel $how round $round" >> "$out/stderr.txt"
-    line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
-      PREEMPT_TIME_EVICTIONS=$timed timeout -s KILL 120 "$binary" latency "$kernel" "$evictions" \
-      2>> "$out/stderr.txt" | tail -1)
+    line=$(env "${intask_env[@]}" PREEMPT_TIME_EVICTIONS=$timed timeout -s KILL 120 "$binary" latency "$kernel" \
+      "$evictions" 2>> "$out/stderr.txt" | tail -1)
     [ "${line:0:1}" = "{" ] || line='{"failed": true}'
     echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"how\": \"$how\", \"result\": $line}" \
       >> "$log"

@@ -6,10 +6,9 @@
 # PROFILE_BUILDS (comma-separated names of build/bench/<name>/intask_bench; default preempt,preempt_nointask).
 set -uo pipefail
 out=${1:?usage: profile_checks.sh OUT [KERNELS]}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
+source "$(dirname "$0")/rounds.sh"
 mkdir -p "$out"
-export PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on
+export "${intask_env[@]}"
 IFS=, read -r -a kernels <<< "${2:-stencil,solver,gemm}"
 IFS=, read -r -a builds <<< "${PROFILE_BUILDS:-preempt,preempt_nointask}"
 for kernel in "${kernels[@]}"; do

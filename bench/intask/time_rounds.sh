@@ -16,8 +16,7 @@ log=$out/time_rounds.jsonl
 : > "$log"
 time_one() {
   local round=$1 kernel=$2 build=$3 binary=$4 line
-  line=$(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on \
-    timeout -s KILL 60 "$binary" time "$kernel" 2> /dev/null | tail -1)
+  line=$(env "${intask_env[@]}" timeout -s KILL 60 "$binary" time "$kernel" 2> /dev/null | tail -1)
   [ "${line:0:1}" = "{" ] || line='{"failed": true}'
   echo "{\"round\": $round, \"kernel\": \"$kernel\", \"build\": \"$build\", \"result\": $line}" >> "$log"
 }
