@@ -95,8 +95,8 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
     free(record->params);
     if (record->undone)
       gpu->device_free(record->undone);
-    if (record->intask_contexts)
-      gpu->device_free(record->intask_contexts);
+    if (record->intask_ring.contexts)
+      gpu->device_free(record->intask_ring.contexts);
   }
   for (uint32_t index = 0; index < pool->retired_count; index++)
     gpu->device_free(pool->retired_buffers[index]);

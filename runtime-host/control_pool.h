@@ -10,6 +10,14 @@
 #include "preempt/control_block.h"
 
 /* Everything needed to relaunch CTAs of a launch and to know where it is. */
+/* A context ring for in-task preemption (intask.c): device memory, its size,
+ * and the layout (records, bytes each) its bytes were zeroed for. */
+typedef struct preempt_intask_ring {
+  void *contexts;
+  size_t bytes;
+  uint32_t capacity, record_bytes;
+} preempt_intask_ring;
+
 typedef struct preempt_launch_record {
   uint32_t generation;   /* of the launch now using the block; 0 before first use */
   int in_flight;         /* launched and not yet seen finished */
@@ -104,12 +112,17 @@ typedef struct preempt_launch_record {
   /* In-task preemption (intask.c): this launch's in-task points check
    * (enabled); an eviction asked its CTAs to save contexts, so every later
    * relaunch must resume them (evicted); the device's intask_evict is 1
-   * (evict_set). The control block's context ring (device memory), its size
-   * and layout as last written there, and the period last written. */
+   * (evict_set). */
   int intask_enabled, intask_evicted, intask_evict_set;
   void *intask_function; /* the kernel's in-task variant, which this launch's grids run (enabled only) */
-  void *intask_contexts;
-  size_t intask_bytes;
+  /* The context ring this record holds (device memory), its size, and the
+   * layout its bytes were zeroed for. Between launches a ring moves to the
+   * record that needs one (intask.c): rings follow the launches in flight,
+   * not the pool's slots. */
+  preempt_intask_ring intask_ring;
+  /* What the control block says: its ring, that ring's layout, and the
+   * period, as last written there. */
+  void *intask_control_contexts;
   uint32_t intask_capacity, intask_record_bytes, intask_period_ns;
 } preempt_launch_record;
 

@@ -68,6 +68,64 @@ static int write_control_words(const preempt_gpu_ops *gpu, void *stream, preempt
                                  (const uint32_t *)((const unsigned char *)image + offset), (uint32_t)(bytes / 4));
 }
 
+static int ring_has_layout(const preempt_intask_ring *ring, uint64_t capacity, uint64_t bytes_each) {
+  return ring->capacity == capacity && ring->record_bytes == bytes_each;
+}
+
+/* Gives `record` a context ring of at least `needed` bytes, zeroed for this
+ * layout, where its own is smaller or of another layout. A record keeps its
+ * ring between launches, and the pool hands its slots out in turn: with a ring
+ * kept per slot, each of a kernel's first 64 launches allocated a ring and
+ * zeroed it on the stream ahead of its grid, and 64 rings stayed allocated.
+ * A record whose launch is over (not in flight, not being launched, no
+ * relaunch to come) hands its ring over instead, one of this layout first,
+ * which needs no zeroing; the two records swap rings. Only when none has one
+ * big enough is a larger one allocated. Kernels of different layouts launched
+ * in turn may then share one ring, zeroed at each change (a memset on the
+ * stream) rather than each keep one. */
+static int take_ring(preempt_device_state *device, const preempt_gpu_ops *gpu, preempt_launch_record *record,
+                     size_t needed, uint64_t capacity, uint64_t bytes_each, void *stream) {
+  preempt_control_pool *pool = &device->control_pool;
+  preempt_intask_ring *ring = &record->intask_ring;
+  preempt_launch_record *donor = NULL;
+  for (uint32_t slot = 0; slot < pool->in_use; slot++) {
+    preempt_launch_record *other = &pool->records[slot];
+    if (other == record || !other->intask_ring.contexts || other->intask_ring.bytes < needed || other->launching ||
+        other->relaunch_pending)
+      continue;
+    if (other->in_flight && !preempt_launch_suspended(other) && preempt_launch_finished(other, gpu))
+      other->in_flight = 0;
+    if (other->in_flight)
+      continue;
+    int same_layout = ring_has_layout(&other->intask_ring, capacity, bytes_each);
+    if (!donor || same_layout)
+      donor = other;
+    if (same_layout)
+      break;
+  }
+  int status = 0;
+  if (donor && (ring->bytes < needed || ring_has_layout(&donor->intask_ring, capacity, bytes_each))) {
+    preempt_intask_ring own = *ring;
+    *ring = donor->intask_ring;
+    donor->intask_ring = own;
+  } else if (ring->bytes < needed) {
+    status = preempt_control_pool_grow_buffer(pool, gpu, &ring->contexts, &ring->bytes, needed, 1u << 20);
+    if (status == 0)
+      ring->capacity = ring->record_bytes = 0; /* fresh memory */
+  }
+  /* Stale bytes of another layout could look like a record's tag. A ring of
+   * this layout, used by this or another control block before, is not zeroed
+   * again: a resumed grid claims only records in [head, tail) of its own
+   * control block, each written by a grid of its launch that has ended
+   * (claim_context). */
+  if (status == 0 && !ring_has_layout(ring, capacity, bytes_each) &&
+      (status = gpu->device_zero_async(ring->contexts, ring->bytes, stream)) == 0) {
+    ring->capacity = (uint32_t)capacity;
+    ring->record_bytes = (uint32_t)bytes_each;
+  }
+  return status;
+}
+
 int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
                            const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream) {
   const preempt_gpu_ops *gpu = runtime->gpu;
@@ -110,27 +168,23 @@ int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *devic
     record->intask_function = NULL;
     return 0;
   }
-  if (capacity == record->intask_capacity && bytes_each == record->intask_record_bytes)
-    return 0;
-  /* A new layout: no launch of this block has a context waiting (head ==
-   * tail between launches), but stale bytes could look like a record's tag:
-   * the ring starts zeroed. */
   int status = 0;
   size_t needed = (size_t)(capacity * bytes_each);
-  if (record->intask_bytes < needed)
-    status = preempt_control_pool_grow_buffer(&device->control_pool, gpu, &record->intask_contexts,
-                                              &record->intask_bytes, needed, 1u << 20);
-  if (status == 0)
-    status = gpu->device_zero_async(record->intask_contexts, record->intask_bytes, stream);
-  if (status != 0)
+  preempt_intask_ring *ring = &record->intask_ring;
+  if ((ring->bytes < needed || !ring_has_layout(ring, capacity, bytes_each)) &&
+      (status = take_ring(device, gpu, record, needed, capacity, bytes_each, stream)) != 0)
     return status;
+  if (record->intask_control_contexts == ring->contexts && capacity == record->intask_capacity &&
+      bytes_each == record->intask_record_bytes)
+    return 0;
   image.intask_capacity = (uint32_t)capacity;
   image.intask_record_bytes = (uint32_t)bytes_each;
-  image.intask_contexts = record->intask_contexts;
+  image.intask_contexts = ring->contexts;
   size_t first = offsetof(preempt_control_block, intask_capacity);
   size_t end = offsetof(preempt_control_block, intask_contexts) + sizeof image.intask_contexts;
   if ((status = write_control_words(gpu, stream, control, &image, first, end - first)) != 0)
     return status;
+  record->intask_control_contexts = ring->contexts;
   record->intask_capacity = (uint32_t)capacity;
   record->intask_record_bytes = (uint32_t)bytes_each;
   return 0;

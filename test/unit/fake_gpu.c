@@ -78,6 +78,7 @@ static int fake_device_alloc(void **pointer, size_t bytes) {
   if (fake_gpu.fail_device_alloc)
     return FAKE_ERROR_OUT_OF_MEMORY;
   *pointer = calloc(1, bytes);
+  fake_gpu.device_allocs++;
   return 0;
 }
 static int fake_free(void *pointer) { free(pointer); return 0; }

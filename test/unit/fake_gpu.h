@@ -52,6 +52,7 @@ typedef struct fake_gpu_state {
   uint32_t last_wait_value;
   fake_launch last;
   size_t zeroed_bytes, zeroed_async_bytes;
+  int device_allocs; /* successful device_alloc calls */
   char last_marker_name[256];
   /* Unconverted copies (one-wave launches): whether kernels have one, what a
    * lookup answers instead (an error code, 0: the lookup works), launches of

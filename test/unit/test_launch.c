@@ -658,42 +658,69 @@ static void test_intask(void) {
     fake_gpu.fail_function_launch = 0;
   }
 
-  /* A control block keeps what was last written: 64 launches later the same block comes back (the pool's first
-   * 64 slots, in turn). In-task off since: its period goes back to 0. On again, same layout: the period, and no
-   * second zeroing of the ring. A new layout (smaller blocks): the ring is zeroed again. */
+  /* Rings follow the launches, not the pool's slots (intask.c's take_ring). Launches one after another, each
+   * over before the next: the pool hands out its first 64 slots in turn, and every launch takes the one ring
+   * from the launch before, allocated and zeroed once; each control block is told where it is. In-task off,
+   * then on again: the period goes back to 0 and comes back. */
   intask_fake();
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
     preempt_control_block *control = fake_gpu.last.control;
+    unsigned char *ring = control->intask_contexts;
     CHECK_EQ_U64(control->intask_period_ns, 10000);
-    set_intask_mode("off");
-    for (int launch = 1; launch < 64; launch++)
-      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.control != control && fake_gpu.last.control->intask_period_ns == 0);
-    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.control == control && fake_gpu.last.function != &fake_intask_function);
-    CHECK_EQ_U64(control->intask_period_ns, 0);
-    CHECK_EQ_U64(control->intask_capacity, capacity);
-    set_intask_mode("on");
-    for (int launch = 1; launch < 64; launch++)
-      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    int allocs_before = fake_gpu.device_allocs;
     size_t zeroed_before = fake_gpu.zeroed_async_bytes;
-    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.control == control && fake_gpu.last.function == &fake_intask_function);
-    CHECK_EQ_U64(control->intask_period_ns, 10000);
+    for (int launch = 1; launch < 70; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.function == &fake_intask_function);
+      CHECK(fake_gpu.last.control->intask_contexts == ring);
+      CHECK_EQ_U64(fake_gpu.last.control->intask_capacity, capacity);
+      CHECK_EQ_U64(fake_gpu.last.control->intask_record_bytes, bytes128);
+    }
+    CHECK(fake_gpu.last.control != control); /* the slots did turn */
+    CHECK_EQ_U64(fake_gpu.device_allocs, allocs_before);
     CHECK_EQ_U64(fake_gpu.zeroed_async_bytes, zeroed_before);
-    for (int launch = 1; launch < 64; launch++)
-      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
-    memset(control->intask_contexts, 0x5a, 64); /* stale bytes of the old layout */
+    set_intask_mode("off");
+    for (int launch = 0; launch < 64; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.function != &fake_intask_function && fake_gpu.last.control->intask_period_ns == 0);
+    set_intask_mode("on");
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.function == &fake_intask_function && fake_gpu.last.control->intask_period_ns == 10000);
+    CHECK(fake_gpu.last.control->intask_contexts == ring);
+    CHECK_EQ_U64(fake_gpu.device_allocs, allocs_before);
+
+    /* A launch in flight keeps its ring (its CTAs may save contexts into it): the next launch gets another, and
+     * once the first is over, the launch after takes the first ring back rather than allocate a third. */
+    preempt_launch_record *running = fake_launch_record(preempt_last_launch());
+    CHECK(running != NULL);
+    fake_event_set_pending(running->done_event, 1);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    unsigned char *second_ring = fake_gpu.last.control->intask_contexts;
+    CHECK(second_ring != NULL && second_ring != ring);
+    CHECK_EQ_U64(fake_gpu.device_allocs, allocs_before + 1);
+    CHECK(fake_gpu.last_zeroed_async == second_ring);
+    fake_event_set_pending(running->done_event, 0);
+    for (int launch = 0; launch < 3; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.control->intask_contexts == ring || fake_gpu.last.control->intask_contexts == second_ring);
+    }
+    CHECK_EQ_U64(fake_gpu.device_allocs, allocs_before + 1);
+
+    /* A new layout (smaller blocks) fits in the same ring, which is zeroed for it: stale bytes of the old layout
+     * could look like a record's tag. */
+    control = fake_gpu.last.control;
+    memset(control->intask_contexts, 0x5a, 64);
     zeroed_before = fake_gpu.zeroed_async_bytes;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.control == control);
+    control = fake_gpu.last.control;
     CHECK_EQ_U64(control->intask_record_bytes, bytes64);
     CHECK_EQ_U64(control->intask_capacity, capacity);
     CHECK(fake_gpu.zeroed_async_bytes - zeroed_before >= (size_t)capacity * bytes64);
     CHECK_EQ_U64(control->intask_contexts[0], 0);
     CHECK_EQ_U64(control->intask_contexts[63], 0);
+    CHECK_EQ_U64(fake_gpu.device_allocs, allocs_before + 1);
   }
 
   /* PREEMPT_INTASK=off: the persistent form as ever, period 0, and a full eviction writes only the yield mask. */
