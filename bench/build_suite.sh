@@ -119,6 +119,9 @@ mkdir -p "$out/preempt_countdown"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_countdown"' -I"$root/runtime-host/include" \
   -fpass-plugin="$plugin" -mllvm -preempt-intask-strip-mine=0 "$intask_source" \
   -o "$out/preempt_countdown/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
+# The in-task check's shapes written by hand (no plugin): what each costs the stencil's loop.
+clang++-22 "${flags[@]}" -I"$root/lib/include" "$root/bench/intask/chunk_shape.cu" -o "$out/original/chunk_shape" \
+  "${libs[@]}"
 for source in "$root"/bench/suite/*.cu "$root"/bench/demo/sample.cu; do
   name=$(basename "$source" .cu)
   converted=$(grep -c "converted to persistent-thread form" "$out/remarks/$name.txt" || true)

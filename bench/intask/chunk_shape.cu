@@ -13,8 +13,9 @@
 //               chunks to the check (as `runtime`, counting chunks), then the last < K sweeps without a check
 //   const<K>_fold  const<K> with the folded check
 //
-// Usage: chunk_shape ROUNDS [SWEEPS]: prints, per shape, the median over rounds of its time over plain's in the
-// same round (median of 5 launches each), with min..max, and checks every shape's output equals plain's.
+// Built by bench/build_suite.sh into build/bench/original/chunk_shape. Usage: chunk_shape ROUNDS [SWEEPS]: prints,
+// per shape, the median over rounds of its time over plain's in the same round (median of 5 launches each), with
+// min..max, and checks every shape's output equals plain's.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
