@@ -851,6 +851,11 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Preheader = NormalPred.lookup(Enter);
   IRBuilder<> Builder(Enter->getTerminator());
   Value *FirstIterations = iterationsToCheck(Builder, PointIndex);
+  // Thread 0 reads the eviction word on entry too, for the first check to act
+  // on: entered with none read (0), that check could not evict, and a loop
+  // entered once per work item (the bench's persistent kernel: an entry of
+  // 8192 steps, about 150 us) could wait for the next entry's second check.
+  Value *FirstWord = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
   // Count-down: the latch's own branch, after the check. Strip-mined: where
   // each chunk starts, between Enter and the header.
   BasicBlock *Cont = nullptr, *Chunk = nullptr, *ChunkEnd = nullptr;
@@ -942,7 +947,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Remaining->addIncoming(NextIterations, Back);
   EvictSeen->addIncoming(EvictNext, Back);
   Remaining->addIncoming(FirstIterations, Enter);
-  EvictSeen->addIncoming(Builder.getInt32(0), Enter);
+  EvictSeen->addIncoming(FirstWord, Enter);
   CheckState[Remaining] = PointIndex;
   CheckState[EvictSeen] = std::nullopt;
 

@@ -139,15 +139,21 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V:%[0-9]+]], %[[RESTORED]] ]
 // VARIANT-NEXT: [[LOADED:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
 // VARIANT-NEXT: [[FIRST:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[LOADED]], i32 -1)
+// Thread 0 reads the eviction word on entry, for the first check to act on (0 in the other threads).
+// VARIANT: [[POLL:[0-9]+]]:
+// VARIANT-NEXT: getelementptr inbounds nuw i8, ptr %preempt.control, i64 1128
+// VARIANT-NEXT: load atomic i32
+// VARIANT: [[POLLED:__preempt_intask_poll.exit[0-9]*]]:
+// VARIANT-NEXT: [[WORD:%[0-9]+]] = phi i32 [ %{{[0-9]+}}, %[[POLL]] ], [ 0, %[[ENTERED]] ]
 // VARIANT-NOT: phi
 // VARIANT: br label %[[CHUNK:for.body.intask.chunk]]
 // The chunk's last iteration: its start plus the check's iterations less one, or the loop's last
 // (umin); a chunk ends there, the loop's exit test and the check come after it.
 // VARIANT: [[CHUNK]]:
-// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[ENTERED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
-// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %[[CHECKED]] ]
-// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[ENTERED]] ]
-// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ 0, %[[ENTERED]] ]
+// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[POLLED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
+// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[POLLED]] ], [ %mul16, %[[CHECKED]] ]
+// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[POLLED]] ]
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ [[WORD]], %[[POLLED]] ]
 // VARIANT-NEXT: [[STEPS:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
 // VARIANT-NEXT: [[LEFT:%[0-9]+]] = sub i32 [[LASTS:%[0-9]+]], %s.034.chunk
 // VARIANT-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 [[STEPS]], i32 [[LEFT]])
@@ -236,14 +242,20 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // COUNTDOWN-DAG: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED]] ]
 // COUNTDOWN-NEXT: [[LOADED:%[0-9]+]] = load i32, ptr getelementptr inbounds nuw (i8, ptr addrspacecast (ptr addrspace(3) @__preempt_task_ctx to ptr), i64 104)
 // COUNTDOWN-NEXT: [[FIRST:%[0-9]+]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[LOADED]], i32 -1)
+// Thread 0 reads the eviction word on entry, for the first check to act on (0 in the other threads).
+// COUNTDOWN: [[POLL:[0-9]+]]:
+// COUNTDOWN-NEXT: getelementptr inbounds nuw i8, ptr %preempt.control, i64 1128
+// COUNTDOWN-NEXT: load atomic i32
+// COUNTDOWN: [[POLLED:__preempt_intask_poll.exit[0-9]*]]:
+// COUNTDOWN-NEXT: [[WORD:%[0-9]+]] = phi i32 [ %{{[0-9]+}}, %[[POLL]] ], [ 0, %[[ENTERED]] ]
 // COUNTDOWN-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 // COUNTDOWN-NOT: phi
 // COUNTDOWN: br label %for.body
 // COUNTDOWN: for.body:
-// COUNTDOWN-NEXT: %s.034 = phi i32 [ %s.034.entered, %[[ENTERED]] ], [ %inc, %if.end.intask.cont ]
-// COUNTDOWN-NEXT: %v.033 = phi float [ %v.033.entered, %[[ENTERED]] ], [ %mul16, %if.end.intask.cont ]
-// COUNTDOWN-NEXT: %preempt.intask.remaining = phi i32 [ %preempt.intask.remaining.next, %if.end.intask.cont ], [ [[FIRST]], %[[ENTERED]] ]
-// COUNTDOWN-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.next, %if.end.intask.cont ], [ 0, %[[ENTERED]] ]
+// COUNTDOWN-NEXT: %s.034 = phi i32 [ %s.034.entered, %[[POLLED]] ], [ %inc, %if.end.intask.cont ]
+// COUNTDOWN-NEXT: %v.033 = phi float [ %v.033.entered, %[[POLLED]] ], [ %mul16, %if.end.intask.cont ]
+// COUNTDOWN-NEXT: %preempt.intask.remaining = phi i32 [ %preempt.intask.remaining.next, %if.end.intask.cont ], [ [[FIRST]], %[[POLLED]] ]
+// COUNTDOWN-NEXT: %preempt.intask.evict.seen = phi i32 [ %preempt.intask.evict.next, %if.end.intask.cont ], [ [[WORD]], %[[POLLED]] ]
 // The back-edge counts down and checks at zero; the check (task_loop.cu, inlined): thread 0's
 // decision written between two barriers, read back by every thread (no barrier-reduction, whose
 // result ptxas takes for divergent); 0 iterations to go means leave.
