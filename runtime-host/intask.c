@@ -46,7 +46,9 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
     return 1;
   /* auto: only where preemptd schedules the launch (other processes share
    * the GPU, and an eviction can come any time): the variant cost
-   * 0.95-1.20x on the H100 (bench/results/2026-11-23-intask-h100.md), too much for a GPU nobody shares. And
+   * 1.02-1.04x at the 10 us period on the H100
+   * (bench/results/2026-11-24-intask-entry-poll-period-h100.md), a cost a
+   * GPU nobody shares would pay for nothing. And
    * only where the tasks measured long, and saving every CTA's context costs
    * well under one task (as the check period does). */
   if (!runtime->daemon.registered)
