@@ -112,21 +112,37 @@ __device__ __forceinline__ unsigned check_folded(unsigned *slots, unsigned parit
   return slots[parity ^ 1];
 }
 
+// Each thread's check state (thread 0's is the one that counts) and the check, as every shape makes it: thread 0
+// reads the word for the next check and decides on the one it read at the last (0: leave, else the next count).
+template <bool Fold> struct Checker {
+  unsigned last_check, evict_seen = 0, parity = 0;
+  __device__ explicit Checker(unsigned *answer) : last_check(threadIdx.x == 0 ? now_ns() : 0) {
+    if (Fold && threadIdx.x == 0)
+      answer[0] = answer[1] = 1;
+  }
+  __device__ unsigned check(unsigned *answer, Control *control, unsigned count) {
+    unsigned evict_next = threadIdx.x == 0 ? read_word(control) : 0;
+    unsigned next = Fold ? check_folded(answer, parity, evict_seen, count, last_check)
+                         : check_barriers(answer, evict_seen, count, last_check);
+    parity ^= 1;
+    evict_seen = evict_next;
+    return next;
+  }
+};
+
 template <bool Fold>
 __global__ void __launch_bounds__(kThreads) shape_runtime(const unsigned *in, unsigned *out, unsigned sweeps,
                                                           Control *control) {
   __shared__ unsigned tile[2][kTile];
   __shared__ unsigned answer[2];
   load_tile(tile, in);
-  unsigned last_check = threadIdx.x == 0 ? now_ns() : 0;
-  if (Fold && threadIdx.x == 0)
-    answer[0] = answer[1] = 1;
+  Checker<Fold> checker(answer);
   if (sweeps == 0) {
     store_tile(tile, out, sweeps);
     return;
   }
   const unsigned last = sweeps - 1;
-  unsigned s = 0, remaining = 1, evict_seen = 0, parity = 0;
+  unsigned s = 0, remaining = 1;
   for (;;) {
     const unsigned chunk_last = s + min(remaining - 1, last - s);
     for (;; s++) {
@@ -137,12 +153,7 @@ __global__ void __launch_bounds__(kThreads) shape_runtime(const unsigned *in, un
     if (s == last)
       break;
     s++;
-    unsigned evict_next = threadIdx.x == 0 ? read_word(control) : 0;
-    remaining = Fold ? check_folded(answer, parity, evict_seen, remaining, last_check)
-                     : check_barriers(answer, evict_seen, remaining, last_check);
-    parity ^= 1;
-    evict_seen = evict_next;
-    if (remaining == 0) {
+    if ((remaining = checker.check(answer, control, remaining)) == 0) {
       out[blockIdx.x * kTile + threadIdx.x] = s; // the save: never taken here
       return;
     }
@@ -156,22 +167,15 @@ __global__ void __launch_bounds__(kThreads) shape_const(const unsigned *in, unsi
   __shared__ unsigned tile[2][kTile];
   __shared__ unsigned answer[2];
   load_tile(tile, in);
-  unsigned last_check = threadIdx.x == 0 ? now_ns() : 0;
-  if (Fold && threadIdx.x == 0)
-    answer[0] = answer[1] = 1;
-  unsigned s = 0, chunks = 1, chunks_left = 1, evict_seen = 0, parity = 0;
+  Checker<Fold> checker(answer);
+  unsigned s = 0, chunks = 1, chunks_left = 1;
   for (; sweeps - s >= K;) {
 #pragma unroll 4
     for (unsigned j = 0; j < K; j++)
       sweep(tile, s + j);
     s += K;
     if (--chunks_left == 0) {
-      unsigned evict_next = threadIdx.x == 0 ? read_word(control) : 0;
-      chunks = Fold ? check_folded(answer, parity, evict_seen, chunks, last_check)
-                    : check_barriers(answer, evict_seen, chunks, last_check);
-      parity ^= 1;
-      evict_seen = evict_next;
-      if (chunks == 0) {
+      if ((chunks = checker.check(answer, control, chunks)) == 0) {
         out[blockIdx.x * kTile + threadIdx.x] = s;
         return;
       }
