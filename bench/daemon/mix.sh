@@ -12,8 +12,8 @@
 #          the report end to end; never a measurement; every line of its output says "dry_run": true. BIN_DIR's real
 #          preemptd is started and stopped for each run when given, else a fake that only listens)
 # Environment: MIX_REPS (EffiSha rounds, default 2), MIX_PAIR_REPS (default 10), MIX_ONLY=REGEX (runs whose name
-# matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs), MIX_PROC_TIMEOUT (seconds
-# one process may take, default 90), MIX_SHARING (mps, the default: the runs under an MPS server this script starts;
+# matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs and, under MPS, the MPS
+# server's logs in mps-log/), MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the default: the runs under an MPS server this script starts;
 # timeslice: without MPS, the driver's time-slicing between processes, EffiSha §8's setting on its K40m).
 set -uo pipefail
 dry_run=0
@@ -23,6 +23,7 @@ bin=$1 out=$2
 sharing=${MIX_SHARING:-mps}
 case $sharing in mps|timeslice) ;; *) echo "mix.sh: MIX_SHARING must be mps or timeslice, not '$sharing'" >&2; exit 2 ;; esac
 reps=${MIX_REPS:-2} pair_reps=${MIX_PAIR_REPS:-10} logs=${MIX_LOG_DIR:-} proc_timeout=${MIX_PROC_TIMEOUT:-90}
+[ -z "$logs" ] || mkdir -p "$logs" || { echo "mix.sh: cannot make MIX_LOG_DIR $logs" >&2; exit 2; }
 work=$(mktemp -d)
 daemon_pid=""
 mps_dir=""
@@ -31,6 +32,8 @@ cleanup() {
   for pid in "${running[@]}"; do kill "$pid" 2>/dev/null; done
   [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
   [ -n "$mps_dir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control >/dev/null 2>&1
+  # The MPS control daemon's and server's logs (why a client was refused), with preemptd's.
+  [ -n "$mps_dir" ] && [ -n "$logs" ] && cp -r "$mps_dir/log" "$logs/mps-log" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -331,6 +334,10 @@ else
   mps_dir=$work/mps
   mkdir -p "$mps_dir/pipe" "$mps_dir/log"
   export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
+  # With the default 8 hardware connections per client, the H100's MPS server refused clients of the 8-program
+  # runs ("Reached maximum number of device connections" in its server.log): every program's first cudaMalloc
+  # failed, "busy or unavailable" (2026-11-24; with 4 or 1 they all ran). A caller's own setting is kept.
+  export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-4}
   if timeout -s KILL 30 nvidia-cuda-mps-control -d; then
     sharing_ok=1
   else
