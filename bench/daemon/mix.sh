@@ -13,8 +13,9 @@
 #          preemptd is started and stopped for each run when given, else a fake that only listens)
 # Environment: MIX_REPS (EffiSha rounds, default 2), MIX_PAIR_REPS (default 10), MIX_ONLY=REGEX (runs whose name
 # matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs and, under MPS, the MPS
-# server's logs in mps-log/), MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the default: the runs under an MPS server this script starts;
-# timeslice: without MPS, the driver's time-slicing between processes, EffiSha §8's setting on its K40m).
+# server's logs in mps-log/), MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the
+# default: the runs under an MPS server this script starts; timeslice: without MPS, the driver's time-slicing
+# between processes, EffiSha §8's setting on its K40m).
 set -uo pipefail
 dry_run=0
 if [ "${1:-}" = --dry-run ]; then dry_run=1; shift; [ $# -eq 1 ] && set -- none "$1"; fi
@@ -334,10 +335,6 @@ else
   mps_dir=$work/mps
   mkdir -p "$mps_dir/pipe" "$mps_dir/log"
   export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
-  # With the default 8 hardware connections per client, the H100's MPS server refused clients of the 8-program
-  # runs ("Reached maximum number of device connections" in its server.log): every program's first cudaMalloc
-  # failed, "busy or unavailable" (2026-11-24; with 4 or 1 they all ran). A caller's own setting is kept.
-  export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-4}
   if timeout -s KILL 30 nvidia-cuda-mps-control -d; then
     sharing_ok=1
   else
