@@ -133,15 +133,18 @@ static int take(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t
   return 0;
 }
 
+int preempt_launch_record_idle(preempt_launch_record *record, const preempt_gpu_ops *gpu) {
+  if (record->launching)
+    return 0;
+  if (record->in_flight && !preempt_launch_suspended(record) && preempt_launch_finished(record, gpu))
+    record->in_flight = 0;
+  return !record->in_flight;
+}
+
 int preempt_control_pool_acquire(preempt_control_pool *pool, const preempt_gpu_ops *gpu, uint32_t *slot) {
   for (uint32_t offset = 0; offset < pool->in_use; offset++) {
     uint32_t candidate = (pool->next_slot + offset) % pool->in_use;
-    preempt_launch_record *record = &pool->records[candidate];
-    if (record->launching)
-      continue;
-    if (record->in_flight && !preempt_launch_suspended(record) && preempt_launch_finished(record, gpu))
-      record->in_flight = 0;
-    if (!record->in_flight)
+    if (preempt_launch_record_idle(&pool->records[candidate], gpu))
       return take(pool, gpu, candidate, slot);
   }
   /* Every slot of the ring is busy: grow it (doubling) before waiting. A

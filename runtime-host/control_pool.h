@@ -156,6 +156,10 @@ int preempt_launch_finished(const preempt_launch_record *record, const preempt_g
  * be reused until the application resumes it. */
 int preempt_launch_suspended(const preempt_launch_record *record);
 
+/* Whether a record is free for a new launch: not being launched, and its
+ * last launch seen finished (not suspended); records the finish it sees. */
+int preempt_launch_record_idle(preempt_launch_record *record, const preempt_gpu_ops *gpu);
+
 /* Takes a block whose last launch has finished, waiting for the oldest one
  * still running when all are busy. Fails with `not_ready` when every block
  * belongs to an evicted launch that was never resumed. */

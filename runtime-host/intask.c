@@ -92,12 +92,8 @@ static int take_ring(preempt_device_state *device, const preempt_gpu_ops *gpu, p
   preempt_launch_record *donor = NULL;
   for (uint32_t slot = 0; slot < pool->in_use; slot++) {
     preempt_launch_record *other = &pool->records[slot];
-    if (other == record || !other->intask_ring.contexts || other->intask_ring.bytes < needed || other->launching ||
-        other->relaunch_pending)
-      continue;
-    if (other->in_flight && !preempt_launch_suspended(other) && preempt_launch_finished(other, gpu))
-      other->in_flight = 0;
-    if (other->in_flight)
+    if (other == record || !other->intask_ring.contexts || other->intask_ring.bytes < needed ||
+        other->relaunch_pending || !preempt_launch_record_idle(other, gpu))
       continue;
     int same_layout = ring_has_layout(&other->intask_ring, capacity, bytes_each);
     if (!donor || same_layout)
