@@ -19,6 +19,7 @@
 #include "WarpUniform.h"
 
 #include "preempt/control_block.h"
+#include "preempt/intask_period.h"
 #include "preempt/intask_plan.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -75,6 +76,12 @@ static cl::opt<unsigned> InTaskNestedWork(
 static cl::opt<bool> InTaskStripMine("preempt-intask-strip-mine", cl::init(true), cl::Hidden,
                                      cl::desc("strip-mine loops whose trip count is known at their in-task point "
                                               "(off: every point counts down, to measure against)"));
+static cl::opt<unsigned> InTaskChunkWork(
+    "preempt-intask-chunk-work", cl::init(512),
+    cl::desc("a strip-mined loop runs chunks of a constant length (a power of two up to 8) of at most this many IR "
+             "instructions per thread between tests of its count-down to the next check, its last iterations in a "
+             "copy of the loop with no check; 0, or a body too large for two iterations: chunks of a length set at "
+             "run time"));
 static cl::opt<unsigned> InTaskMaxContext("preempt-intask-max-context", cl::init(64 * 1024),
                                           cl::desc("the largest context per CTA (bytes, at 256 threads or the "
                                                    "kernel's maximum) an in-task yield point may save"));
@@ -439,12 +446,70 @@ private:
   // only exit; else nothing changes and there is no count.
   std::optional<IterationCount> countIterations(const YieldPoint &Point, ScalarEvolution &SE);
   BasicBlock *enterFor(BasicBlock *Header, BasicBlock *Preheader);
+  // The loop's last iterations, fewer than a constant chunk: a copy of its
+  // blocks, entered from `Tail` with the chunk's values, with no check.
+  void copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *Header, BasicBlock *Latch, BasicBlock *Chunk,
+                    BasicBlock *Tail, BasicBlock *ChunkEnd, Instruction *IsLast);
   // Adds the edge Pred -> Enter-or-resume block `Dest` (a new predecessor, or
   // one more switch case to it): every phi there takes `Resuming` if it is
   // the resume phi, else poison (nothing on a resume path reads them before
   // the point's restore block).
   void addResumeEdge(BasicBlock *Pred, BasicBlock *Dest, Value *Resuming);
 };
+
+// The copy leaves after the loop's last iteration (its own exit test, the
+// loop's), to where the chunks' end leaves; the loop's values used after it
+// then come from either copy (SSA reconstruction). Nothing in it checks: it
+// runs fewer iterations than a chunk.
+void PointBuilder::copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *Header, BasicBlock *Latch,
+                                BasicBlock *Chunk, BasicBlock *Tail, BasicBlock *ChunkEnd, Instruction *IsLast) {
+  ValueToValueMapTy Copied;
+  SmallVector<BasicBlock *, 8> Copies;
+  SmallPtrSet<BasicBlock *, 16> InEither(LoopBlocks.begin(), LoopBlocks.end());
+  BasicBlock *Before = Tail->getNextNode();
+  for (BasicBlock *BB : LoopBlocks) {
+    BasicBlock *Copy = CloneBasicBlock(BB, Copied, ".tail", &F);
+    if (Before)
+      Copy->moveBefore(Before);
+    Copied[BB] = Copy;
+    Copies.push_back(Copy);
+    InEither.insert(Copy);
+  }
+  remapInstructionsInBlocks(Copies, Copied);
+  auto *HeaderCopy = cast<BasicBlock>(Copied[Header]);
+  auto *LatchCopy = cast<BasicBlock>(Copied[Latch]);
+  for (PHINode &Phi : HeaderCopy->phis())
+    Phi.replaceIncomingBlockWith(Chunk, Tail);
+  Tail->getTerminator()->eraseFromParent();
+  BranchInst::Create(HeaderCopy, Tail);
+  BasicBlock *Exit = ChunkEnd->getTerminator()->getSuccessor(0);
+  auto *ChunkDone = cast<BranchInst>(LatchCopy->getTerminator());
+  Value *ChunkDoneTest = ChunkDone->getCondition();
+  ChunkDone->eraseFromParent();
+  RecursivelyDeleteTriviallyDeadInstructions(ChunkDoneTest);
+  BranchInst::Create(Exit, HeaderCopy, Copied[IsLast], LatchCopy);
+  for (PHINode &Phi : Exit->phis()) {
+    Value *FromChunks = Phi.getIncomingValueForBlock(ChunkEnd);
+    Value *FromCopy = Copied.lookup(FromChunks);
+    Phi.addIncoming(FromCopy ? FromCopy : FromChunks, LatchCopy);
+  }
+  for (BasicBlock *BB : LoopBlocks)
+    for (Instruction &I : *BB) {
+      SmallVector<Use *, 8> Outside;
+      for (Use &U : I.uses())
+        if (!InEither.contains(cast<Instruction>(U.getUser())->getParent()))
+          Outside.push_back(&U);
+      if (Outside.empty())
+        continue;
+      auto *Copy = cast<Instruction>(Copied[&I]);
+      SSAUpdater Updater;
+      Updater.Initialize(I.getType(), I.getName());
+      Updater.AddAvailableValue(BB, &I);
+      Updater.AddAvailableValue(Copy->getParent(), Copy);
+      for (Use *U : Outside)
+        Updater.RewriteUse(*U);
+    }
+}
 
 BasicBlock *PointBuilder::enterFor(BasicBlock *Header, BasicBlock *Preheader) {
   if (BasicBlock *Found = EnterOf.lookup(Header))
@@ -708,6 +773,18 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // the uniform datapath and unrolls it; a second exit in the loop, the
   // count-down's, it did not (docs/intask.md). Without one, the count-down.
   std::optional<IterationCount> Count = countIterations(Point, SE);
+  // Chunks of a constant length where the body is small and holds no loop
+  // (preempt_intask_chunk_length says why); its blocks, for the tail's copy.
+  unsigned ChunkLength = 1;
+  SmallVector<BasicBlock *, 8> LoopBlocks;
+  if (Count && Point.L->getSubLoops().empty()) {
+    uint64_t Body = 0;
+    for (BasicBlock *BB : Point.L->blocks())
+      Body += BB->sizeWithoutDebug();
+    ChunkLength = preempt_intask_chunk_length(Body, InTaskChunkWork);
+    if (ChunkLength > 1)
+      LoopBlocks.assign(Point.L->block_begin(), Point.L->block_end());
+  }
   SmallVector<std::pair<PHINode *, AllocaInst *>, 4> Spilled = spillOuterCheckState(Point);
   // The CTA leaves from the check, where the loop goes on to its header: what
   // is live there. A value is live if a use is reachable from there without
@@ -858,7 +935,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *FirstWord = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
   // Count-down: the latch's own branch, after the check. Strip-mined: where
   // each chunk starts, between Enter and the header.
-  BasicBlock *Cont = nullptr, *Chunk = nullptr, *ChunkEnd = nullptr;
+  BasicBlock *Cont = nullptr, *Chunk = nullptr, *ChunkEnd = nullptr, *CountDown = nullptr, *Tail = nullptr;
   if (!Count)
     Cont = Latch->splitBasicBlock(Latch->getTerminator(), Latch->getName() + ".intask.cont");
   // The new blocks go after the latch, in this order.
@@ -866,7 +943,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Check = BasicBlock::Create(Context, Latch->getName() + ".intask.check", &F, After);
   BasicBlock *Save = BasicBlock::Create(Context, Latch->getName() + ".intask.save", &F, After);
   BasicBlock *Restore = BasicBlock::Create(Context, Latch->getName() + ".intask.restore", &F, After);
-  Value *ChunkLast = nullptr;
+  Value *ChunkLast = nullptr, *ChunksLeft = nullptr;
   // The check's state: the iterations to the next check (a count-down, or
   // the chunk's length) and the eviction word thread 0 read at the previous
   // check (one register each).
@@ -889,29 +966,49 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Chunk = BasicBlock::Create(Context, Header->getName() + ".intask.chunk", &F, Header);
     BranchInst::Create(Header, Chunk);
     Enter->getTerminator()->replaceSuccessorWith(Header, Chunk);
+    // Constant chunks: after each, a count-down of chunks to the check
+    // (CountDown); the loop's last iterations, fewer than a chunk, run in a
+    // copy of the loop with no check, entered from Tail (made at the end).
+    if (ChunkLength > 1) {
+      CountDown = BasicBlock::Create(Context, Latch->getName() + ".intask.countdown", &F, Check);
+      Tail = BasicBlock::Create(Context, Header->getName() + ".intask.tail", &F, After);
+      new UnreachableInst(Context, Tail);
+    }
     for (PHINode &Phi : Header->phis()) {
       int FromEnter = Phi.getBasicBlockIndex(Enter);
-      PHINode *AtChunk = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".chunk", Chunk->getFirstNonPHIIt());
+      PHINode *AtChunk = PHINode::Create(Phi.getType(), 3, Phi.getName() + ".chunk", Chunk->getFirstNonPHIIt());
       AtChunk->addIncoming(Phi.getIncomingValue(FromEnter), Enter);
       AtChunk->addIncoming(Phi.getIncomingValueForBlock(Latch), Check);
+      if (CountDown)
+        AtChunk->addIncoming(Phi.getIncomingValueForBlock(Latch), CountDown);
       Phi.setIncomingBlock(FromEnter, Chunk);
       Phi.setIncomingValue(FromEnter, AtChunk);
     }
     Builder.SetInsertPoint(Chunk->getTerminator());
-    Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
-    EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
-    // The chunk's last iteration: `Remaining` on, or the loop's last.
+    Remaining = Builder.CreatePHI(Int32, 3, "preempt.intask.remaining");
+    EvictSeen = Builder.CreatePHI(Int32, 3, "preempt.intask.evict.seen");
     // A stepped counter counts in steps of 1 << StepShift: iterations are
     // its distance shifted right, and back.
     Value *ChunkStart = Count->Index->getIncomingValueForBlock(Chunk);
-    Value *Steps = Builder.CreateZExt(Builder.CreateSub(Remaining, Builder.getInt32(1)), IndexType);
     Value *Left = Builder.CreateSub(Count->Last, ChunkStart);
     if (Count->StepShift)
       Left = Builder.CreateLShr(Left, Count->StepShift);
-    Value *Taken = Builder.CreateBinaryIntrinsic(Intrinsic::umin, Steps, Left);
-    if (Count->StepShift)
-      Taken = Builder.CreateShl(Taken, Count->StepShift);
-    ChunkLast = Builder.CreateAdd(ChunkStart, Taken, "preempt.intask.chunk.last");
+    if (ChunkLength > 1) {
+      // A whole chunk when at least ChunkLength iterations are left, else the tail.
+      Value *Whole = Builder.CreateICmpUGE(Left, ConstantInt::get(IndexType, ChunkLength - 1),
+                                           "preempt.intask.chunk.whole");
+      ChunkLast = Builder.CreateAdd(ChunkStart, ConstantInt::get(IndexType, (uint64_t)(ChunkLength - 1) << Count->StepShift),
+                                    "preempt.intask.chunk.last");
+      Chunk->getTerminator()->eraseFromParent();
+      BranchInst::Create(Header, Tail, Whole, Chunk);
+    } else {
+      // The chunk's last iteration: `Remaining` on, or the loop's last.
+      Value *Steps = Builder.CreateZExt(Builder.CreateSub(Remaining, Builder.getInt32(1)), IndexType);
+      Value *Taken = Builder.CreateBinaryIntrinsic(Intrinsic::umin, Steps, Left);
+      if (Count->StepShift)
+        Taken = Builder.CreateShl(Taken, Count->StepShift);
+      ChunkLast = Builder.CreateAdd(ChunkStart, Taken, "preempt.intask.chunk.last");
+    }
     // The inner loop's one exit; the loop's own after it, then the check.
     auto *Branch = cast<BranchInst>(Latch->getTerminator());
     BasicBlock *Exit = Branch->getSuccessor(0);
@@ -920,7 +1017,13 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Branch->setCondition(Builder.CreateICmpEQ(Count->Index, ChunkLast, "preempt.intask.chunk.done"));
     Branch->setSuccessor(0, ChunkEnd);
     Exit->replacePhiUsesWith(Latch, ChunkEnd);
-    BranchInst::Create(Exit, Check, Count->IsLast, ChunkEnd);
+    BranchInst::Create(Exit, CountDown ? CountDown : Check, Count->IsLast, ChunkEnd);
+    if (CountDown) {
+      CountDown->moveAfter(ChunkEnd);
+      Builder.SetInsertPoint(CountDown);
+      ChunksLeft = Builder.CreateSub(Remaining, Builder.getInt32(1), "preempt.intask.chunks.left");
+      Builder.CreateCondBr(Builder.CreateICmpEQ(ChunksLeft, Builder.getInt32(0)), Check, Chunk);
+    }
     CreateCheck(Chunk);
   } else {
     Builder.SetInsertPoint(Header, Header->getFirstInsertionPt());
@@ -948,6 +1051,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   EvictSeen->addIncoming(EvictNext, Back);
   Remaining->addIncoming(FirstIterations, Enter);
   EvictSeen->addIncoming(FirstWord, Enter);
+  if (CountDown) {
+    Remaining->addIncoming(ChunksLeft, CountDown);
+    EvictSeen->addIncoming(EvictSeen, CountDown);
+  }
   CheckState[Remaining] = PointIndex;
   CheckState[EvictSeen] = std::nullopt;
 
@@ -1246,12 +1353,17 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
         if (isInstructionTriviallyDead(&I))
           I.eraseFromParent();
 
+  if (Tail)
+    copyTailLoop(LoopBlocks, Header, Latch, Chunk, Tail, ChunkEnd, Count->IsLast);
+
   raw_string_ostream Out(Summary);
   Out << "saves " << Plan.thread_bytes << " B per thread and " << Plan.cta_bytes << " B per CTA and " << SharedBytes
       << " B of shared memory; every live value: " << Plan.live_thread_bytes << " B per thread ("
       << Plan.saved_count << " saved, " << Plan.reexecute_count << " re-executed, " << Plan.revert_count
       << " reverted); "
       << (Count ? "strip-mined at its trip count" : "counted down (no trip count known, or points nested in it)");
+  if (Tail)
+    Out << ", in chunks of " << ChunkLength << " iterations";
   ThreadBytes = std::max(ThreadBytes, Plan.thread_bytes);
   CtaBytes = std::max<uint32_t>(CtaBytes, CtaArea + SharedBytes);
   return "";

@@ -21,7 +21,8 @@
 //                                             launch when the short one arrives and resumes it after)
 // KERNEL: stencil | gemm | persistent | solver. Environment: INTASK_SEED (random moments; printed),
 // INTASK_GAP_MIN_US (shortest gap between evictions, also after a resume; default 200 us),
-// INTASK_SCALE (multiplies every kernel's loop count, default 1), INTASK_LONG_MS (the long kernel's block length
+// INTASK_SCALE (multiplies every kernel's loop count, default 1), INTASK_LOOP_EXTRA (iterations added to
+// the stencil's, the solver's and the persistent kernel's hash loops, default 0), INTASK_LONG_MS (the long kernel's block length
 // aimed at, default 19; calibrated by one timed launch) or INTASK_LONG_ITEMS (its work items per CTA, fixed).
 #include <errno.h>
 #include <sys/stat.h>
@@ -274,10 +275,13 @@ static Problem make_problem(const std::string &kernel, unsigned long_items = 0) 
   Problem p;
   p.kernel = kernel;
   const unsigned scale = std::max(1u, env_unsigned("INTASK_SCALE", 1));
+  // Iterations added to the stencil's and the solver's loops and the persistent kernel's steps: a count that is
+  // not a multiple of a constant chunk (InTaskYield.cpp) runs the loop's tail copy too (intask_check.sh's checks).
+  const unsigned extra = env_unsigned("INTASK_LOOP_EXTRA", 0);
   CHECK_CUDA(cudaDeviceGetAttribute(&p.sms, cudaDevAttrMultiProcessorCount, 0));
   if (kernel == "stencil") {
     p.grid = dim3(2048);
-    p.loop = 6000 * scale;
+    p.loop = 6000 * scale + extra;
     std::vector<unsigned> in((size_t)p.blocks() * kStencilTile);
     fill(in, 1);
     p.in0 = to_device(in);
@@ -305,12 +309,12 @@ static Problem make_problem(const std::string &kernel, unsigned long_items = 0) 
     // A fixed number of items (132 SMs x 8 CTAs x items per CTA), whatever the grid: the output is the same.
     const unsigned per_cta = long_items ? long_items : 16 * scale;
     p.items = 132 * 8 * per_cta;
-    p.steps = 8192;
+    p.steps = 8192 + extra;
     p.loop = (p.items + p.grid.x - 1) / p.grid.x;
     p.out0_words = (size_t)p.items * kThreads;
   } else if (kernel == "solver") {
     p.grid = dim3(2048);
-    p.loop = 2000 * scale;
+    p.loop = 2000 * scale + extra;
     std::vector<unsigned> rhs((size_t)p.blocks() * kSolverN);
     fill(rhs, 4);
     p.in0 = to_device(rhs);

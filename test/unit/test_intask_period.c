@@ -92,9 +92,28 @@ static void test_poll_again(void) {
   CHECK(!preempt_intask_poll_again(PERIOD, 0xfffff000u, 0xfffff000u + 30000u));
 }
 
+static void test_chunk_length(void) {
+  /* The largest power of two whose chunk fits the work: 64 x 8 = 512 fits exactly, 65 x 8 does not. */
+  CHECK_EQ_U64(preempt_intask_chunk_length(64, 512), 8);
+  CHECK_EQ_U64(preempt_intask_chunk_length(65, 512), 4);
+  CHECK_EQ_U64(preempt_intask_chunk_length(128, 512), 4);
+  CHECK_EQ_U64(preempt_intask_chunk_length(129, 512), 2);
+  CHECK_EQ_U64(preempt_intask_chunk_length(256, 512), 2);
+  /* Not even two iterations fit: 1, a chunk length set at run time. */
+  CHECK_EQ_U64(preempt_intask_chunk_length(257, 512), 1);
+  CHECK_EQ_U64(preempt_intask_chunk_length(10, 0), 1);
+  /* Never over the cap, however small the body; an empty body counts as one instruction. */
+  CHECK_EQ_U64(preempt_intask_chunk_length(1, 1u << 30), PREEMPT_INTASK_MAX_CHUNK);
+  CHECK_EQ_U64(preempt_intask_chunk_length(0, 16), PREEMPT_INTASK_MAX_CHUNK);
+  CHECK_EQ_U64(preempt_intask_chunk_length(0, 1), 1);
+  /* No overflow for a huge body. */
+  CHECK_EQ_U64(preempt_intask_chunk_length(~0ull / 2, ~0ull), 2);
+}
+
 int main(void) {
   test_steps();
   test_poll_again();
   test_simulated_loops();
+  test_chunk_length();
   CHECK_DONE("test_intask_period");
 }

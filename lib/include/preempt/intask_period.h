@@ -51,4 +51,24 @@ PREEMPT_INTASK_PERIOD_FN int preempt_intask_poll_again(unsigned int period_ns, u
   return period_ns != 0 && last_check_ns != 0 && ((now_ns - last_check_ns) >> 2) > period_ns;
 }
 
+/* The longest constant chunk of a strip-mined loop, in iterations (issue 8, docs/intask.md "Constant chunks"). */
+#define PREEMPT_INTASK_MAX_CHUNK 8u
+
+/* How many iterations each chunk of a strip-mined loop runs between two tests of the count-down to the next check,
+ * for a loop body of `body_instructions` IR instructions per thread: the largest power of two up to
+ * PREEMPT_INTASK_MAX_CHUNK whose chunk runs at most `chunk_work` of them; 1 when not even two fit (the chunk's
+ * length is then set at run time, as before). A constant length lets ptxas unroll the chunk whole: the run-time
+ * length cost the bench's stencil a remainder dispatch and the chunk's set-up at every check (1.021x its time
+ * without checks against 1.008-1.010x with chunks of 4 or 16, bench/intask/chunk_shape.cu). A long chunk is the
+ * shortest interval between checks, and the loop's last iterations (fewer than a chunk) run with no check: small
+ * bodies only. */
+PREEMPT_INTASK_PERIOD_FN unsigned int preempt_intask_chunk_length(unsigned long long body_instructions,
+                                                                 unsigned long long chunk_work) {
+  unsigned long long body = body_instructions ? body_instructions : 1;
+  unsigned int length = 1;
+  while (length < PREEMPT_INTASK_MAX_CHUNK && length * 2ull <= chunk_work / body)
+    length *= 2;
+  return length;
+}
+
 #endif

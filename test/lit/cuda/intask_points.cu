@@ -24,6 +24,10 @@
 // RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.off.stencil
 // RUN: diff %t.on.stencil %t.off.stencil
+// Chunks of a length set at run time, where a body is too large for constant ones (RUNTIME below).
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=0 %s -o %t.runtime.ll
+// RUN: %opt -passes=verify -disable-output %t.runtime.ll
+// RUN: %FileCheck %s --check-prefix=RUNTIME < %t.runtime.ll
 // Without strip-mining, the count-down form (COUNTDOWN below).
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-strip-mine=0 %s -o %t.countdown.ll
 // RUN: %opt -passes=verify -disable-output %t.countdown.ll
@@ -77,7 +81,7 @@
 //   index, tid.x) and the addresses (tid.x's zext, &buf[t], its +4 and +8, and t == 0); tid.x is
 //   counted once. The exit test is not live there (the loop has taken it before the check), and
 //   the trip count, steps - 1, is computed before the task loop: free.
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 9 re-executed, 0 reverted); strip-mined at its trip count
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 9 re-executed, 0 reverted); strip-mined at its trip count, in chunks of 8 iterations
 __global__ void stencil(const float *in, float *out, int steps) {
   __shared__ float buf[N + 2];
   int t = threadIdx.x;
@@ -120,20 +124,23 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: i32 1, label %if.end.intask.restore
 // VARIANT-NEXT: ]
 // The loop's trip count is known (steps - 1 back-edges, computed before the task loop): it is
-// strip-mined. It leaves from the chunk's end alone, where the output index is computed again (from
-// tid.x and the block index), not carried through the loop from Enter (below), where it is too.
-// VARIANT: for.cond.cleanup.intask.exited:
+// strip-mined, in chunks of a constant 8 iterations (its body is small), its last iterations in a
+// copy of it (the tail). It leaves from the chunks' end or the tail, where v is merged and the output
+// index is computed again (from tid.x and the block index), not carried through the loop from Enter
+// (below), where it is too.
+// VARIANT: for.cond.cleanup.intask.exited: ; preds = %if.end.tail, %if.end.intask.chunk.end
+// VARIANT-NEXT: [[VOUT:%mul16[0-9]+]] = phi float [ %mul16.tail, %if.end.tail ], [ %mul16, %if.end.intask.chunk.end ]
 // VARIANT-NEXT: shl i32 %preempt.block.index, 8
 // VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 // VARIANT-NOT: phi
 // VARIANT: br label %for.cond.cleanup
 // VARIANT: for.cond.cleanup:
 // VARIANT-NEXT: phi i64 [ %idxprom, %preempt.body ], [ %{{[0-9]+}}, %for.cond.cleanup.intask.exited ]
-// VARIANT-NEXT: phi float [ %{{[0-9]+}}, %preempt.body ], [ %mul16, %for.cond.cleanup.intask.exited ]
+// VARIANT-NEXT: phi float [ %{{[0-9]+}}, %preempt.body ], [ [[VOUT]], %for.cond.cleanup.intask.exited ]
 // The loop's one entry from outside, Enter, is where the preheader and the restore
 // block meet: the restored s and v are merged; the chunk's first length is the check period's
 // iterations; the thread's slots of buf and the t == 0 test are computed again from tid.x, not
-// merged. Every chunk starts in Chunk, entered from Enter and from the check.
+// merged. Every chunk starts in Chunk, entered from Enter, from the check and from the count-down.
 // VARIANT: [[ENTERED:for.body.intask.enter]]:
 // VARIANT-NEXT: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ]
 // VARIANT-NEXT: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V:%[0-9]+]], %[[RESTORED]] ]
@@ -147,18 +154,18 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: [[WORD:%[0-9]+]] = phi i32 [ %{{[0-9]+}}, %[[POLL]] ], [ 0, %[[ENTERED]] ]
 // VARIANT-NOT: phi
 // VARIANT: br label %[[CHUNK:for.body.intask.chunk]]
-// The chunk's last iteration: its start plus the check's iterations less one, or the loop's last
-// (umin); a chunk ends there, the loop's exit test and the check come after it.
+// A whole chunk when at least 8 iterations are left (last - s >= 7), else the tail; a chunk ends
+// 7 iterations on, then the loop's exit test, then the count-down of chunks (`remaining` counts
+// chunks) and at 0 the check.
 // VARIANT: [[CHUNK]]:
-// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[POLLED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
-// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[POLLED]] ], [ %mul16, %[[CHECKED]] ]
-// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[POLLED]] ]
-// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ [[WORD]], %[[POLLED]] ]
-// VARIANT-NEXT: [[STEPS:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
+// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[POLLED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ], [ %inc, %if.end.intask.countdown ]
+// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[POLLED]] ], [ %mul16, %[[CHECKED]] ], [ %mul16, %if.end.intask.countdown ]
+// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[POLLED]] ], [ %preempt.intask.chunks.left, %if.end.intask.countdown ]
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ [[WORD]], %[[POLLED]] ], [ %preempt.intask.evict.seen, %if.end.intask.countdown ]
 // VARIANT-NEXT: [[LEFT:%[0-9]+]] = sub i32 [[LASTS:%[0-9]+]], %s.034.chunk
-// VARIANT-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 [[STEPS]], i32 [[LEFT]])
-// VARIANT-NEXT: %preempt.intask.chunk.last = add i32 %s.034.chunk, [[TAKE]]
-// VARIANT-NEXT: br label %for.body
+// VARIANT-NEXT: %preempt.intask.chunk.whole = icmp uge i32 [[LEFT]], 7
+// VARIANT-NEXT: %preempt.intask.chunk.last = add i32 %s.034.chunk, 7
+// VARIANT-NEXT: br i1 %preempt.intask.chunk.whole, label %for.body, label %[[TAIL:for.body.intask.tail]]
 // VARIANT: for.body:
 // VARIANT-NEXT: %s.034 = phi i32 [ %s.034.chunk, %[[CHUNK]] ], [ %inc, %if.end ]
 // VARIANT-NEXT: %v.033 = phi float [ %v.033.chunk, %[[CHUNK]] ], [ %mul16, %if.end ]
@@ -170,7 +177,11 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: %preempt.intask.chunk.done = icmp eq i32 %s.034, %preempt.intask.chunk.last
 // VARIANT-NEXT: br i1 %preempt.intask.chunk.done, label %if.end.intask.chunk.end, label %for.body
 // VARIANT: if.end.intask.chunk.end:
-// VARIANT-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.check
+// VARIANT-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.countdown
+// VARIANT: if.end.intask.countdown:
+// VARIANT-NEXT: %preempt.intask.chunks.left = sub i32 %preempt.intask.remaining, 1
+// VARIANT-NEXT: [[CHECKNOW:%[0-9]+]] = icmp eq i32 %preempt.intask.chunks.left, 0
+// VARIANT-NEXT: br i1 [[CHECKNOW]], label %if.end.intask.check, label %[[CHUNK]]
 // The check (task_loop.cu, inlined): thread 0's decision written between two barriers, read back
 // by every thread (no barrier-reduction, whose result ptxas takes for divergent); 0 iterations to
 // go means leave, anything else is the next chunk's length.
@@ -208,6 +219,18 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: [[SLOADED:%[0-9]+]] = load i32, ptr [[RUNIFORM]], align 4
 // VARIANT-NEXT: [[S]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[SLOADED]], i32 -1)
 // VARIANT-NEXT: br label %[[ENTERED]]
+// The tail: a copy of the loop entered with the chunk's values, whose one exit is the loop's own
+// test (s == steps - 1), with no check, count-down or save.
+// VARIANT: [[TAIL]]:
+// VARIANT-NEXT: br label %for.body.tail
+// VARIANT: for.body.tail:
+// VARIANT-NEXT: %s.034.tail = phi i32 [ %s.034.chunk, %[[TAIL]] ], [ %inc.tail, %if.end.tail ]
+// VARIANT-NEXT: %v.033.tail = phi float [ %v.033.chunk, %[[TAIL]] ], [ %mul16.tail, %if.end.tail ]
+// VARIANT-NOT: preempt_intask
+// VARIANT: if.end.tail:
+// VARIANT-NOT: preempt_intask
+// VARIANT: %preempt.intask.is.last.tail = icmp eq i32 %s.034.tail, [[LASTS]]
+// VARIANT-NEXT: br i1 %preempt.intask.is.last.tail, label %for.cond.cleanup.intask.exited, label %for.body.tail
 // Thread 0 alone saves s + 1, at the CTA area's start, computed from the chunk's last iteration
 // (which it is at the check), not from the loop's counter: a use of the counter after the loop
 // took it off ptxas's uniform datapath. Then the CTA copies buf to CTA area + 16.
@@ -219,6 +242,25 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: getelementptr i8, ptr [[CTA]], i32 16
 // VARIANT: br label %preempt.exit
 // VARIANT: {{^}}}
+
+// With -preempt-intask-chunk-work=0 (as where a body is too large for two iterations in a chunk),
+// the chunk's last iteration is its start plus the check's iterations less one, or the loop's last
+// (umin); a chunk ends there, the loop's exit test and the check come after it. No tail.
+// RUNTIME-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
+// RUNTIME: for.body.intask.chunk:
+// RUNTIME-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %{{[._a-z0-9]+}} ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
+// RUNTIME-NEXT: %v.033.chunk = phi float
+// RUNTIME-NEXT: %preempt.intask.remaining = phi i32
+// RUNTIME-NEXT: %preempt.intask.evict.seen = phi i32
+// RUNTIME-NEXT: [[LEFT:%[0-9]+]] = sub i32 [[LASTS:%[0-9]+]], %s.034.chunk
+// RUNTIME-NEXT: [[STEPS:%[0-9]+]] = sub i32 %preempt.intask.remaining, 1
+// RUNTIME-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 [[STEPS]], i32 [[LEFT]])
+// RUNTIME-NEXT: %preempt.intask.chunk.last = add i32 %s.034.chunk, [[TAKE]]
+// RUNTIME-NEXT: br label %for.body
+// RUNTIME: if.end.intask.chunk.end:
+// RUNTIME-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.check
+// RUNTIME-NOT: .tail
+// RUNTIME: {{^}}}
 
 // With -preempt-intask-strip-mine=0 the same loop counts down instead (the form loops without a
 // known trip count get).
@@ -357,20 +399,20 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // The inner loop's point (2) is strip-mined: per thread acc; per CTA r and c: 8 B, rounded to 16 in
 // the descriptor (its thread bytes: 4, both points' largest). The unroller left the
 // inner loop two columns per iteration, so c steps by 2 and is the strip-mining's index, in steps
-// of 2 (NESTED-STEP); its count of iterations, read only by the exit test that IsLast replaced, is
+// of 2 (checked below; a chunk of 8 iterations spans 14 from first to last); its count of iterations, read only by the exit test that IsLast replaced, is
 // deleted rather than saved. A task resumed there enters through the outer loop's one
 // entry (its resume phi says 2) and its header, whose switch on that phi leads to the inner
 // point's restore block: no second entry into the outer loop from outside, so it stays reducible.
 // NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.cond1.preheader' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 4 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); counted down (no trip count known, or points nested in it)
-// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 8 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); strip-mined at its trip count
+// NESTED-REMARK-DAG: remark: in-task yield point at loop 'for.body4' of kernel '_Z6nestedPKfPfii': saves 4 B per thread and 8 B per CTA and 0 B of shared memory; every live value: {{[0-9]+}} B per thread ({{.*}}); strip-mined at its trip count, in chunks of 8 iterations
 // NESTED-STEP: for.body4.intask.chunk:
 // NESTED-STEP: [[LEFT:%[0-9]+]] = sub i32 [[LAST:%[0-9]+]], %c.028.chunk
 // NESTED-STEP-NEXT: [[LEFTITER:%[0-9]+]] = lshr i32 [[LEFT]], 1
-// NESTED-STEP-NEXT: [[TAKE:%[0-9]+]] = call i32 @llvm.umin.i32(i32 %{{[0-9]+}}, i32 [[LEFTITER]])
-// NESTED-STEP-NEXT: [[TAKESTEPS:%[0-9]+]] = shl i32 [[TAKE]], 1
-// NESTED-STEP-NEXT: %preempt.intask.chunk.last = add i32 %c.028.chunk, [[TAKESTEPS]]
+// NESTED-STEP-NEXT: %preempt.intask.chunk.whole = icmp uge i32 [[LEFTITER]], 7
+// NESTED-STEP-NEXT: %preempt.intask.chunk.last = add i32 %c.028.chunk, 14
 // NESTED-STEP: %preempt.intask.is.last = icmp eq i32 %c.028, [[LAST]]
 // NESTED-STEP-NEXT: %preempt.intask.chunk.done = icmp eq i32 %c.028, %preempt.intask.chunk.last
+// NESTED-STEP: %preempt.intask.is.last.tail = icmp eq i32 %c.028.tail, [[LAST]]
 // NESTED-STEP: %preempt.intask.chunk.next = add i32 %preempt.intask.chunk.last, 2
 // The outer point's count-down and polled word are not live through the inner loop (they would
 // take registers at its check): each thread stores them before it and loads them after it, made
