@@ -448,8 +448,8 @@ private:
   BasicBlock *enterFor(BasicBlock *Header, BasicBlock *Preheader);
   // The loop's last iterations, fewer than a constant chunk: a copy of its
   // blocks, entered from `Tail` with the chunk's values, with no check.
-  void copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *Header, BasicBlock *Latch, BasicBlock *Chunk,
-                    BasicBlock *Tail, BasicBlock *ChunkEnd, Instruction *IsLast);
+  void copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *Header, BasicBlock *Latch, BasicBlock *Tail,
+                    const DenseMap<PHINode *, Value *> &TailValues, BasicBlock *Leaving, Instruction *IsLast);
   // Adds the edge Pred -> Enter-or-resume block `Dest` (a new predecessor, or
   // one more switch case to it): every phi there takes `Resuming` if it is
   // the resume phi, else poison (nothing on a resume path reads them before
@@ -462,7 +462,8 @@ private:
 // then come from either copy (SSA reconstruction). Nothing in it checks: it
 // runs fewer iterations than a chunk.
 void PointBuilder::copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *Header, BasicBlock *Latch,
-                                BasicBlock *Chunk, BasicBlock *Tail, BasicBlock *ChunkEnd, Instruction *IsLast) {
+                                BasicBlock *Tail, const DenseMap<PHINode *, Value *> &TailValues, BasicBlock *Leaving,
+                                Instruction *IsLast) {
   ValueToValueMapTy Copied;
   SmallVector<BasicBlock *, 8> Copies;
   SmallPtrSet<BasicBlock *, 16> InEither(LoopBlocks.begin(), LoopBlocks.end());
@@ -478,18 +479,24 @@ void PointBuilder::copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *H
   remapInstructionsInBlocks(Copies, Copied);
   auto *HeaderCopy = cast<BasicBlock>(Copied[Header]);
   auto *LatchCopy = cast<BasicBlock>(Copied[Latch]);
-  for (PHINode &Phi : HeaderCopy->phis())
-    Phi.replaceIncomingBlockWith(Chunk, Tail);
+  // The copy's header phis: from the tail's entry (the header's own entry
+  // from outside is the first chunk's) and from the copy's latch.
+  for (auto [Phi, PhiCopy] : zip(Header->phis(), HeaderCopy->phis()))
+    for (unsigned Index = 0; Index < PhiCopy.getNumIncomingValues(); ++Index)
+      if (PhiCopy.getIncomingBlock(Index) != LatchCopy) {
+        PhiCopy.setIncomingBlock(Index, Tail);
+        PhiCopy.setIncomingValue(Index, TailValues.lookup(&Phi));
+      }
   Tail->getTerminator()->eraseFromParent();
   BranchInst::Create(HeaderCopy, Tail);
-  BasicBlock *Exit = ChunkEnd->getTerminator()->getSuccessor(0);
+  BasicBlock *Exit = Leaving->getTerminator()->getSuccessor(0);
   auto *ChunkDone = cast<BranchInst>(LatchCopy->getTerminator());
   Value *ChunkDoneTest = ChunkDone->getCondition();
   ChunkDone->eraseFromParent();
   RecursivelyDeleteTriviallyDeadInstructions(ChunkDoneTest);
   BranchInst::Create(Exit, HeaderCopy, Copied[IsLast], LatchCopy);
   for (PHINode &Phi : Exit->phis()) {
-    Value *FromChunks = Phi.getIncomingValueForBlock(ChunkEnd);
+    Value *FromChunks = Phi.getIncomingValueForBlock(Leaving);
     Value *FromCopy = Copied.lookup(FromChunks);
     Phi.addIncoming(FromCopy ? FromCopy : FromChunks, LatchCopy);
   }
@@ -509,6 +516,9 @@ void PointBuilder::copyTailLoop(ArrayRef<BasicBlock *> LoopBlocks, BasicBlock *H
       for (Use *U : Outside)
         Updater.RewriteUse(*U);
     }
+  // The chunks' runs test the loop's last iteration at a run's end instead.
+  if (IsLast->use_empty())
+    IsLast->eraseFromParent();
 }
 
 BasicBlock *PointBuilder::enterFor(BasicBlock *Header, BasicBlock *Preheader) {
@@ -935,7 +945,9 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *FirstWord = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
   // Count-down: the latch's own branch, after the check. Strip-mined: where
   // each chunk starts, between Enter and the header.
-  BasicBlock *Cont = nullptr, *Chunk = nullptr, *ChunkEnd = nullptr, *CountDown = nullptr, *Tail = nullptr;
+  // Leaving: where the strip-mined loop leaves (the chunk's end, or a run's).
+  BasicBlock *Cont = nullptr, *Chunk = nullptr, *ChunkEnd = nullptr, *Leaving = nullptr, *Tail = nullptr;
+  DenseMap<PHINode *, Value *> TailValues; // what each header phi enters the tail's copy with
   if (!Count)
     Cont = Latch->splitBasicBlock(Latch->getTerminator(), Latch->getName() + ".intask.cont");
   // The new blocks go after the latch, in this order.
@@ -943,7 +955,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *Check = BasicBlock::Create(Context, Latch->getName() + ".intask.check", &F, After);
   BasicBlock *Save = BasicBlock::Create(Context, Latch->getName() + ".intask.save", &F, After);
   BasicBlock *Restore = BasicBlock::Create(Context, Latch->getName() + ".intask.restore", &F, After);
-  Value *ChunkLast = nullptr, *ChunksLeft = nullptr;
+  Value *ChunkLast = nullptr;
   // The check's state: the iterations to the next check (a count-down, or
   // the chunk's length) and the eviction word thread 0 read at the previous
   // check (one register each).
@@ -966,41 +978,71 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Chunk = BasicBlock::Create(Context, Header->getName() + ".intask.chunk", &F, Header);
     BranchInst::Create(Header, Chunk);
     Enter->getTerminator()->replaceSuccessorWith(Header, Chunk);
-    // Constant chunks: after each, a count-down of chunks to the check
-    // (CountDown); the loop's last iterations, fewer than a chunk, run in a
-    // copy of the loop with no check, entered from Tail (made at the end).
+    // Constant chunks: Chunk sets a run of whole chunks (to the check, or
+    // as many as the loop has left); each chunk starts at Next and ends at
+    // ChunkEnd, which counts the run down; at the run's end (RunEnd) the loop
+    // leaves, goes to the check, or runs its last iterations, fewer than a
+    // chunk, in a copy of itself with no check, entered from Tail (made at
+    // the end of place).
+    BasicBlock *Next = nullptr, *RunEnd = nullptr, *RunCut = nullptr;
     if (ChunkLength > 1) {
-      CountDown = BasicBlock::Create(Context, Latch->getName() + ".intask.countdown", &F, Check);
+      Next = BasicBlock::Create(Context, Header->getName() + ".intask.next", &F, Header);
+      BranchInst::Create(Header, Next);
       Tail = BasicBlock::Create(Context, Header->getName() + ".intask.tail", &F, After);
       new UnreachableInst(Context, Tail);
     }
+    BasicBlock *HeaderFrom = Next ? Next : Chunk;
     for (PHINode &Phi : Header->phis()) {
       int FromEnter = Phi.getBasicBlockIndex(Enter);
-      PHINode *AtChunk = PHINode::Create(Phi.getType(), 3, Phi.getName() + ".chunk", Chunk->getFirstNonPHIIt());
+      PHINode *AtChunk = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".chunk", Chunk->getFirstNonPHIIt());
       AtChunk->addIncoming(Phi.getIncomingValue(FromEnter), Enter);
       AtChunk->addIncoming(Phi.getIncomingValueForBlock(Latch), Check);
-      if (CountDown)
-        AtChunk->addIncoming(Phi.getIncomingValueForBlock(Latch), CountDown);
-      Phi.setIncomingBlock(FromEnter, Chunk);
-      Phi.setIncomingValue(FromEnter, AtChunk);
+      Value *Entering = AtChunk;
+      if (Next) {
+        // ChunkEnd's incoming value is added with ChunkEnd, Tail's with RunCut.
+        PHINode *AtNext = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".next", Next->getFirstNonPHIIt());
+        AtNext->addIncoming(AtChunk, Chunk);
+        PHINode *AtTail = PHINode::Create(Phi.getType(), 2, Phi.getName() + ".tail.in", Tail->getFirstNonPHIIt());
+        AtTail->addIncoming(AtChunk, Chunk);
+        TailValues[&Phi] = AtTail;
+        Entering = AtNext;
+      }
+      Phi.setIncomingBlock(FromEnter, HeaderFrom);
+      Phi.setIncomingValue(FromEnter, Entering);
     }
     Builder.SetInsertPoint(Chunk->getTerminator());
-    Remaining = Builder.CreatePHI(Int32, 3, "preempt.intask.remaining");
-    EvictSeen = Builder.CreatePHI(Int32, 3, "preempt.intask.evict.seen");
+    Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
+    EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
     // A stepped counter counts in steps of 1 << StepShift: iterations are
-    // its distance shifted right, and back.
-    Value *ChunkStart = Count->Index->getIncomingValueForBlock(Chunk);
-    Value *Left = Builder.CreateSub(Count->Last, ChunkStart);
+    // its distance shifted right, and back. `Left` is the iterations left
+    // less one.
+    Value *ChunkStart = Count->Index->getIncomingValueForBlock(HeaderFrom);
+    Value *RunStart = Next ? cast<PHINode>(ChunkStart)->getIncomingValueForBlock(Chunk) : ChunkStart;
+    Value *Left = Builder.CreateSub(Count->Last, RunStart);
     if (Count->StepShift)
       Left = Builder.CreateLShr(Left, Count->StepShift);
-    if (ChunkLength > 1) {
-      // A whole chunk when at least ChunkLength iterations are left, else the tail.
-      Value *Whole = Builder.CreateICmpUGE(Left, ConstantInt::get(IndexType, ChunkLength - 1),
-                                           "preempt.intask.chunk.whole");
-      ChunkLast = Builder.CreateAdd(ChunkStart, ConstantInt::get(IndexType, (uint64_t)(ChunkLength - 1) << Count->StepShift),
-                                    "preempt.intask.chunk.last");
+    Value *Run = nullptr;
+    PHINode *RunLeft = nullptr;
+    if (Next) {
+      // Whole chunks left: (Left + 1) / ChunkLength, without Left + 1's overflow.
+      unsigned LengthShift = Log2_32(ChunkLength);
+      Value *Mask = ConstantInt::get(IndexType, ChunkLength - 1);
+      Value *Whole = Builder.CreateAdd(
+          Builder.CreateLShr(Left, LengthShift),
+          Builder.CreateZExt(Builder.CreateICmpEQ(Builder.CreateAnd(Left, Mask), Mask), IndexType),
+          "preempt.intask.whole.chunks");
+      Run = Builder.CreateTrunc(
+          Builder.CreateBinaryIntrinsic(Intrinsic::umin, Builder.CreateZExt(Remaining, IndexType), Whole), Int32,
+          "preempt.intask.run");
+      Value *NoRun = Builder.CreateICmpEQ(Run, Builder.getInt32(0));
       Chunk->getTerminator()->eraseFromParent();
-      BranchInst::Create(Header, Tail, Whole, Chunk);
+      BranchInst::Create(Tail, Next, NoRun, Chunk);
+      Builder.SetInsertPoint(Next->getTerminator());
+      RunLeft = Builder.CreatePHI(Int32, 2, "preempt.intask.run.left");
+      RunLeft->addIncoming(Run, Chunk);
+      ChunkLast = Builder.CreateAdd(ChunkStart,
+                                    ConstantInt::get(IndexType, (uint64_t)(ChunkLength - 1) << Count->StepShift),
+                                    "preempt.intask.chunk.last");
     } else {
       // The chunk's last iteration: `Remaining` on, or the loop's last.
       Value *Steps = Builder.CreateZExt(Builder.CreateSub(Remaining, Builder.getInt32(1)), IndexType);
@@ -1016,14 +1058,30 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Builder.SetInsertPoint(Branch);
     Branch->setCondition(Builder.CreateICmpEQ(Count->Index, ChunkLast, "preempt.intask.chunk.done"));
     Branch->setSuccessor(0, ChunkEnd);
-    Exit->replacePhiUsesWith(Latch, ChunkEnd);
-    BranchInst::Create(Exit, CountDown ? CountDown : Check, Count->IsLast, ChunkEnd);
-    if (CountDown) {
-      CountDown->moveAfter(ChunkEnd);
-      Builder.SetInsertPoint(CountDown);
-      ChunksLeft = Builder.CreateSub(Remaining, Builder.getInt32(1), "preempt.intask.chunks.left");
-      Builder.CreateCondBr(Builder.CreateICmpEQ(ChunksLeft, Builder.getInt32(0)), Check, Chunk);
+    Leaving = ChunkEnd;
+    if (Next) {
+      RunEnd = BasicBlock::Create(Context, Latch->getName() + ".intask.run.end", &F, Check);
+      RunCut = BasicBlock::Create(Context, Latch->getName() + ".intask.run.cut", &F, Check);
+      Builder.SetInsertPoint(ChunkEnd);
+      Value *RunNext = Builder.CreateSub(RunLeft, Builder.getInt32(1), "preempt.intask.run.next");
+      Builder.CreateCondBr(Builder.CreateICmpEQ(RunNext, Builder.getInt32(0)), RunEnd, Next);
+      RunLeft->addIncoming(RunNext, ChunkEnd);
+      for (PHINode &Phi : Header->phis()) {
+        Value *FromLatch = Phi.getIncomingValueForBlock(Latch);
+        cast<PHINode>(Phi.getIncomingValueForBlock(Next))->addIncoming(FromLatch, ChunkEnd);
+        cast<PHINode>(TailValues.lookup(&Phi))->addIncoming(FromLatch, RunCut);
+      }
+      // The loop's last iteration ends a chunk only at a run's end; a run
+      // shorter than the check's count ran out of whole chunks: the tail.
+      Builder.SetInsertPoint(RunEnd);
+      Builder.CreateCondBr(Builder.CreateICmpEQ(ChunkLast, Count->Last, "preempt.intask.run.is.last"), Exit, RunCut);
+      Builder.SetInsertPoint(RunCut);
+      Builder.CreateCondBr(Builder.CreateICmpULT(Run, Remaining), Tail, Check);
+      Leaving = RunEnd;
+    } else {
+      BranchInst::Create(Exit, Check, Count->IsLast, ChunkEnd);
     }
+    Exit->replacePhiUsesWith(Latch, Leaving);
     CreateCheck(Chunk);
   } else {
     Builder.SetInsertPoint(Header, Header->getFirstInsertionPt());
@@ -1051,10 +1109,6 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   EvictSeen->addIncoming(EvictNext, Back);
   Remaining->addIncoming(FirstIterations, Enter);
   EvictSeen->addIncoming(FirstWord, Enter);
-  if (CountDown) {
-    Remaining->addIncoming(ChunksLeft, CountDown);
-    EvictSeen->addIncoming(EvictSeen, CountDown);
-  }
   CheckState[Remaining] = PointIndex;
   CheckState[EvictSeen] = std::nullopt;
 
@@ -1278,8 +1332,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   BasicBlock *ExitedBlock = nullptr, *LoopExit = nullptr;
   SmallVector<BasicBlock *, 2> ExitFrom;
   if (Count) {
-    LoopExit = ChunkEnd->getTerminator()->getSuccessor(0);
-    ExitFrom = {ChunkEnd};
+    LoopExit = Leaving->getTerminator()->getSuccessor(0);
+    ExitFrom = {Leaving};
   }
   for (BasicBlock *Successor : successors(Branch))
     if (Successor != Enter) {
@@ -1354,7 +1408,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
           I.eraseFromParent();
 
   if (Tail)
-    copyTailLoop(LoopBlocks, Header, Latch, Chunk, Tail, ChunkEnd, Count->IsLast);
+    copyTailLoop(LoopBlocks, Header, Latch, Tail, TailValues, Leaving, Count->IsLast);
 
   raw_string_ostream Out(Summary);
   Out << "saves " << Plan.thread_bytes << " B per thread and " << Plan.cta_bytes << " B per CTA and " << SharedBytes

@@ -128,8 +128,8 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // copy of it (the tail). It leaves from the chunks' end or the tail, where v is merged and the output
 // index is computed again (from tid.x and the block index), not carried through the loop from Enter
 // (below), where it is too.
-// VARIANT: for.cond.cleanup.intask.exited: ; preds = %if.end.tail, %if.end.intask.chunk.end
-// VARIANT-NEXT: [[VOUT:%mul16[0-9]+]] = phi float [ %mul16.tail, %if.end.tail ], [ %mul16, %if.end.intask.chunk.end ]
+// VARIANT: for.cond.cleanup.intask.exited: ; preds = %if.end.tail, %if.end.intask.run.end
+// VARIANT-NEXT: [[VOUT:%mul16[0-9]+]] = phi float [ %mul16.tail, %if.end.tail ], [ %mul16, %if.end.intask.run.end ]
 // VARIANT-NEXT: shl i32 %preempt.block.index, 8
 // VARIANT-NEXT: call noundef i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 // VARIANT-NOT: phi
@@ -140,7 +140,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // The loop's one entry from outside, Enter, is where the preheader and the restore
 // block meet: the restored s and v are merged; the chunk's first length is the check period's
 // iterations; the thread's slots of buf and the t == 0 test are computed again from tid.x, not
-// merged. Every chunk starts in Chunk, entered from Enter, from the check and from the count-down.
+// merged. Every run of chunks starts in Chunk, entered from Enter and from the check.
 // VARIANT: [[ENTERED:for.body.intask.enter]]:
 // VARIANT-NEXT: %s.034.entered = phi i32 [ 0, %for.body.lr.ph ], [ [[S:%[0-9]+]], %[[RESTORED:[._a-z0-9]+]] ]
 // VARIANT-NEXT: %v.033.entered = phi float [ %{{[0-9]+}}, %for.body.lr.ph ], [ [[V:%[0-9]+]], %[[RESTORED]] ]
@@ -154,34 +154,50 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: [[WORD:%[0-9]+]] = phi i32 [ %{{[0-9]+}}, %[[POLL]] ], [ 0, %[[ENTERED]] ]
 // VARIANT-NOT: phi
 // VARIANT: br label %[[CHUNK:for.body.intask.chunk]]
-// A whole chunk when at least 8 iterations are left (last - s >= 7), else the tail; a chunk ends
-// 7 iterations on, then the loop's exit test, then the count-down of chunks (`remaining` counts
-// chunks) and at 0 the check.
+// Chunk sets a run of whole chunks of 8: the check's count (`remaining` counts chunks), or the
+// whole chunks left, (last - s + 1) / 8 computed without overflow; none left: the tail. Each
+// chunk starts at Next, which sets its last iteration 7 on.
 // VARIANT: [[CHUNK]]:
-// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[POLLED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ], [ %inc, %if.end.intask.countdown ]
-// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[POLLED]] ], [ %mul16, %[[CHECKED]] ], [ %mul16, %if.end.intask.countdown ]
-// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[POLLED]] ], [ %preempt.intask.chunks.left, %if.end.intask.countdown ]
-// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ [[WORD]], %[[POLLED]] ], [ %preempt.intask.evict.seen, %if.end.intask.countdown ]
+// VARIANT-NEXT: %s.034.chunk = phi i32 [ %s.034.entered, %[[POLLED]] ], [ %inc, %[[CHECKED:__preempt_intask_check.exit]] ]
+// VARIANT-NEXT: %v.033.chunk = phi float [ %v.033.entered, %[[POLLED]] ], [ %mul16, %[[CHECKED]] ]
+// VARIANT-NEXT: %preempt.intask.remaining = phi i32 [ [[NEXTU:%[0-9]+]], %[[CHECKED]] ], [ [[FIRST]], %[[POLLED]] ]
+// VARIANT-NEXT: %preempt.intask.evict.seen = phi i32 [ %{{[0-9]+}}, %[[CHECKED]] ], [ [[WORD]], %[[POLLED]] ]
 // VARIANT-NEXT: [[LEFT:%[0-9]+]] = sub i32 [[LASTS:%[0-9]+]], %s.034.chunk
-// VARIANT-NEXT: %preempt.intask.chunk.whole = icmp uge i32 [[LEFT]], 7
-// VARIANT-NEXT: %preempt.intask.chunk.last = add i32 %s.034.chunk, 7
-// VARIANT-NEXT: br i1 %preempt.intask.chunk.whole, label %for.body, label %[[TAIL:for.body.intask.tail]]
+// VARIANT-NEXT: [[LOW:%[0-9]+]] = and i32 [[LEFT]], 7
+// VARIANT-NEXT: [[FULL:%[0-9]+]] = icmp eq i32 [[LOW]], 7
+// VARIANT-NEXT: [[ONE:%[0-9]+]] = zext i1 [[FULL]] to i32
+// VARIANT-NEXT: [[HIGH:%[0-9]+]] = lshr i32 [[LEFT]], 3
+// VARIANT-NEXT: %preempt.intask.whole.chunks = add i32 [[HIGH]], [[ONE]]
+// VARIANT-NEXT: [[RUNLEN:%[0-9]+]] = call i32 @llvm.umin.i32(i32 %preempt.intask.remaining, i32 %preempt.intask.whole.chunks)
+// VARIANT-NEXT: [[NOCHUNKS:%[0-9]+]] = icmp eq i32 [[RUNLEN]], 0
+// VARIANT-NEXT: br i1 [[NOCHUNKS]], label %[[TAIL:for.body.intask.tail]], label %[[NEXTCHUNK:for.body.intask.next]]
+// VARIANT: [[NEXTCHUNK]]:
+// VARIANT-NEXT: %s.034.next = phi i32 [ %s.034.chunk, %[[CHUNK]] ], [ %inc, %if.end.intask.chunk.end ]
+// VARIANT-NEXT: %v.033.next = phi float [ %v.033.chunk, %[[CHUNK]] ], [ %mul16, %if.end.intask.chunk.end ]
+// VARIANT-NEXT: %preempt.intask.run.left = phi i32 [ [[RUNLEN]], %[[CHUNK]] ], [ %preempt.intask.run.next, %if.end.intask.chunk.end ]
+// VARIANT-NEXT: %preempt.intask.chunk.last = add i32 %s.034.next, 7
+// VARIANT-NEXT: br label %for.body
 // VARIANT: for.body:
-// VARIANT-NEXT: %s.034 = phi i32 [ %s.034.chunk, %[[CHUNK]] ], [ %inc, %if.end ]
-// VARIANT-NEXT: %v.033 = phi float [ %v.033.chunk, %[[CHUNK]] ], [ %mul16, %if.end ]
-// The latch has one exit: the chunk's end. The loop's own test is now s == steps - 1 (the same
-// iteration as s + 1 == steps).
+// VARIANT-NEXT: %s.034 = phi i32 [ %s.034.next, %[[NEXTCHUNK]] ], [ %inc, %if.end ]
+// VARIANT-NEXT: %v.033 = phi float [ %v.033.next, %[[NEXTCHUNK]] ], [ %mul16, %if.end ]
+// The latch has one exit: the chunk's end, which counts the run down. The loop's own test, now
+// s == steps - 1 (the same iteration as s + 1 == steps), is needed only where a run ends.
 // VARIANT: if.end:
 // VARIANT: %inc = add nuw nsw i32 %s.034, 1
-// VARIANT-NEXT: %preempt.intask.is.last = icmp eq i32 %s.034, [[LASTS]]
 // VARIANT-NEXT: %preempt.intask.chunk.done = icmp eq i32 %s.034, %preempt.intask.chunk.last
 // VARIANT-NEXT: br i1 %preempt.intask.chunk.done, label %if.end.intask.chunk.end, label %for.body
 // VARIANT: if.end.intask.chunk.end:
-// VARIANT-NEXT: br i1 %preempt.intask.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.countdown
-// VARIANT: if.end.intask.countdown:
-// VARIANT-NEXT: %preempt.intask.chunks.left = sub i32 %preempt.intask.remaining, 1
-// VARIANT-NEXT: [[CHECKNOW:%[0-9]+]] = icmp eq i32 %preempt.intask.chunks.left, 0
-// VARIANT-NEXT: br i1 [[CHECKNOW]], label %if.end.intask.check, label %[[CHUNK]]
+// VARIANT-NEXT: %preempt.intask.run.next = sub i32 %preempt.intask.run.left, 1
+// VARIANT-NEXT: [[RUNDONE:%[0-9]+]] = icmp eq i32 %preempt.intask.run.next, 0
+// VARIANT-NEXT: br i1 [[RUNDONE]], label %if.end.intask.run.end, label %[[NEXTCHUNK]]
+// At a run's end: the loop's last iteration leaves; a run cut short by the loop's end (fewer
+// whole chunks than the check's count) goes to the tail; else the check.
+// VARIANT: if.end.intask.run.end:
+// VARIANT-NEXT: %preempt.intask.run.is.last = icmp eq i32 %preempt.intask.chunk.last, [[LASTS]]
+// VARIANT-NEXT: br i1 %preempt.intask.run.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.run.cut
+// VARIANT: if.end.intask.run.cut:
+// VARIANT-NEXT: [[CUT:%[0-9]+]] = icmp ult i32 [[RUNLEN]], %preempt.intask.remaining
+// VARIANT-NEXT: br i1 [[CUT]], label %[[TAIL]], label %if.end.intask.check
 // The check (task_loop.cu, inlined): thread 0's decision written between two barriers, read back
 // by every thread (no barrier-reduction, whose result ptxas takes for divergent); 0 iterations to
 // go means leave, anything else is the next chunk's length.
@@ -219,13 +235,15 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: [[SLOADED:%[0-9]+]] = load i32, ptr [[RUNIFORM]], align 4
 // VARIANT-NEXT: [[S]] = call i32 @llvm.nvvm.redux.sync.umax(i32 [[SLOADED]], i32 -1)
 // VARIANT-NEXT: br label %[[ENTERED]]
-// The tail: a copy of the loop entered with the chunk's values, whose one exit is the loop's own
-// test (s == steps - 1), with no check, count-down or save.
+// The tail: a copy of the loop entered with a run's values (from Chunk, or where a run was cut
+// short), whose one exit is the loop's own test (s == steps - 1), with no check, count-down or save.
 // VARIANT: [[TAIL]]:
+// VARIANT-NEXT: %s.034.tail.in = phi i32 [ %s.034.chunk, %[[CHUNK]] ], [ %inc, %if.end.intask.run.cut ]
+// VARIANT-NEXT: %v.033.tail.in = phi float [ %v.033.chunk, %[[CHUNK]] ], [ %mul16, %if.end.intask.run.cut ]
 // VARIANT-NEXT: br label %for.body.tail
 // VARIANT: for.body.tail:
-// VARIANT-NEXT: %s.034.tail = phi i32 [ %s.034.chunk, %[[TAIL]] ], [ %inc.tail, %if.end.tail ]
-// VARIANT-NEXT: %v.033.tail = phi float [ %v.033.chunk, %[[TAIL]] ], [ %mul16.tail, %if.end.tail ]
+// VARIANT-NEXT: %s.034.tail = phi i32 [ %s.034.tail.in, %[[TAIL]] ], [ %inc.tail, %if.end.tail ]
+// VARIANT-NEXT: %v.033.tail = phi float [ %v.033.tail.in, %[[TAIL]] ], [ %mul16.tail, %if.end.tail ]
 // VARIANT-NOT: preempt_intask
 // VARIANT: if.end.tail:
 // VARIANT-NOT: preempt_intask
@@ -408,10 +426,10 @@ __global__ void early_return(const float *in, float *out, int n, int steps) {
 // NESTED-STEP: for.body4.intask.chunk:
 // NESTED-STEP: [[LEFT:%[0-9]+]] = sub i32 [[LAST:%[0-9]+]], %c.028.chunk
 // NESTED-STEP-NEXT: [[LEFTITER:%[0-9]+]] = lshr i32 [[LEFT]], 1
-// NESTED-STEP-NEXT: %preempt.intask.chunk.whole = icmp uge i32 [[LEFTITER]], 7
-// NESTED-STEP-NEXT: %preempt.intask.chunk.last = add i32 %c.028.chunk, 14
-// NESTED-STEP: %preempt.intask.is.last = icmp eq i32 %c.028, [[LAST]]
-// NESTED-STEP-NEXT: %preempt.intask.chunk.done = icmp eq i32 %c.028, %preempt.intask.chunk.last
+// NESTED-STEP: %preempt.intask.whole.chunks =
+// NESTED-STEP: %preempt.intask.chunk.last = add i32 %c.028.next, 14
+// NESTED-STEP: %preempt.intask.chunk.done = icmp eq i32 %c.028, %preempt.intask.chunk.last
+// NESTED-STEP: %preempt.intask.run.is.last = icmp eq i32 %preempt.intask.chunk.last, [[LAST]]
 // NESTED-STEP: %preempt.intask.is.last.tail = icmp eq i32 %c.028.tail, [[LAST]]
 // NESTED-STEP: %preempt.intask.chunk.next = add i32 %preempt.intask.chunk.last, 2
 // The outer point's count-down and polled word are not live through the inner loop (they would
