@@ -190,14 +190,15 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT-NEXT: %preempt.intask.run.next = sub i32 %preempt.intask.run.left, 1
 // VARIANT-NEXT: [[RUNDONE:%[0-9]+]] = icmp eq i32 %preempt.intask.run.next, 0
 // VARIANT-NEXT: br i1 [[RUNDONE]], label %if.end.intask.run.end, label %[[NEXTCHUNK]]
-// At a run's end: the loop's last iteration leaves; a run cut short by the loop's end (fewer
-// whole chunks than the check's count) goes to the tail; else the check.
+// At a run's end: the loop's last iteration leaves; fewer than 8 iterations left (last minus the
+// chunk's last) go to the tail; else the check.
 // VARIANT: if.end.intask.run.end:
 // VARIANT-NEXT: %preempt.intask.run.is.last = icmp eq i32 %preempt.intask.chunk.last, [[LASTS]]
 // VARIANT-NEXT: br i1 %preempt.intask.run.is.last, label %for.cond.cleanup.intask.exited, label %if.end.intask.run.cut
 // VARIANT: if.end.intask.run.cut:
-// VARIANT-NEXT: [[CUT:%[0-9]+]] = icmp ult i32 [[RUNLEN]], %preempt.intask.remaining
-// VARIANT-NEXT: br i1 [[CUT]], label %[[TAIL]], label %if.end.intask.check
+// VARIANT-NEXT: [[AFTER:%[0-9]+]] = sub i32 [[LASTS]], %preempt.intask.chunk.last
+// VARIANT-NEXT: %preempt.intask.run.cut = icmp ult i32 [[AFTER]], 8
+// VARIANT-NEXT: br i1 %preempt.intask.run.cut, label %[[TAIL]], label %if.end.intask.check
 // The check (task_loop.cu, inlined): thread 0's decision written between two barriers, read back
 // by every thread (no barrier-reduction, whose result ptxas takes for divergent); 0 iterations to
 // go means leave, anything else is the next chunk's length.
