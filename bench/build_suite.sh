@@ -119,6 +119,11 @@ mkdir -p "$out/preempt_countdown"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_countdown"' -I"$root/runtime-host/include" \
   -fpass-plugin="$plugin" -mllvm -preempt-intask-strip-mine=0 "$intask_source" \
   -o "$out/preempt_countdown/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
+# ... and with constant chunks (-preempt-intask-chunk-work=512; off by default): checked and timed beside the default.
+mkdir -p "$out/preempt_chunks"
+clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_chunks"' -I"$root/runtime-host/include" \
+  -fpass-plugin="$plugin" -mllvm -preempt-intask-chunk-work=512 "$intask_source" \
+  -o "$out/preempt_chunks/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # The in-task check's shapes written by hand (no plugin): what each costs the stencil's loop.
 clang++-22 "${flags[@]}" -I"$root/lib/include" "$root/bench/intask/chunk_shape.cu" -o "$out/original/chunk_shape" \
   "${libs[@]}"

@@ -2,7 +2,8 @@
 # intask_check.sh OUT: in-task preemption (issue 8) measured on the GPU machine from build/bench (bench/build_suite.sh
 # builds it; no compiler is needed here). Per kernel of bench/intask/intask_bench.cu: correctness under >= 50 random
 # evictions against the original build's output, with PREEMPT_INTASK=on and off, and on in the build with points in
-# every nested loop that allows one (nested, -preempt-intask-nested=all); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
+# every nested loop that allows one (nested, -preempt-intask-nested=all) and in the build with constant chunks (chunks,
+# -preempt-intask-chunk-work=512); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
 # evicted; in-task latency runs also on the GPU's clock, PREEMPT_TIME_EVICTIONS=1), the plugin build with -preempt-intask=0, and with -preempt-intask-strip-mine=0 (every point counts down). Then a short kernel's turnaround while a kernel with ~19 ms
 # blocks runs: (a) time-slicing, (b) MPS with the short kernel on a high-priority stream, (c) MPS with preemptd's hpf
 # policy and PREEMPT_INTASK=on (and off), (d) both in one process, the long launch evicted by the harness on arrival.
@@ -76,11 +77,13 @@ run() {
   fi
   echo "{\"label\": \"$label\", \"env\": \"${envs[*]}\", \"status\": $status, \"result\": $line}" >> "$log"
 }
-# mode_build MODE: sets $binary and $intask (PREEMPT_INTASK) for on, off, or nested (the build with points in
-# every nested loop that allows one, -preempt-intask-nested=all, in-task checks on); 1 when that build is missing (said).
+# mode_build MODE: sets $binary and $intask (PREEMPT_INTASK) for on, off, nested (the build with points in
+# every nested loop that allows one, -preempt-intask-nested=all, in-task checks on) or chunks (the build with
+# constant chunks, -preempt-intask-chunk-work=512, checks on); 1 when that build is missing (said).
 mode_build() {
   binary=$bench/preempt/intask_bench intask=$1
   [ "$1" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
+  [ "$1" = chunks ] && binary=$bench/preempt_chunks/intask_bench intask=on
   [ -x "$binary" ] && return 0
   echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $1 runs" >&2
   return 1
@@ -102,7 +105,7 @@ for kernel in "${kernel_list[@]}"; do
     # LLVM unrolled its hash loop by 8): the loops' tail copies run too (docs/intask.md, "Constant chunks").
     run "reference-$kernel" 60 INTASK_LOOP_EXTRA=$loop_extra -- "$bench/original/intask_bench" check "$kernel" 0 \
       "$work/$kernel.ref"
-    for mode in on off nested; do
+    for mode in on off nested chunks; do
       mode_build "$mode" || continue
       run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask INTASK_LOOP_EXTRA=$loop_extra -- \
         "$binary" check "$kernel" "$evictions" "$work/$kernel.ref"

@@ -7,9 +7,11 @@
 // Remarks without value names: loops are then named by source line (the first located instruction
 // of the loop's header; a rotated loop's header is its body's first block, so the line is that of
 // the body's first statement, not the `for`).
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -Rpass=preempt -Rpass-missed=preempt %s -o %t.lines.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
-// The IR, with value names; it must pass the verifier (release clang does not run it).
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names %s -o %t.ll
+// Constant chunks are off by default (-preempt-intask-chunk-work=0): no remark says "in chunks".
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -Rpass=preempt -Rpass-missed=preempt %s -o %t.lines.ll 2>&1 | %FileCheck %s --check-prefix=REMARK --implicit-check-not="in chunks"
+// The IR, with value names and constant chunks (VARIANT); it must pass the verifier (release clang
+// does not run it).
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=512 %s -o %t.ll
 // RUN: %opt -passes=verify -disable-output %t.ll
 // RUN: %FileCheck %s --check-prefix=VARIANT < %t.ll
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.ll
@@ -24,7 +26,8 @@
 // RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.off.stencil
 // RUN: diff %t.on.stencil %t.off.stencil
-// Chunks of a length set at run time, where a body is too large for constant ones (RUNTIME below).
+// Chunks of a length set at run time, the default, and where a body is too large for constant ones
+// (RUNTIME below).
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=0 %s -o %t.runtime.ll
 // RUN: %opt -passes=verify -disable-output %t.runtime.ll
 // RUN: %FileCheck %s --check-prefix=RUNTIME < %t.runtime.ll
@@ -44,7 +47,7 @@
 // inner trip count is an argument; -preempt-intask-nested=long, the default; intask_nested.cu
 // checks which nested loops it leaves out). With -preempt-intask-nested=off only the outer one:
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -mllvm -preempt-intask-nested=off -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested-off.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-OFF
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-REMARK
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=512 -Rpass=preempt -Rpass-missed=preempt %s -o %t.nested.ll 2>&1 | %FileCheck %s --check-prefix=NESTED-REMARK
 // RUN: %opt -passes=verify -disable-output %t.nested.ll
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-STEP --implicit-check-not=niter --implicit-check-not=preempt.intask.index
@@ -81,7 +84,7 @@
 //   index, tid.x) and the addresses (tid.x's zext, &buf[t], its +4 and +8, and t == 0); tid.x is
 //   counted once. The exit test is not live there (the loop has taken it before the check), and
 //   the trip count, steps - 1, is computed before the task loop: free.
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 9 re-executed, 0 reverted); strip-mined at its trip count, in chunks of 8 iterations
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z7stencilPKfPfi': saves 4 B per thread and 4 B per CTA and 1040 B of shared memory; every live value: 48 B per thread (2 saved, 9 re-executed, 0 reverted); strip-mined at its trip count
 __global__ void stencil(const float *in, float *out, int steps) {
   __shared__ float buf[N + 2];
   int t = threadIdx.x;
@@ -262,7 +265,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // VARIANT: br label %preempt.exit
 // VARIANT: {{^}}}
 
-// With -preempt-intask-chunk-work=0 (as where a body is too large for two iterations in a chunk),
+// With -preempt-intask-chunk-work=0 (the default, and as where a body is too large for two iterations in a chunk),
 // the chunk's last iteration is its start plus the check's iterations less one, or the loop's last
 // (umin); a chunk ends there, the loop's exit test and the check come after it. No tail.
 // RUNTIME-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
