@@ -1015,13 +1015,14 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Remaining = Builder.CreatePHI(Int32, 2, "preempt.intask.remaining");
     EvictSeen = Builder.CreatePHI(Int32, 2, "preempt.intask.evict.seen");
     // A stepped counter counts in steps of 1 << StepShift: iterations are
-    // its distance shifted right, and back. `Left` is the iterations left
-    // less one.
+    // its distance shifted right, and back.
+    auto IterationsAfter = [&](Value *Index) {
+      Value *Distance = Builder.CreateSub(Count->Last, Index);
+      return Count->StepShift ? Builder.CreateLShr(Distance, Count->StepShift) : Distance;
+    };
     Value *ChunkStart = Count->Index->getIncomingValueForBlock(HeaderFrom);
     Value *RunStart = Next ? cast<PHINode>(ChunkStart)->getIncomingValueForBlock(Chunk) : ChunkStart;
-    Value *Left = Builder.CreateSub(Count->Last, RunStart);
-    if (Count->StepShift)
-      Left = Builder.CreateLShr(Left, Count->StepShift);
+    Value *Left = IterationsAfter(RunStart); // the iterations left, less one
     Value *Run = nullptr;
     PHINode *RunLeft = nullptr;
     if (Next) {
@@ -1080,10 +1081,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       Builder.SetInsertPoint(RunEnd);
       Builder.CreateCondBr(Builder.CreateICmpEQ(ChunkLast, Count->Last, "preempt.intask.run.is.last"), Exit, RunCut);
       Builder.SetInsertPoint(RunCut);
-      Value *After = Builder.CreateSub(Count->Last, ChunkLast);
-      if (Count->StepShift)
-        After = Builder.CreateLShr(After, Count->StepShift);
-      Builder.CreateCondBr(Builder.CreateICmpULT(After, ConstantInt::get(IndexType, ChunkLength), "preempt.intask.run.cut"),
+      Builder.CreateCondBr(Builder.CreateICmpULT(IterationsAfter(ChunkLast), ConstantInt::get(IndexType, ChunkLength),
+                                                 "preempt.intask.run.cut"),
                            Tail, Check);
       Leaving = RunEnd;
     } else {
