@@ -36,6 +36,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/Support/CommandLine.h"
@@ -83,6 +84,9 @@ static cl::opt<unsigned> InTaskChunkWork(
              "check; 0 (the default), or a body too large for two iterations: chunks of a length set at run time. "
              "On the H100 512 took the bench's solver 0.83x and its persistent kernel 1.02x their "
              "-preempt-intask=0 time (1.04x each with 0) and its stencil 1.06x (1.02x): docs/intask.md"));
+// Tests the net below: breaks the variant's IR after its points are placed.
+static cl::opt<bool> InTaskBreakForTest("preempt-intask-break-for-test", cl::init(false), cl::Hidden,
+                                        cl::desc("Test only: make each in-task variant's IR invalid"));
 static cl::opt<unsigned> InTaskMaxContext("preempt-intask-max-context", cl::init(64 * 1024),
                                           cl::desc("the largest context per CTA (bytes, at 256 threads or the "
                                                    "kernel's maximum) an in-task yield point may save"));
@@ -418,8 +422,13 @@ private:
   DenseMap<BasicBlock *, PHINode *> ResumePhi;
   DenseMap<BasicBlock *, SwitchInst *> ResumeSwitch;
   // The check state of placed points (count-down: its point index; the
-  // polled word: none). Not context: a resumed task starts them afresh.
+  // polled word: none). Not context: a resumed task starts them afresh. Each
+  // value of it: the header phi that defines it and, where an inner loop's
+  // spill stores it across that loop, the reloads after the loop and the
+  // phis that merge them with the values before it (all keyed by that phi).
+  DenseMap<Value *, PHINode *> CheckStateRoot;
   DenseMap<PHINode *, std::optional<unsigned>> CheckState;
+  std::optional<unsigned> checkStateKind(Value *V) const { return CheckState.lookup(CheckStateRoot.lookup(V)); }
   // Values an Enter computes again from free values alone (arguments, the
   // task's, other such values): right on every path through that Enter, a
   // resume path into a loop nested in its loop too. For a point nested in
@@ -618,24 +627,42 @@ SmallVector<std::pair<PHINode *, AllocaInst *>, 4> PointBuilder::spillOuterCheck
     LoadsAt.push_back(Exit->getFirstInsertionPt());
   for (PHINode *Phi : StatePhis) {
     auto *Slot = new AllocaInst(Phi->getType(), DL.getAllocaAddrSpace(), Phi->getName() + ".spill", SlotsAt);
-    SSAUpdater Updater;
+    // Every value the state has had so far, an earlier spill's reloads and
+    // merges too: the store before this loop takes the one that reaches it,
+    // and the uses after it, of whichever value, the reload. (With the
+    // header phi alone, the store after an unrolled loop's main part took
+    // the value from before it, and the state merged after that part stayed
+    // live across the remainder loop, a context value restored stale.)
+    SmallVector<PHINode *, 4> Merges;
+    SSAUpdater Updater(&Merges);
     Updater.Initialize(Phi->getType(), Phi->getName());
-    Updater.AddAvailableValue(Phi->getParent(), Phi);
+    SmallVector<Value *, 8> Values;
+    for (Instruction &I : instructions(F))
+      if (CheckStateRoot.lookup(&I) == Phi)
+        Values.push_back(&I);
+    for (Value *V : Values)
+      Updater.AddAvailableValue(cast<Instruction>(V)->getParent(), V);
     // Loaded from memory, the value is per-thread to ptxas, and a branch on
     // it divergent: through redux.sync it is the CTA's one value again (the
     // whole CTA leaves the loop together).
     for (auto [Exit, LoadAt] : zip(Exits, LoadsAt)) {
       IRBuilder<> AtExit(Exit, LoadAt);
       Value *Loaded = AtExit.CreateLoad(Phi->getType(), Slot, true, Phi->getName() + ".after");
-      Updater.AddAvailableValue(Exit, warpUniform(AtExit, Loaded, DL));
+      Value *Reloaded = warpUniform(AtExit, Loaded, DL);
+      CheckStateRoot[Reloaded] = Phi;
+      Updater.AddAvailableValue(Exit, Reloaded);
     }
+    // The store's operand first: rewriting the uses below adds its merges.
+    Value *Before = Updater.GetValueAtEndOfBlock(Point.Preheader);
     SmallVector<Use *, 8> Uses;
-    for (Use &U : Phi->uses())
-      Uses.push_back(&U);
+    for (Value *V : Values)
+      for (Use &U : V->uses())
+        Uses.push_back(&U);
     for (Use *U : Uses)
       Updater.RewriteUseAfterInsertions(*U);
-    new StoreInst(Updater.GetValueAtEndOfBlock(Point.Preheader), Slot, true,
-                  Point.Preheader->getTerminator()->getIterator());
+    new StoreInst(Before, Slot, true, Point.Preheader->getTerminator()->getIterator());
+    for (PHINode *Merge : Merges)
+      CheckStateRoot[Merge] = Phi;
     Spilled.push_back({Phi, Slot});
   }
   return Spilled;
@@ -807,7 +834,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   else
     append_range(GoesOnTo, successors(Latch));
   SmallVector<Instruction *, 32> Live;
-  SmallVector<PHINode *, 4> LiveCheckState; // an outer point's count-down and polled word
+  SmallVector<Instruction *, 4> LiveCheckState; // an outer point's count-down and polled word
   // Blocks reachable from the latch without passing `Def`: one walk per
   // defining block, shared by its instructions.
   DenseMap<BasicBlock *, SmallPtrSet<BasicBlock *, 32>> ReachAvoiding;
@@ -832,15 +859,19 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       auto *User = cast<Instruction>(U.getUser());
       if (auto *Phi = dyn_cast<PHINode>(User)) {
         BasicBlock *Incoming = Phi->getIncomingBlock(U);
-        IsLive |= Incoming == Latch ? is_contained(GoesOnTo, Phi->getParent()) : Reach.contains(Incoming);
+        // The edge from the latch to where the CTA goes on is taken after
+        // the check; any other edge, as any use, only if the CTA gets there
+        // again without passing `Def` (an exit's phi after a strip-mined
+        // loop: the latch is reached again, the value not redefined).
+        IsLive |= (Incoming == Latch && is_contained(GoesOnTo, Phi->getParent())) || Reach.contains(Incoming);
       } else {
         IsLive |= (!Count && User == Latch->getTerminator()) || Reach.contains(User->getParent());
       }
     }
     if (!IsLive)
       continue;
-    if (auto *Phi = dyn_cast<PHINode>(&I); Phi && CheckState.count(Phi))
-      LiveCheckState.push_back(Phi);
+    if (CheckStateRoot.count(&I))
+      LiveCheckState.push_back(&I);
     else
       Live.push_back(&I);
   }
@@ -1118,6 +1149,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   EvictSeen->addIncoming(FirstWord, Enter);
   CheckState[Remaining] = PointIndex;
   CheckState[EvictSeen] = std::nullopt;
+  CheckStateRoot[Remaining] = Remaining;
+  CheckStateRoot[EvictSeen] = EvictSeen;
 
   // Save: every thread its values, thread 0 the uniform ones, all the shared memory.
   Builder.SetInsertPoint(Save);
@@ -1375,13 +1408,13 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // The outer points' check state, where this point's context would hold
   // it, starts afresh instead.
   IRBuilder<> BeforeBranch(Branch);
-  auto Afresh = [&](PHINode *Phi) -> Value * {
-    std::optional<unsigned> Index = CheckState.lookup(Phi);
+  auto Afresh = [&](Value *State) -> Value * {
+    std::optional<unsigned> Index = checkStateKind(State);
     return Index ? iterationsToCheck(BeforeBranch, *Index) : BeforeBranch.getInt32(0);
   };
-  for (PHINode *Phi : LiveCheckState) {
-    Rebuilt[Phi] = Afresh(Phi);
-    Live.push_back(Phi);
+  for (Instruction *State : LiveCheckState) {
+    Rebuilt[State] = Afresh(State);
+    Live.push_back(State);
   }
   for (auto [Phi, Slot] : Spilled)
     BeforeBranch.CreateStore(Afresh(Phi), Slot, true);
@@ -1519,6 +1552,27 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
   clearInTaskMarks(F);
   if (Placed == 0)
     return 0;
+  if (InTaskBreakForTest) {
+    // A use its definition does not dominate: the dispatch reads a value of the task's body.
+    for (Instruction &Late : *Body)
+      if (!Late.getType()->isVoidTy()) {
+        IRBuilder<>(Switch).CreateFreeze(&Late, "preempt.intask.broken");
+        break;
+      }
+  }
+  // Release builds of clang skip the verifier (-disable-llvm-verifier): a
+  // variant this pass got wrong would reach ptxas as is. (It did: an exit
+  // phi's value left unsaved at an unrolled loop's remainder compiled, and
+  // the kernel hung after a resume; docs/intask.md.) The launches keep the
+  // persistent form instead, whose evictions wait for task boundaries.
+  std::string Problems;
+  raw_string_ostream ProblemStream(Problems);
+  if (verifyFunction(F, &ProblemStream)) {
+    StringRef First = StringRef(Problems).split('\n').first;
+    remarkMissed(F, "kernel '" + KernelName + "' gets no in-task yield points: internal error, its in-task variant "
+                    "failed IR verification (" + First + "); its launches run the persistent form");
+    return 0;
+  }
   // The kernel's descriptor (control_block.h): the runtime sizes contexts from it.
   Module &M = *F.getParent();
   Type *Int32 = Type::getInt32Ty(Context);

@@ -17,7 +17,7 @@ plugin = os.path.join(config.preempt_binary_root, "passes", "libpreempt.so")
 # Built only when clang 22 has libFuzzer (test/fuzz/CMakeLists.txt); tests needing it say REQUIRES: fuzzer.
 fuzz_protocol = os.path.join(config.preempt_binary_root, "test", "fuzz", "fuzz_daemon_protocol")
 cuda_flags = (f"-x cuda --cuda-gpu-arch=sm_90 --cuda-path={config.cuda_path} -Wno-unknown-cuda-version -O2 "
-              f"-fpass-plugin={plugin}")
+              f"-fverify-intermediate-code -fpass-plugin={plugin}")
 config.substitutions += [
     ("%clang", os.path.join(bin_dir, "clang")),
     ("%opt", os.path.join(bin_dir, "opt")),
