@@ -1429,7 +1429,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     for (Use &U : V->uses())
       if (cast<Instruction>(U.getUser())->getParent() != Restore)
         Uses.push_back(&U);
-    SSAUpdater Updater;
+    SmallVector<PHINode *, 4> Merges;
+    SSAUpdater Updater(&Merges);
     Updater.Initialize(V->getType(), V->getName());
     Updater.AddAvailableValue(V->getParent(), V);
     Updater.AddAvailableValue(Restore, Found->second);
@@ -1439,6 +1440,14 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       Updater.AddAvailableValue(ExitedBlock, InExited);
     for (Use *U : Uses)
       Updater.RewriteUseAfterInsertions(*U);
+    // Each definition here holds the CTA's one value where V does (the
+    // restore's, saved once or rebuilt, is V's value at the save): so does
+    // a phi of them only, wherever it merges. Unmarked, a later point saved
+    // such a phi once per thread (the item after the bench's unrolled hash
+    // loop, at its remainder loop's point).
+    if (V->getMetadata(UniformMark))
+      for (PHINode *Merge : Merges)
+        Merge->setMetadata(UniformMark, V->getMetadata(UniformMark));
   }
   // What the restore re-executed that Enter or the exit now computes again.
   for (BasicBlock *Block : {Restore, Enter, ExitedBlock})
