@@ -72,8 +72,9 @@ static cl::opt<NestedPoints> InTaskNested(
                clEnumValN(NestedPoints::All, "all", "in every nested loop that allows one")));
 static cl::opt<unsigned> InTaskNestedWork(
     "preempt-intask-nested-work", cl::init(4096),
-    cl::desc("under -preempt-intask-nested=long, a nested loop whose one entry runs at most this many IR "
-             "instructions per thread (its constant bound on iterations times its body) gets no point"));
+    cl::desc("a loop whose one entry runs at most this many IR instructions per thread (its constant bound on "
+             "iterations times its body) gets no point: a loop of the task's own at any -preempt-intask-nested, a "
+             "nested loop under -preempt-intask-nested=long"));
 static cl::opt<bool> InTaskStripMine("preempt-intask-strip-mine", cl::init(true), cl::Hidden,
                                      cl::desc("strip-mine loops whose trip count is known at their in-task point "
                                               "(off: every point counts down, to measure against)"));
@@ -203,8 +204,13 @@ static std::optional<uint64_t> entryWork(const Loop &L, const LoopInfo &Loops, S
   return SaturatingMultiply(Trips, Body);
 }
 
-// Under -preempt-intask-nested=long, the nested loops of a kernel too short
-// per entry to need a point of their own, by header. The default, 4096 IR instructions per
+// The loops of a kernel too short per entry to need a point of their own,
+// by header: nested ones under -preempt-intask-nested=long (the point of the
+// loop around comes soon after), and at any setting the task's own loops,
+// entered once per task (its end or its next point comes soon after): such
+// a point bought no latency, only its checks, and a resume path that random
+// evictions almost never reached to test (an unroller's remainder loop runs
+// at most 7 iterations). The default, 4096 IR instructions per
 // thread, is at most ~40 us on an H100 with 16 warps on each of an SM's four
 // schedulers (one instruction a cycle each, 1.7 GHz), and much less in
 // practice: ptxas folds address arithmetic into loads, and few kernels fill
@@ -215,12 +221,10 @@ struct ShortLoop {
   uint64_t Work;       // IR instructions one entry runs at most, per thread
   unsigned Iterations; // its constant bound on iterations
 };
-static DenseMap<const BasicBlock *, ShortLoop> shortNestedLoops(const LoopInfo &Loops, ScalarEvolution &SE) {
+static DenseMap<const BasicBlock *, ShortLoop> shortLoops(const LoopInfo &Loops, ScalarEvolution &SE) {
   DenseMap<const BasicBlock *, ShortLoop> Short;
-  if (InTaskNested != NestedPoints::Long)
-    return Short;
   for (Loop *L : Loops.getLoopsInPreorder()) {
-    if (!L->getParentLoop())
+    if (L->getParentLoop() && InTaskNested != NestedPoints::Long)
       continue;
     std::optional<uint64_t> Work = entryWork(*L, Loops, SE);
     if (Work && *Work <= InTaskNestedWork)
@@ -260,8 +264,7 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
   // a point in a nested loop needs every loop around it to allow one too,
   // since a resumed task reaches it through their headers.
   SmallPtrSet<const Loop *, 8> Allowed;
-  DenseMap<const BasicBlock *, ShortLoop> ShortNested =
-      shortNestedLoops(Loops, FAM.getResult<ScalarEvolutionAnalysis>(Kernel));
+  DenseMap<const BasicBlock *, ShortLoop> Short = shortLoops(Loops, FAM.getResult<ScalarEvolutionAnalysis>(Kernel));
   for (Loop *L : Loops.getLoopsInPreorder()) {
     Ordinal++;
     std::string Why;
@@ -273,10 +276,12 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
     // persistent kernel deadlocked on the H100).
     if (L->getParentLoop() && InTaskNested == NestedPoints::Off)
       Why = "it is nested in another loop";
-    else if (auto Found = ShortNested.find(Header); L->getParentLoop() && Found != ShortNested.end())
-      Why = "it is nested in another loop and one entry runs at most " + std::to_string(Found->second.Work) +
-            " instructions (" + std::to_string(Found->second.Iterations) +
-            " iterations); the point of the loop around it comes soon after";
+    else if (auto Found = Short.find(Header); Found != Short.end())
+      Why = (L->getParentLoop() ? "it is nested in another loop and one entry runs at most "
+                                : "it runs once per task, at most ") +
+            std::to_string(Found->second.Work) + " instructions (" + std::to_string(Found->second.Iterations) +
+            " iterations); " + (L->getParentLoop() ? "the point of the loop around it" : "the task's end or its next point") +
+            " comes soon after";
     else if (L->getParentLoop() && !Allowed.contains(L->getParentLoop()))
       Why = "the loop around it could not take one";
     else if (!L->getLoopLatch())

@@ -1,8 +1,9 @@
-// Which loops nested in loops get in-task yield points (passes/InTaskYield.cpp, shortNestedLoops;
+// Which loops nested in loops get in-task yield points (passes/InTaskYield.cpp, shortLoops;
 // issue 8): under -preempt-intask-nested=long, the default, a nested loop gets one unless one entry
 // of it runs at most -preempt-intask-nested-work IR instructions per thread (4096): its constant
 // bound on iterations (ScalarEvolution's maximum trip count) times its body, loops inside it counted
-// alike. `all` places one in every nested loop that allows it, `off` in none.
+// alike. `all` places one in every nested loop that allows it, `off` in none. A loop of the task's
+// own that short gets none at any setting (short_top, at the end).
 //
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
 // RUN: %opt -passes=verify -disable-output %t.ll
@@ -25,14 +26,17 @@
 // LONG-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 8, i32 2,
 // LONG-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 8, i32 1,
 // LONG-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 8, i32 3,
+// LONG-NOT: short_top
 // ALL: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 8, i32 2,
 // ALL-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 8, i32 2,
 // ALL-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 8, i32 2,
 // ALL-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 8, i32 3,
+// ALL-NOT: short_top
 // OFF: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 8, i32 1,
 // OFF-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 8, i32 1,
 // OFF-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 8, i32 1,
 // OFF-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 8, i32 1,
+// OFF-NOT: short_top
 // WORK104: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 8, i32 2,
 // WORK104: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 8, i32 1,
 // WORK103: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 8, i32 2,
@@ -95,5 +99,18 @@ __global__ void three_deep(const float *in, float *out, int rows, int cols) {
       for (int c = 0; c < cols; c++)
         acc = acc * 0.5f + in[((r * 4 + m) * cols + c) * blockDim.x + threadIdx.x];
   }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// The task's own loop, min(cols, 16) iterations: once per task, 16 x 12 = 192 instructions (short_inner's
+// 13 less the index's add: `c * blockDim.x + threadIdx.x` has no row term), no point at any setting;
+// the kernel gets no in-task variant (no descriptor above).
+// REMARK-DAG: remark: loop at line [[@LINE+5]] of kernel '_Z9short_topPKfPfi' gets no in-task yield point: it runs once per task, at most 192 instructions (16 iterations); the task's end or its next point comes soon after
+// REMARK-DAG: remark: kernel '_Z9short_topPKfPfi' converted to persistent-thread form
+__global__ void short_top(const float *in, float *out, int cols) {
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int c = 0; c < cols && c < 16; c++)
+    acc = acc * 0.5f + in[c * blockDim.x + threadIdx.x];
   out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
