@@ -19,10 +19,10 @@
 //        intask_bench inproc TRIALS          (both in one process: the long kernel on a low-priority stream, the
 //                                             short one on a high-priority stream; the plugin build evicts the long
 //                                             launch when the short one arrives and resumes it after)
-// KERNEL: stencil | gemm | persistent | solver. Environment: INTASK_SEED (random moments; printed),
+// KERNEL: stencil | gemm | persistent | solver | atomics. Environment: INTASK_SEED (random moments; printed),
 // INTASK_GAP_MIN_US (shortest gap between evictions, also after a resume; default 200 us),
 // INTASK_SCALE (multiplies every kernel's loop count, default 1), INTASK_LOOP_EXTRA (iterations added to
-// the stencil's, the solver's and the persistent kernel's hash loops, default 0), INTASK_LONG_MS (the long kernel's block length
+// the stencil's, the solver's, the atomics kernel's and the persistent kernel's hash loops, default 0), INTASK_LONG_MS (the long kernel's block length
 // aimed at, default 19; calibrated by one timed launch) or INTASK_LONG_ITEMS (its work items per CTA, fixed).
 #include <errno.h>
 #include <sys/stat.h>
@@ -197,6 +197,31 @@ __global__ void __launch_bounds__(kThreads) intask_solver(const unsigned *rhs, u
     residual[blockIdx.x] = partial[0];
 }
 
+// atomics: each block runs `rounds` rounds of a hash chain per thread; every round each thread adds to one of 1024
+// bins in shared memory (a shared atomic) and, one round in 16 on average, to one of 4096 bins in global memory (a
+// global atomic, under a branch the threads disagree on); no barrier in the loop. Then the block writes its shared
+// bins out. Sums wrap and do not depend on the order the atomics land in, so the builds agree bit for bit; an
+// iteration lost or run twice on a resume changes a bin. (The CTA's context at its point: the shared bins and each
+// thread's chain value.)
+constexpr int kAtomicBins = 1024, kAtomicGlobalBins = 4096;
+__global__ void __launch_bounds__(kThreads) intask_atomics(unsigned *block_bins, unsigned *global_bins,
+                                                           unsigned rounds) {
+  __shared__ unsigned bins[kAtomicBins];
+  for (int k = 0; k < kAtomicBins / kThreads; k++)
+    bins[threadIdx.x + k * kThreads] = 0;
+  __syncthreads();
+  unsigned value = blockIdx.x * 2654435761u + threadIdx.x * 40503u + 1u;
+  for (unsigned r = 0; r < rounds; r++) {
+    value = value * 1664525u + (1013904223u ^ r);
+    atomicAdd(&bins[value >> 22], 1u + (value & 7u));
+    if ((value & 15u) == 0)
+      atomicAdd(&global_bins[(value >> 4) % kAtomicGlobalBins], value >> 12);
+  }
+  __syncthreads();
+  for (int k = 0; k < kAtomicBins / kThreads; k++)
+    block_bins[blockIdx.x * kAtomicBins + threadIdx.x + k * kThreads] = bins[threadIdx.x + k * kThreads];
+}
+
 // The high-priority arrival: 32 blocks, microseconds.
 constexpr int kShortBlocks = 32, kShortN = kShortBlocks * kThreads;
 __global__ void intask_short(unsigned *data) {
@@ -244,8 +269,10 @@ struct Problem {
       intask_gemm<<<grid, block, 0, stream>>>(in0, in1, out0, n, loop);
     else if (kernel == "persistent")
       intask_persistent<<<grid, block, 0, stream>>>(out0, items, grid.x, steps);
-    else
+    else if (kernel == "solver")
       intask_solver<<<grid, block, 0, stream>>>(in0, out0, out1, loop);
+    else
+      intask_atomics<<<grid, block, 0, stream>>>(out0, out1, loop);
     CHECK_CUDA(cudaGetLastError());
   }
   void clear(cudaStream_t stream) {
@@ -275,8 +302,9 @@ static Problem make_problem(const std::string &kernel, unsigned long_items = 0) 
   Problem p;
   p.kernel = kernel;
   const unsigned scale = std::max(1u, env_unsigned("INTASK_SCALE", 1));
-  // Iterations added to the stencil's and the solver's loops and the persistent kernel's steps: a count that is
-  // not a multiple of a constant chunk (InTaskYield.cpp) runs the loop's tail copy too (intask_check.sh's checks).
+  // Iterations added to the stencil's, the solver's and the atomics kernel's loops and the persistent kernel's
+  // steps: a count that is not a multiple of a constant chunk (InTaskYield.cpp) runs the loop's tail copy too
+  // (intask_check.sh's checks).
   const unsigned extra = env_unsigned("INTASK_LOOP_EXTRA", 0);
   CHECK_CUDA(cudaDeviceGetAttribute(&p.sms, cudaDevAttrMultiProcessorCount, 0));
   if (kernel == "stencil") {
@@ -321,8 +349,15 @@ static Problem make_problem(const std::string &kernel, unsigned long_items = 0) 
     p.out0_words = rhs.size();
     p.out1_words = p.blocks();
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.ctas_per_sm, intask_solver, kThreads, 0));
+  } else if (kernel == "atomics") {
+    p.grid = dim3(2048);
+    p.loop = 20000 * scale + extra;
+    p.out0_words = (size_t)p.blocks() * kAtomicBins;
+    p.out1_words = kAtomicGlobalBins;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.ctas_per_sm, intask_atomics, kThreads, 0));
   } else {
-    std::fprintf(stderr, "intask_bench: unknown kernel '%s' (stencil, gemm, persistent, solver)\n", kernel.c_str());
+    std::fprintf(stderr, "intask_bench: unknown kernel '%s' (stencil, gemm, persistent, solver, atomics)\n",
+                 kernel.c_str());
     std::exit(2);
   }
   CHECK_CUDA(cudaMalloc(&p.out0, p.out0_words * sizeof(unsigned)));

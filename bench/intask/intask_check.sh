@@ -17,7 +17,7 @@ set -uo pipefail
 out=${1:?usage: intask_check.sh OUT}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
-kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}
+kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver,atomics}
 parts=",${INTASK_PARTS:-check,latency,time,turnaround},"
 evictions=${INTASK_EVICTIONS:-50}
 latency_m=${INTASK_LATENCY_M:-30}

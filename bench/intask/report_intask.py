@@ -10,7 +10,7 @@ import json
 import re
 import sys
 
-KERNELS = ["stencil", "gemm", "persistent", "solver"]
+KERNELS = ["stencil", "gemm", "persistent", "solver", "atomics"]
 REMARK = re.compile(r"in-task yield point at loop (.*?) of kernel '([^']*)': saves (\d+) B per thread and "
                     r"(\d+) B per CTA and (\d+) B of shared memory; every live value: (\d+) B per thread")
 
@@ -157,7 +157,7 @@ def main():
     out.append("|---|---|---|---|---|---|---|")
     passed = failed = 0
     for k in KERNELS:
-        for mode in ("on", "off", "nested"):
+        for mode in ("on", "off", "nested", "chunks"):
             label = f"check-{k}-{mode}"
             if label not in runs:
                 continue

@@ -2,7 +2,7 @@
 # rounds they interleave, one process per round, kernel and build; profile_checks.sh takes its paths and environment.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
-IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver}"
+IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver,atomics}"
 # How every in-task benchmark runs a kernel: its variant (or persistent form) in one process, no daemon.
 intask_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on)
 
