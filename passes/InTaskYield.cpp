@@ -276,13 +276,14 @@ static unsigned markInTaskCandidates(Function &Kernel, FunctionAnalysisManager &
     // persistent kernel deadlocked on the H100).
     if (L->getParentLoop() && InTaskNested == NestedPoints::Off)
       Why = "it is nested in another loop";
-    else if (auto Found = Short.find(Header); Found != Short.end())
-      Why = (L->getParentLoop() ? "it is nested in another loop and one entry runs at most "
-                                : "it runs once per task, at most ") +
+    else if (auto Found = Short.find(Header); Found != Short.end()) {
+      const bool Nested = L->getParentLoop();
+      Why = std::string(Nested ? "it is nested in another loop and one entry runs at most "
+                               : "it runs once per task, at most ") +
             std::to_string(Found->second.Work) + " instructions (" + std::to_string(Found->second.Iterations) +
-            " iterations); " + (L->getParentLoop() ? "the point of the loop around it" : "the task's end or its next point") +
+            " iterations); " + (Nested ? "the point of the loop around it" : "the task's end or its next point") +
             " comes soon after";
-    else if (L->getParentLoop() && !Allowed.contains(L->getParentLoop()))
+    } else if (L->getParentLoop() && !Allowed.contains(L->getParentLoop()))
       Why = "the loop around it could not take one";
     else if (!L->getLoopLatch())
       Why = "it has several back-edges";

@@ -15,9 +15,7 @@
 # INTASK_LOOP_EXTRA (27: iterations the correctness runs add to the loops, intask_bench.cu says which).
 set -uo pipefail
 out=${1:?usage: intask_check.sh OUT}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
-kernels=${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver,atomics}
+source "$(dirname "$0")/rounds.sh" # root, bench, kernel_list (INTASK_CHECK_ONLY or every kernel)
 parts=",${INTASK_PARTS:-check,latency,time,turnaround},"
 evictions=${INTASK_EVICTIONS:-50}
 latency_m=${INTASK_LATENCY_M:-30}
@@ -88,7 +86,6 @@ mode_build() {
   echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $1 runs" >&2
   return 1
 }
-IFS=, read -r -a kernel_list <<< "$kernels"
 # The variants' warpUniform takes redux.sync over the whole warp, partial warps included: checked once.
 if wanted check && [ -x "$bench/original/partial_warp" ]; then
   run "partial-warp" 30 -- "$bench/original/partial_warp"

@@ -1,5 +1,6 @@
 # rounds.sh: sourced by time_rounds.sh and latency_rounds.sh (issue 8's in-task benchmarks): the builds, kernels and
-# rounds they interleave, one process per round, kernel and build; profile_checks.sh takes its paths and environment.
+# rounds they interleave, one process per round, kernel and build; profile_checks.sh takes its paths and environment,
+# intask_check.sh its paths and kernel list (the one place that names every kernel of intask_bench.cu).
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
 IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver,atomics}"

@@ -30,7 +30,7 @@ for text in open(log):
     median = line["result"].get("time", {}).get("median")
     if median:
         times.setdefault((line["kernel"], line["build"]), {})[line["round"]] = median
-kernels = sorted({k for k, _ in times}, key=["stencil", "gemm", "persistent", "solver", "atomics"].index)
+kernels = list(dict.fromkeys(k for k, _ in times))  # first seen: rounds.sh's order
 gpu = next((json.loads(t)["result"].get("gpu") for t in open(log) if '"gpu"' in t), "?")
 print(f"Per-round ratio to preempt_nointask (same round), median (min..max) over rounds; {gpu}.\n")
 print("| kernel | nointask ms | " + " | ".join(b for b in builds[1:]) + " |")
