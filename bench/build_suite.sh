@@ -119,11 +119,8 @@ mkdir -p "$out/preempt_countdown"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_countdown"' -I"$root/runtime-host/include" \
   -fpass-plugin="$plugin" -mllvm -preempt-intask-strip-mine=0 "$intask_source" \
   -o "$out/preempt_countdown/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
-# ... and with constant chunks (-preempt-intask-chunk-work=512; off by default): checked and timed beside the default.
-mkdir -p "$out/preempt_chunks"
-clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt_chunks"' -I"$root/runtime-host/include" \
-  -fpass-plugin="$plugin" -mllvm -preempt-intask-chunk-work=512 "$intask_source" \
-  -o "$out/preempt_chunks/intask_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
+# (Constant chunks need no build of their own: the default build's kernels carry both in-task shapes, and
+# PREEMPT_INTASK_SHAPE picks one: intask_check.sh's "chunks" mode, time_rounds.sh's preempt@chunks.)
 # The in-task check's shapes written by hand (no plugin): what each costs the stencil's loop.
 clang++-22 "${flags[@]}" -I"$root/lib/include" "$root/bench/intask/chunk_shape.cu" -o "$out/original/chunk_shape" \
   "${libs[@]}"

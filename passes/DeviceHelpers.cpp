@@ -25,7 +25,8 @@ namespace preempt {
 static bool isHelperName(StringRef Name) {
   return Name.starts_with("__preempt_") && Name != "__preempt_task_ctx" &&
          !Name.starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) &&
-         !Name.starts_with(PREEMPT_INTASK_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_INTASK_DESC_PREFIX);
+         !Name.starts_with(PREEMPT_INTASK_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_INTASK_DESC_PREFIX) &&
+         !Name.starts_with(PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_INTASK_CHUNKS_DESC_PREFIX);
 }
 
 Error linkDeviceHelpers(Module &M, GpuTarget Target) {

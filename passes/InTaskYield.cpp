@@ -85,6 +85,13 @@ static cl::opt<unsigned> InTaskChunkWork(
              "check; 0 (the default), or a body too large for two iterations: chunks of a length set at run time. "
              "On the H100 512 took the bench's solver 0.83x and its persistent kernel 1.02x their "
              "-preempt-intask=0 time (1.04x each with 0) and its stencil 1.06x (1.02x): docs/intask.md"));
+static cl::opt<unsigned> InTaskChunksVariant(
+    "preempt-intask-chunks-variant", cl::init(512),
+    cl::desc("with -preempt-intask-chunk-work=0, a second in-task variant whose strip-mined loops run constant "
+             "chunks of at most this many IR instructions (as -preempt-intask-chunk-work=N would), made where one "
+             "of its points runs them; the runtime times both and runs the faster (PREEMPT_INTASK_SHAPE). 0: none. "
+             "Which shape is faster depends on ptxas's register allocation, which the pass cannot see: "
+             "docs/intask.md"));
 // Tests the net below: breaks the variant's IR after its points are placed.
 static cl::opt<bool> InTaskBreakForTest("preempt-intask-break-for-test", cl::init(false), cl::Hidden,
                                         cl::desc("Test only: make each in-task variant's IR invalid"));
@@ -348,6 +355,12 @@ Function *makeInTaskVariant(Function &Kernel, FunctionAnalysisManager &FAM) {
   return Variant;
 }
 
+Function *makeInTaskChunksVariant(Function &Variant, StringRef KernelName) {
+  if (InTaskChunksVariant == 0 || InTaskChunkWork != 0)
+    return nullptr;
+  return copyKernel(Variant, (PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX + KernelName).str(), ".chunks");
+}
+
 void eraseInTaskVariant(Function &Variant) {
   Module &M = *Variant.getParent();
   Variant.replaceAllUsesWith(PoisonValue::get(Variant.getType())); // llvm.used, annotations
@@ -394,9 +407,9 @@ struct IterationCount {
 class PointBuilder {
 public:
   PointBuilder(Function &F, const TaskLoopValues &Loop, BasicBlock *Dispatch, SwitchInst *DispatchSwitch,
-               uint32_t Threads)
+               uint32_t Threads, unsigned ChunkWork)
       : F(F), M(*F.getParent()), DL(M.getDataLayout()), Loop(Loop), Dispatch(Dispatch),
-        DispatchSwitch(DispatchSwitch), Threads(Threads) {}
+        DispatchSwitch(DispatchSwitch), Threads(Threads), ChunkWork(ChunkWork) {}
 
   // Places one point; "" when placed, else why not.
   // `DT` is the function's as it is now (the point changes it).
@@ -408,6 +421,8 @@ public:
   // header may move an inner loop's preheader. False when it cannot be.
   bool prepareOuter(llvm::Loop &Outer);
   bool isPrepared(BasicBlock *Header) const { return ResumeSwitch.count(Header); }
+  // Points placed so far whose loop runs constant chunks.
+  unsigned chunkedPoints() const { return ChunkedPoints; }
 
 private:
   Function &F;
@@ -417,6 +432,8 @@ private:
   BasicBlock *Dispatch;
   SwitchInst *DispatchSwitch;
   uint32_t Threads;
+  unsigned ChunkWork; // -preempt-intask-chunk-work, or -chunks-variant's for that variant
+  unsigned ChunkedPoints = 0;
 
   // Each loop's one entry from outside (by header), the preheader it came
   // from, and the phis there that bring the header's phis their values from
@@ -825,7 +842,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     uint64_t Body = 0;
     for (BasicBlock *BB : Point.L->blocks())
       Body += BB->sizeWithoutDebug();
-    ChunkLength = preempt_intask_chunk_length(Body, InTaskChunkWork);
+    ChunkLength = preempt_intask_chunk_length(Body, ChunkWork);
     if (ChunkLength > 1)
       LoopBlocks.assign(Point.L->block_begin(), Point.L->block_end());
   }
@@ -1471,8 +1488,10 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
       << Plan.saved_count << " saved, " << Plan.reexecute_count << " re-executed, " << Plan.revert_count
       << " reverted); "
       << (Count ? "strip-mined at its trip count" : "counted down (no trip count known, or points nested in it)");
-  if (Tail)
+  if (Tail) {
     Out << ", in chunks of " << ChunkLength << " iterations";
+    ChunkedPoints++;
+  }
   ThreadBytes = std::max(ThreadBytes, Plan.thread_bytes);
   CtaBytes = std::max<uint32_t>(CtaBytes, CtaArea + SharedBytes);
   return "";
@@ -1480,7 +1499,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 
 } // namespace
 
-unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop) {
+unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValues &Loop, bool Chunks) {
   // In source order (the points' numbers follow it): a loop before the loops
   // nested in it (markInTaskCandidates marks those as -preempt-intask-nested
   // says).
@@ -1507,7 +1526,7 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
 
   // Weighs a per-thread byte against a per-CTA one; launches may differ.
   uint32_t Threads = 256;
-  PointBuilder Points(F, Loop, Dispatch, Switch, Threads);
+  PointBuilder Points(F, Loop, Dispatch, Switch, Threads, Chunks ? InTaskChunksVariant : InTaskChunkWork);
   uint32_t ThreadBytes = 0, CtaBytes = 0;
   unsigned Placed = 0;
   OptimizationRemarkEmitter Remarks(&F);
@@ -1555,17 +1574,20 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
       }
     }
     if (!Why.empty()) {
-      remarkMissed(F, "loop " + HeaderName + " of kernel '" + KernelName + "' gets no in-task yield point: " + Why);
+      // The first variant's remarks say it for both (the same loops, marked alike).
+      if (!Chunks)
+        remarkMissed(F, "loop " + HeaderName + " of kernel '" + KernelName + "' gets no in-task yield point: " + Why);
       continue;
     }
     Placed++;
-    Remarks.emit([&] {
-      return OptimizationRemark(PassName, "InTaskPoint", &F)
-             << "in-task yield point at loop " << HeaderName << " of kernel '" << KernelName << "': " << Summary;
-    });
+    if (!Chunks)
+      Remarks.emit([&] {
+        return OptimizationRemark(PassName, "InTaskPoint", &F)
+               << "in-task yield point at loop " << HeaderName << " of kernel '" << KernelName << "': " << Summary;
+      });
   }
   clearInTaskMarks(F);
-  if (Placed == 0)
+  if (Placed == 0 || (Chunks && Points.chunkedPoints() == 0))
     return 0;
   if (InTaskBreakForTest) {
     // A use its definition does not dominate: the dispatch reads a value of the task's body.
@@ -1596,9 +1618,18 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
       M, DescType, true, GlobalValue::ExternalLinkage,
       ConstantArray::get(DescType, {ConstantInt::get(Int32, PREEMPT_KERNEL_ABI_VERSION), ConstantInt::get(Int32, Placed),
                                     ConstantInt::get(Int32, ThreadBytes), ConstantInt::get(Int32, CtaBytes)}),
-      (PREEMPT_INTASK_DESC_PREFIX + KernelName).str(), nullptr, GlobalValue::NotThreadLocal, 1);
+      ((Chunks ? PREEMPT_INTASK_CHUNKS_DESC_PREFIX : PREEMPT_INTASK_DESC_PREFIX) + KernelName).str(), nullptr,
+      GlobalValue::NotThreadLocal, 1);
   Desc->setAlignment(Align(4));
   appendToUsed(M, {Desc});
+  if (Chunks)
+    Remarks.emit([&] {
+      return OptimizationRemark(PassName, "InTaskChunks", &F)
+             << "kernel '" << KernelName << "' also gets an in-task variant in constant chunks ("
+             << ore::NV("Chunked", Points.chunkedPoints()) << " of its " << ore::NV("Points", Placed)
+             << " points run them; it saves " << ore::NV("ThreadBytes", ThreadBytes) << " B per thread and "
+             << ore::NV("CtaBytes", CtaBytes) << " B per CTA): the runtime times both shapes and runs the faster";
+    });
   return Placed;
 }
 

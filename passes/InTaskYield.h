@@ -16,6 +16,11 @@ namespace preempt {
 // -preempt-intask=0); remarks say why loops get none.
 llvm::Function *makeInTaskVariant(llvm::Function &Kernel, llvm::FunctionAnalysisManager &FAM);
 
+// Before conversion: a copy of the marked variant `Variant` to be placed in
+// constant chunks (PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX), or nullptr
+// (-preempt-intask-chunks-variant=0, or the variant is in them already).
+llvm::Function *makeInTaskChunksVariant(llvm::Function &Variant, llvm::StringRef KernelName);
+
 // Removes a variant that ends up without points, with its shared variables.
 void eraseInTaskVariant(llvm::Function &Variant);
 
@@ -33,8 +38,11 @@ struct TaskLoopValues {
 // After conversion: places a yield point at each marked loop whose context
 // can be saved, with its save and restore routines, a dispatch at the task's
 // start, and the kernel's descriptor for the runtime (control_block.h).
-// Returns the number of points placed.
-unsigned placeInTaskYields(llvm::Function &Converted, llvm::StringRef KernelName, const TaskLoopValues &Loop);
+// Returns the number of points placed. `Chunks`: the variant of
+// makeInTaskChunksVariant, placed without remarks, and with no points at all
+// unless one of them runs constant chunks (else it would be the first's twin).
+unsigned placeInTaskYields(llvm::Function &Converted, llvm::StringRef KernelName, const TaskLoopValues &Loop,
+                           bool Chunks = false);
 
 } // namespace preempt
 #endif

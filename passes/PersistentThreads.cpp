@@ -484,7 +484,8 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     // The unconverted copy of a kernel a previous run converted is not a
     // kernel of the program's own: leave it as it is, without a remark.
     if (!isKernel(F, Target) || F.getName().starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) ||
-        F.getName().starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) || F.getName().starts_with(PREEMPT_INTASK_KERNEL_PREFIX))
+        F.getName().starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) || F.getName().starts_with(PREEMPT_INTASK_KERNEL_PREFIX) ||
+        F.getName().starts_with(PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX))
       continue;
     OptimizationRemarkEmitter Remarks(&F);
     std::string Reason;
@@ -521,13 +522,20 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   // AMDGPU a copy would only lengthen the code and CTXBack's reports.
   // Kernels with loops that can take in-task yield points get a variant
   // with them (InTaskYield.cpp), converted below like the kernel itself.
-  SmallVector<std::pair<std::string, Function *>, 8> InTaskVariants;
+  // A variant may have a twin in constant chunks (which of the two shapes
+  // runs faster depends on ptxas's registers: the runtime times both).
+  struct InTaskVariant {
+    std::string Name;
+    Function *Variant, *Chunks;
+  };
+  SmallVector<InTaskVariant, 8> InTaskVariants;
   if (Target == GpuTarget::NVPTX)
     for (Function *Kernel : Convertible) {
       addOriginalCopy(*Kernel);
       addDrainForm(*Kernel);
       if (Function *Variant = makeInTaskVariant(*Kernel, FAM))
-        InTaskVariants.push_back({Kernel->getName().str(), Variant});
+        InTaskVariants.push_back(
+            {Kernel->getName().str(), Variant, makeInTaskChunksVariant(*Variant, Kernel->getName())});
     }
 
   DenseMap<Function *, Function *> Clones;
@@ -569,11 +577,18 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   // Their check's barrier needs every thread of the CTA in the same task, so
   // the threads meet between tasks. (A variant never needs the per-task
   // loop: kernels with calls or inline assembly get none.)
-  for (auto &[Name, Variant] : InTaskVariants) {
+  for (InTaskVariant &Shapes : InTaskVariants) {
     TaskLoopValues InTask;
-    Function *Converted = Convert(*Variant, TaskLoop::BatchedBarrier, &InTask);
-    if (placeInTaskYields(*Converted, Name, InTask) == 0)
+    Function *Converted = Convert(*Shapes.Variant, TaskLoop::BatchedBarrier, &InTask);
+    bool Placed = placeInTaskYields(*Converted, Shapes.Name, InTask) != 0;
+    if (!Placed)
       eraseInTaskVariant(*Converted);
+    if (!Shapes.Chunks)
+      continue;
+    TaskLoopValues ChunksInTask;
+    Function *Chunks = Convert(*Shapes.Chunks, TaskLoop::BatchedBarrier, &ChunksInTask);
+    if (!Placed || placeInTaskYields(*Chunks, Shapes.Name, ChunksInTask, /*Chunks=*/true) == 0)
+      eraseInTaskVariant(*Chunks);
   }
   inlineDeviceHelpers(M);
   return PreservedAnalyses::none();

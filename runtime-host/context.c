@@ -92,7 +92,7 @@ static void configure(preempt_runtime *runtime) {
    * long), "on", "off"; their check period in microseconds. */
   unsigned long period_us = 10;
   parse_environment_number("PREEMPT_INTASK_PERIOD_US", 1, 1000000, &period_us);
-  preempt_intask_configure(runtime, getenv("PREEMPT_INTASK"), period_us);
+  preempt_intask_configure(runtime, getenv("PREEMPT_INTASK"), getenv("PREEMPT_INTASK_SHAPE"), period_us);
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */

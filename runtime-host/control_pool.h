@@ -115,6 +115,8 @@ typedef struct preempt_launch_record {
    * (evict_set). */
   int intask_enabled, intask_evicted, intask_evict_set;
   void *intask_function; /* the kernel's in-task variant, which this launch's grids run (enabled only) */
+  int intask_chunks;     /* that variant is the one in constant chunks */
+  int shape_sample;      /* timed for the choice between the two (intask.c) */
   /* The context ring this record holds (device memory), its size, and the
    * layout its bytes were zeroed for. Between launches a ring moves to the
    * record that needs one (intask.c): rings follow the launches in flight,

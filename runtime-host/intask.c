@@ -14,18 +14,35 @@
  * low estimate of the H100's write bandwidth (bytes per ns). */
 #define INTASK_SAVE_BYTES_PER_NS 1000.0
 
-int preempt_intask_configure(preempt_runtime *runtime, const char *mode, unsigned long period_us) {
+static int configure_shape(preempt_runtime *runtime, const char *shape) {
+  runtime->intask_shape = PREEMPT_SHAPE_AUTO;
+  if (!shape || !*shape || strcmp(shape, "auto") == 0)
+    return 0;
+  if (strcmp(shape, "runtime") == 0) {
+    runtime->intask_shape = PREEMPT_SHAPE_RUNTIME;
+    return 0;
+  }
+  if (strcmp(shape, "chunks") == 0) {
+    runtime->intask_shape = PREEMPT_SHAPE_CHUNKS;
+    return 0;
+  }
+  preempt_report("PREEMPT_INTASK_SHAPE='%s' is none of 'auto', 'runtime', 'chunks': auto", shape);
+  return -1;
+}
+
+int preempt_intask_configure(preempt_runtime *runtime, const char *mode, const char *shape, unsigned long period_us) {
   runtime->intask_mode = PREEMPT_INTASK_AUTO;
   runtime->intask_period_ns = (uint32_t)(period_us * 1000);
+  int status = configure_shape(runtime, shape);
   if (!mode || !*mode || strcmp(mode, "auto") == 0)
-    return 0;
+    return status;
   if (strcmp(mode, "on") == 0) {
     runtime->intask_mode = PREEMPT_INTASK_ON;
-    return 0;
+    return status;
   }
   if (strcmp(mode, "off") == 0) {
     runtime->intask_mode = PREEMPT_INTASK_OFF;
-    return 0;
+    return status;
   }
   preempt_report("PREEMPT_INTASK='%s' is none of 'auto', 'on', 'off': auto", mode);
   return -1;
@@ -124,11 +141,38 @@ static int take_ring(preempt_device_state *device, const preempt_gpu_ops *gpu, p
   return status;
 }
 
+/* Which of the kernel's in-task variants a launch runs (1: the one in
+ * constant chunks), and whether it is timed for the choice. Under
+ * PREEMPT_INTASK_SHAPE=auto the two shapes are timed in turn, one launch at
+ * a time (a launch that is evicted, or ends after another sample began, is
+ * not counted: launch.c), until each has PREEMPT_SHAPE_SAMPLES; then the
+ * faster per task runs. Under PREEMPT_INTASK=auto the constant chunks also
+ * need the occupancy the grid was sized for, as the first variant does
+ * (preempt_intask_wanted). */
+static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int *timed) {
+  *timed = 0;
+  if (!on_device->intask_chunks_function || runtime->intask_shape == PREEMPT_SHAPE_RUNTIME)
+    return 0;
+  if (runtime->intask_mode == PREEMPT_INTASK_AUTO && on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm)
+    return 0;
+  if (runtime->intask_shape == PREEMPT_SHAPE_CHUNKS)
+    return 1;
+  if (on_device->shape_samples[0] >= PREEMPT_SHAPE_SAMPLES && on_device->shape_samples[1] >= PREEMPT_SHAPE_SAMPLES)
+    return on_device->shape_ns_per_task[1] < on_device->shape_ns_per_task[0];
+  if (on_device->sampling)
+    return 0; /* another launch is being timed: the first variant meanwhile */
+  *timed = 1;
+  return on_device->shape_samples[1] < on_device->shape_samples[0];
+}
+
 int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
-                           const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream) {
+                           const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream,
+                           int *shape_timed) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   uint32_t block_threads = record->block.x * record->block.y * record->block.z;
+  *shape_timed = 0;
   record->intask_evicted = 0;
+  record->intask_chunks = 0;
   record->intask_enabled = preempt_intask_wanted(runtime, on_device, block_threads, record->full_ctas);
   preempt_control_block *control = record->control;
   preempt_control_block image;
@@ -151,21 +195,27 @@ int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *devic
       return status;
     record->intask_period_ns = period;
   }
-  record->intask_function = record->intask_enabled ? on_device->intask_function : NULL;
+  record->intask_function = NULL;
   if (!record->intask_enabled)
     return 0;
+  int timed;
+  record->intask_chunks = choose_shape(runtime, on_device, &timed);
+  record->intask_function = record->intask_chunks ? on_device->intask_chunks_function : on_device->intask_function;
+  const preempt_intask_desc *desc = record->intask_chunks ? &on_device->intask_chunks : &on_device->intask;
   /* Twice the CTAs the device holds at once: every grid of a launch saves at
    * most one context per CTA it ran, and those it claimed free theirs
    * (docs/intask.md). */
   uint64_t capacity = 2ull * on_device->ctas_per_sm * device->sm_count + 2;
-  uint64_t bytes_each = record_bytes(&on_device->intask, block_threads);
+  uint64_t bytes_each = record_bytes(desc, block_threads);
   if (capacity * bytes_each > (1ull << 34) || bytes_each > UINT32_MAX) {
     preempt_report("kernel '%s': its in-task contexts would take %llu bytes; in-task checks off for this launch",
                    record->desc->name, (unsigned long long)(capacity * bytes_each));
     record->intask_enabled = 0;
+    record->intask_chunks = 0;
     record->intask_function = NULL;
     return 0;
   }
+  *shape_timed = timed;
   int status = 0;
   size_t needed = (size_t)(capacity * bytes_each);
   preempt_intask_ring *ring = &record->intask_ring;
@@ -242,6 +292,7 @@ int preempt_intask_launch(const preempt_gpu_ops *gpu, preempt_launch_record *rec
                        record->desc->name);
     record->intask_function = NULL;
     record->intask_enabled = 0;
+    record->intask_chunks = 0;
   }
   return gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes, stream);
 }

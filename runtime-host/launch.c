@@ -49,6 +49,29 @@ static int prefixed_name(char name[NAME_CAPACITY], const char *prefix, const cha
   return length < 0 || length >= NAME_CAPACITY ? -1 : 0;
 }
 
+/* The in-task variant's twin in constant chunks (intask.c, choose_shape).
+ * Optional: without it (none made, or a descriptor this runtime refuses,
+ * said) the first variant runs alone. */
+static void resolve_chunks_variant(const preempt_gpu_ops *gpu, const preempt_kernel_desc *desc,
+                                   preempt_kernel_on_device *on_device, const char *desc_name, const char *name) {
+  preempt_intask_desc *chunks = &on_device->intask_chunks;
+  int status = gpu->kernel_global(desc->host_stub, desc_name, chunks, sizeof *chunks);
+  if (status != 0) {
+    preempt_report_gpu(gpu, status, "looking up the constant-chunk variant's descriptor (the other variant runs)",
+                       desc->name);
+  } else if (chunks->point_count != 0 &&
+             (chunks->abi_version != PREEMPT_KERNEL_ABI_VERSION || chunks->point_count > PREEMPT_INTASK_MAX_POINTS)) {
+    preempt_report("kernel '%s' has a constant-chunk descriptor of ABI %u with %u points: the other in-task variant "
+                   "runs; rebuild it with the matching libpreempt.so",
+                   desc->name, chunks->abi_version, chunks->point_count);
+  } else if (chunks->point_count != 0) {
+    on_device->intask_chunks_function = look_up_copy(
+        gpu, desc, name, "looking up the constant-chunk variant (the other in-task variant runs)");
+  }
+  if (!on_device->intask_chunks_function)
+    memset(chunks, 0, sizeof *chunks);
+}
+
 /* Finds out once per device whether the plugin converted this kernel, the
  * sizes of its parameters, which a relaunch needs, and its unconverted copy,
  * which one-wave launches run. */
@@ -59,12 +82,15 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
   char marker_name[NAME_CAPACITY], original_name[NAME_CAPACITY], drain_name[NAME_CAPACITY],
-      intask_name[NAME_CAPACITY], variant_name[NAME_CAPACITY];
+      intask_name[NAME_CAPACITY], variant_name[NAME_CAPACITY], chunks_desc_name[NAME_CAPACITY],
+      chunks_name[NAME_CAPACITY];
   if (prefixed_name(marker_name, PREEMPT_KERNEL_MARKER_PREFIX, desc->name) ||
       prefixed_name(original_name, PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name) ||
       prefixed_name(drain_name, PREEMPT_DRAIN_KERNEL_PREFIX, desc->name) ||
       prefixed_name(intask_name, PREEMPT_INTASK_DESC_PREFIX, desc->name) ||
-      prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name)) {
+      prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(chunks_desc_name, PREEMPT_INTASK_CHUNKS_DESC_PREFIX, desc->name) ||
+      prefixed_name(chunks_name, PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX, desc->name)) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }
@@ -104,6 +130,8 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
   on_device->drain_function = NULL;
   memset(&on_device->intask, 0, sizeof on_device->intask);
   on_device->intask_function = NULL;
+  memset(&on_device->intask_chunks, 0, sizeof on_device->intask_chunks);
+  on_device->intask_chunks_function = NULL;
   if (abi_version != 0) {
     /* In-task points (docs/intask.md): a descriptor of another ABI or with
      * more points than the runtime knows is refused, not guessed at. Left
@@ -131,6 +159,8 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
       if (!on_device->intask_function)
         memset(&on_device->intask, 0, sizeof on_device->intask);
     }
+    if (on_device->intask_function)
+      resolve_chunks_variant(gpu, desc, on_device, chunks_desc_name, chunks_name);
     on_device->original_function =
         look_up_copy(gpu, desc, original_name, "looking up the unconverted copy (one-wave launches stay persistent)");
     on_device->drain_function =
@@ -156,6 +186,12 @@ static int kernel_occupancy(const preempt_runtime *runtime, const preempt_kernel
   if (status != 0)
     return preempt_report_gpu(gpu, status, "querying occupancy", desc->name);
   on_device->intask_ctas_per_sm = 0;
+  on_device->intask_chunks_ctas_per_sm = 0;
+  if (on_device->intask_chunks_function && runtime->intask_mode != PREEMPT_INTASK_OFF &&
+      (status = gpu->function_occupancy(desc->host_stub, on_device->intask_chunks_function, block_threads,
+                                        shared_bytes, &on_device->intask_chunks_ctas_per_sm)) != 0)
+    preempt_report_gpu(gpu, status, "querying the constant-chunk variant's occupancy (PREEMPT_INTASK=auto will not "
+                       "run it)", desc->name);
   if (on_device->intask_function && runtime->intask_mode != PREEMPT_INTASK_OFF) {
     status = gpu->function_occupancy(desc->host_stub, on_device->intask_function, block_threads, shared_bytes,
                                      &on_device->intask_ctas_per_sm);
@@ -179,6 +215,15 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
   if (sample->task_count == 0 || milliseconds <= 0)
     return;
   double per_task = milliseconds * 1e6 / sample->task_count;
+  if (sample->shape_sample) {
+    /* A variant that failed to launch left this one to the persistent form: it times neither shape. */
+    if (sample->intask_enabled) {
+      int shape = sample->intask_chunks;
+      double total = on_device->shape_ns_per_task[shape] * on_device->shape_samples[shape] + per_task;
+      on_device->shape_ns_per_task[shape] = total / ++on_device->shape_samples[shape];
+    }
+    return;
+  }
   if (sample->drained) {
     on_device->drain_ns_per_task += per_task / PREEMPT_DRAIN_SAMPLES;
     on_device->drain_samples++;
@@ -187,6 +232,17 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
   on_device->persistent_ns_per_task = per_task;
   on_device->task_nanoseconds = per_task * sample->full_ctas;
   on_device->task_samples++;
+}
+
+/* Makes `record` the kernel's sampled launch: its first wave is timed (or
+ * its first relaunch: a held launch's first-wave timing has no grid in it,
+ * and that relaunch runs the whole grid when nothing evicts it). */
+static void start_sample(preempt_kernel_on_device *on_device, preempt_launch_record *record, uint32_t slot,
+                         int held) {
+  on_device->sampling = 1;
+  on_device->sample_slot = slot;
+  on_device->sample_generation = record->generation;
+  record->time_first_relaunch = held;
 }
 
 /* Which form a converted launch takes (docs/preemption.md, "Drain form").
@@ -336,6 +392,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->intask_enabled = 0;
   record->intask_evicted = 0;
   record->intask_function = NULL;
+  record->intask_chunks = 0;
+  record->shape_sample = 0;
 
   /* Under preemptd the launch is held: everything but its grid is enqueued,
    * and the daemon starts it later through the resume path (docs/daemon.md). */
@@ -348,26 +406,27 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
                                               : on_device->task_samples < PREEMPT_TASK_SAMPLES);
-  if (sample) {
-    on_device->sampling = 1;
-    on_device->sample_slot = slot;
-    on_device->sample_generation = record->generation;
-    /* A held launch's first-wave timing has no grid in it: its first
-     * relaunch, the whole grid when nothing evicts it, is timed instead. */
-    record->time_first_relaunch = held;
-  }
+  if (sample)
+    start_sample(on_device, record, slot, held);
   if (drain && (status = preempt_launch_record_grow_undone(&device->control_pool, gpu, record,
                                                            (uint32_t)task_count)) != 0) {
     preempt_report_gpu(gpu, status, "allocating the drain form's bitmap (this launch runs persistent)", desc->name);
     drain = 0;
   }
   /* In-task points: the period and context ring, on the stream ahead of the grid. */
-  if (!drain && (status = preempt_intask_prepare(runtime, device, on_device, record, stream)) != 0) {
+  int shape_timed = 0;
+  if (!drain && (status = preempt_intask_prepare(runtime, device, on_device, record, stream, &shape_timed)) != 0) {
     if (sample)
       on_device->sampling = 0;
     if (held)
       preempt_daemon_unhold(runtime, stub, epoch);
     return preempt_report_gpu(gpu, status, "preparing the launch's in-task contexts", desc->name);
+  }
+  /* Timed for the in-task shape instead, once the task samples are in. */
+  if (!sample && shape_timed) {
+    sample = 1;
+    record->shape_sample = 1;
+    start_sample(on_device, record, slot, held);
   }
   /* Enqueue with the context unlocked: a launch call can block while the
    * GPU's queue is full, and the queue may drain only once another thread
@@ -434,6 +493,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   on_device->last_check_interval = interval;
   on_device->launches++;
   on_device->drain_launches += record->drained;
+  on_device->intask_chunks_launches += record->intask_chunks;
   last_launch = preempt_launch_id_make(device_index, slot, record->generation);
   return 0;
 }
@@ -558,6 +618,12 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->launches = on_device->launches;
     info->one_wave_launches = on_device->one_wave_launches;
     info->drain_launches = on_device->drain_launches;
+    info->intask_chunks_launches = on_device->intask_chunks_launches;
+    if (on_device->intask_chunks_function && runtime->intask_shape != PREEMPT_SHAPE_AUTO)
+      info->intask_shape = runtime->intask_shape == PREEMPT_SHAPE_CHUNKS ? 2 : 1;
+    else if (on_device->intask_chunks_function && on_device->shape_samples[0] >= PREEMPT_SHAPE_SAMPLES &&
+             on_device->shape_samples[1] >= PREEMPT_SHAPE_SAMPLES)
+      info->intask_shape = on_device->shape_ns_per_task[1] < on_device->shape_ns_per_task[0] ? 2 : 1;
     info->check_interval = on_device->last_check_interval;
     info->task_microseconds = on_device->task_nanoseconds / 1000.0;
   }

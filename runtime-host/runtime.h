@@ -31,6 +31,13 @@ typedef enum preempt_intask_mode {
   PREEMPT_INTASK_OFF,      /* never: evictions wait for the task boundary */
 } preempt_intask_mode;
 
+/* PREEMPT_INTASK_SHAPE (intask.c): which of a kernel's two in-task variants launches run. */
+typedef enum preempt_intask_shape {
+  PREEMPT_SHAPE_AUTO = 0, /* the faster per task, timed per kernel */
+  PREEMPT_SHAPE_RUNTIME,  /* chunks of a length set at run time (the first variant) */
+  PREEMPT_SHAPE_CHUNKS,   /* constant chunks, where the pass made that variant */
+} preempt_intask_shape;
+
 typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
@@ -51,6 +58,17 @@ typedef struct preempt_kernel_on_device {
    * 0 and NULL when the kernel has none. */
   preempt_intask_desc intask;
   void *intask_function;
+  /* Its twin in constant chunks (control_block.h), where the pass made one:
+   * which shape runs faster depends on ptxas's register allocation (0.83x to
+   * 1.06x the other on the H100's bench kernels, docs/intask.md), so launches
+   * time each, PREEMPT_SHAPE_SAMPLES apiece in turn, and keep the faster per
+   * task (intask.c, choose_shape). Index 0: run-time chunks, 1: constant. */
+  preempt_intask_desc intask_chunks;
+  void *intask_chunks_function;
+  uint32_t intask_chunks_ctas_per_sm;
+  double shape_ns_per_task[2]; /* the mean of each shape's samples */
+  int shape_samples[2];
+  uint64_t intask_chunks_launches; /* launches that ran the constant chunks */
   uint32_t cached_block_threads; /* occupancy cache key */
   size_t cached_shared_bytes;
   uint32_t ctas_per_sm;
@@ -71,6 +89,7 @@ typedef struct preempt_kernel_on_device {
 
 #define PREEMPT_TASK_SAMPLES 2
 #define PREEMPT_DRAIN_SAMPLES 2
+#define PREEMPT_SHAPE_SAMPLES 2
 
 typedef struct preempt_kernel_state {
   struct preempt_kernel_state *next; /* every state, for preempt_shutdown */
@@ -163,6 +182,7 @@ typedef struct preempt_runtime {
   int one_wave_persistent;       /* PREEMPT_ONE_WAVE=persistent: one-wave launches stay converted */
   preempt_form form;             /* PREEMPT_FORM: which form converted launches take */
   preempt_intask_mode intask_mode; /* PREEMPT_INTASK (intask.c) */
+  preempt_intask_shape intask_shape; /* PREEMPT_INTASK_SHAPE (intask.c) */
   uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
   int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
@@ -207,14 +227,17 @@ preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_l
                                              preempt_device_state **device_out);
 
 /* In-task preemption (intask.c, docs/intask.md). Context locked. */
-/* Reads PREEMPT_INTASK's value (NULL: unset) and the period; 0, or -1 when the mode was not understood. */
-int preempt_intask_configure(preempt_runtime *runtime, const char *mode, unsigned long period_us);
+/* Reads PREEMPT_INTASK's and PREEMPT_INTASK_SHAPE's values (NULL: unset) and the period; 0, or -1 when either
+ * was not understood (said, and auto kept). */
+int preempt_intask_configure(preempt_runtime *runtime, const char *mode, const char *shape, unsigned long period_us);
 /* Whether a launch of this kernel, at this block size and CTA count, checks its in-task points. */
 int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
                           uint32_t block_threads, uint32_t ctas);
-/* Before a persistent launch's first wave, on its stream: decides, and writes the period and context ring. */
+/* Before a persistent launch's first wave, on its stream: decides, and writes the period and context ring.
+ * `*shape_timed`: the launch should be timed for the choice of shape (record->intask_chunks says which it runs). */
 int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
-                           const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream);
+                           const preempt_kernel_on_device *on_device, preempt_launch_record *record, void *stream,
+                           int *shape_timed);
 /* Around evictions and resumptions, on the control stream: the eviction word. Return the GPU API's code. */
 /* `every_sm`: the eviction leaves every SM's yield bit set (only those stop CTAs inside tasks). */
 int preempt_intask_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,

@@ -12,7 +12,7 @@
 //                                            preempt_query says EVICTED, or DONE when the launch ended first;
 //                                            with PREEMPT_TIME_EVICTIONS=1 also gpu_latency, each eviction on the
 //                                            GPU's clock: preempt_get_eviction_time)
-//        intask_bench time KERNEL           (median of 7 launches after a warm-up, never evicted)
+//        intask_bench time KERNEL           (median of 7 launches after 8 warm-ups, never evicted)
 //        intask_bench long SECONDS READY_FILE STOP_FILE   (the persistent kernel with ~19 ms blocks, back to back)
 //        intask_bench short TRIALS READY_FILE             (a short kernel on a high-priority stream, arriving at
 //                                                          random moments; its turnaround)
@@ -634,9 +634,12 @@ static int mode_time(const std::string &kernel) {
   cudaEvent_t begin, end;
   CHECK_CUDA(cudaEventCreate(&begin));
   CHECK_CUDA(cudaEventCreate(&end));
-  for (int warm = 0; warm < 2; warm++) // two: the runtime measures task length on the first two launches
+  // The runtime measures task length on the first two launches, then times each in-task shape twice where the
+  // kernel has two (docs/intask.md "Two shapes"): seven launches, each read once it has ended, so eight warm-ups.
+  for (int warm = 0; warm < 8; warm++) {
     p.launch(stream);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+  }
   std::vector<double> ms;
   for (int r = 0; r < 7; r++) {
     CHECK_CUDA(cudaEventRecord(begin, stream));

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # intask_check.sh OUT: in-task preemption (issue 8) measured on the GPU machine from build/bench (bench/build_suite.sh
 # builds it; no compiler is needed here). Per kernel of bench/intask/intask_bench.cu: correctness under >= 50 random
-# evictions against the original build's output, with PREEMPT_INTASK=on and off, and on in the build with points in
-# every nested loop that allows one (nested, -preempt-intask-nested=all) and in the build with constant chunks (chunks,
-# -preempt-intask-chunk-work=512); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
+# evictions against the original build's output, with PREEMPT_INTASK=on (the in-task shape the runtime chooses) and
+# off, on in the build with points in every nested loop that allows one (nested, -preempt-intask-nested=all), and on
+# with the variant in constant chunks (chunks, PREEMPT_INTASK_SHAPE=chunks); eviction latency with PREEMPT_INTASK=off (task boundaries), on and nested; time of the original build, the plugin build (in-task points, never
 # evicted; in-task latency runs also on the GPU's clock, PREEMPT_TIME_EVICTIONS=1), the plugin build with -preempt-intask=0, and with -preempt-intask-strip-mine=0 (every point counts down). Then a short kernel's turnaround while a kernel with ~19 ms
 # blocks runs: (a) time-slicing, (b) MPS with the short kernel on a high-priority stream, (c) MPS with preemptd's hpf
 # policy and PREEMPT_INTASK=on (and off), (d) both in one process, the long launch evicted by the harness on arrival.
@@ -75,13 +75,14 @@ run() {
   fi
   echo "{\"label\": \"$label\", \"env\": \"${envs[*]}\", \"status\": $status, \"result\": $line}" >> "$log"
 }
-# mode_build MODE: sets $binary and $intask (PREEMPT_INTASK) for on, off, nested (the build with points in
-# every nested loop that allows one, -preempt-intask-nested=all, in-task checks on) or chunks (the build with
-# constant chunks, -preempt-intask-chunk-work=512, checks on); 1 when that build is missing (said).
+# mode_build MODE: sets $binary, $intask (PREEMPT_INTASK) and $shape (PREEMPT_INTASK_SHAPE) for on (the shape
+# the runtime chooses), off, nested (the build with points in every nested loop that allows one,
+# -preempt-intask-nested=all, in-task checks on) or chunks (the default build's variant in constant chunks, checks
+# on); 1 when that build is missing (said).
 mode_build() {
-  binary=$bench/preempt/intask_bench intask=$1
+  binary=$bench/preempt/intask_bench intask=$1 shape=auto
   [ "$1" = nested ] && binary=$bench/preempt_nested/intask_bench intask=on
-  [ "$1" = chunks ] && binary=$bench/preempt_chunks/intask_bench intask=on
+  [ "$1" = chunks ] && intask=on shape=chunks
   [ -x "$binary" ] && return 0
   echo "intask_check.sh: $binary missing (bench/build_suite.sh builds it): no $1 runs" >&2
   return 1
@@ -104,7 +105,8 @@ for kernel in "${kernel_list[@]}"; do
       "$work/$kernel.ref"
     for mode in on off nested chunks; do
       mode_build "$mode" || continue
-      run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask INTASK_LOOP_EXTRA=$loop_extra -- \
+      run "check-$kernel-$mode" 100 "${plugin_env[@]}" PREEMPT_INTASK=$intask PREEMPT_INTASK_SHAPE=$shape \
+        INTASK_LOOP_EXTRA=$loop_extra -- \
         "$binary" check "$kernel" "$evictions" "$work/$kernel.ref"
       # 0: 0 mismatches and enough evictions; 1: not, or not run (out of time: nothing was checked); 2: no JSON
       # (run counted it already).

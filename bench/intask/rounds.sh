@@ -5,7 +5,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
 IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver,atomics}"
 # How every in-task benchmark runs a kernel: its variant (or persistent form) in one process, no daemon.
-intask_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on)
+intask_base_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on)
+intask_env=("${intask_base_env[@]}")
 
 # rounds_builds EXTRA BUILD...: sets `builds` to the BUILDs, then those named in EXTRA (comma-separated names of
 # $bench/<name>/intask_bench).
@@ -17,14 +18,18 @@ rounds_builds() {
 }
 
 # each_run ROUNDS COMMAND...: runs COMMAND... ROUND KERNEL BUILD BINARY for each round, kernel and build, in that
-# nesting; a missing binary is said and skipped.
+# nesting; a missing binary is said and skipped. A build named NAME@SHAPE is build NAME run with
+# PREEMPT_INTASK_SHAPE=SHAPE (runtime or chunks: one of the two in-task variants, docs/intask.md "Two shapes"),
+# which intask_env then holds; NAME alone leaves the shape to the runtime's choice.
 each_run() {
   local rounds=$1 round kernel build binary
   shift
   for round in $(seq "$rounds"); do
     for kernel in "${kernel_list[@]}"; do
       for build in "${builds[@]}"; do
-        binary=$bench/$build/intask_bench
+        binary=$bench/${build%@*}/intask_bench
+        intask_env=("${intask_base_env[@]}")
+        [[ $build == *@* ]] && intask_env+=(PREEMPT_INTASK_SHAPE=${build#*@})
         [ -x "$binary" ] || { echo "$(basename "$0"): $binary missing" >&2; continue; }
         "$@" "$round" "$kernel" "$build" "$binary"
       done

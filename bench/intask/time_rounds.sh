@@ -3,14 +3,15 @@
 # one process per build, kernel and round (intask_bench time: the median of 7 launches). A single process per build
 # moved by 2-3% between runs of the same binary, more than the spread inside one; the rounds take that into the
 # spread. Builds: preempt_nointask (-preempt-intask=0, the baseline), preempt (in-task points, never evicted),
-# preempt_countdown (every point counts down), preempt_chunks (constant chunks, -preempt-intask-chunk-work=512) and any other build/bench/<name>/intask_bench named in
-# TIME_EXTRA_BUILDS (comma-separated). Writes OUT/time_rounds.jsonl and prints a table (time_rounds.md in OUT):
+# preempt@runtime and preempt@chunks (the same build forced to one in-task shape: run-time chunks, constant chunks;
+# `preempt` alone runs the one the runtime chose), preempt_countdown (every point counts down) and any other
+# build/bench/<name>/intask_bench (or <name>@<shape>) named in TIME_EXTRA_BUILDS (comma-separated). Writes OUT/time_rounds.jsonl and prints a table (time_rounds.md in OUT):
 # per build, the median over rounds of each round's ratio to the baseline of the same round, with min..max.
 set -uo pipefail
 out=${1:?usage: time_rounds.sh OUT [ROUNDS]}
 rounds=${2:-5}
 source "$(dirname "$0")/rounds.sh"
-rounds_builds "${TIME_EXTRA_BUILDS:-}" preempt_nointask preempt preempt_countdown preempt_chunks
+rounds_builds "${TIME_EXTRA_BUILDS:-}" preempt_nointask preempt preempt@runtime preempt@chunks preempt_countdown
 mkdir -p "$out"
 log=$out/time_rounds.jsonl
 : > "$log"

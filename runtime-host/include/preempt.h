@@ -56,6 +56,12 @@ typedef struct preempt_kernel_info {
   /* Launches that ran the kernel's drain form (PREEMPT_FORM, docs/preemption.md):
    * the application's grid with a yield gate at each block's entry. */
   uint64_t drain_launches;
+  /* In-task launches (PREEMPT_INTASK, docs/intask.md) that ran the kernel's
+   * variant in constant chunks, and the shape chosen once both were timed:
+   * 0 (not yet, or the kernel has one shape), 1 (chunks of a length set at
+   * run time) or 2 (constant chunks). PREEMPT_INTASK_SHAPE can force one. */
+  uint64_t intask_chunks_launches;
+  int intask_shape;
 } preempt_kernel_info;
 
 /* A converted launch: valid from its launch until the runtime reuses its

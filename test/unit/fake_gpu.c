@@ -26,6 +26,11 @@ static int fake_sm_count(int device, uint32_t *count) { (void)device; *count = f
 static int fake_kernel_global(const void *stub, const char *name, void *value, size_t bytes) {
   (void)stub;
   memset(value, 0, bytes);
+  if (strncmp(name, PREEMPT_INTASK_CHUNKS_DESC_PREFIX, strlen(PREEMPT_INTASK_CHUNKS_DESC_PREFIX)) == 0) {
+    if (bytes == sizeof fake_gpu.intask_chunks_desc)
+      memcpy(value, &fake_gpu.intask_chunks_desc, bytes);
+    return 0;
+  }
   if (strncmp(name, PREEMPT_INTASK_DESC_PREFIX, strlen(PREEMPT_INTASK_DESC_PREFIX)) == 0) {
     if (bytes == sizeof fake_gpu.intask_desc)
       memcpy(value, &fake_gpu.intask_desc, bytes);
@@ -208,12 +213,21 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
 int fake_original_function;
 int fake_drain_function;
 int fake_intask_function;
+int fake_intask_chunks_function;
+
+static int is_intask_function(const void *function) {
+  return function == &fake_intask_function || function == &fake_intask_chunks_function;
+}
 
 static int fake_original_kernel(const void *stub, const char *name, void **function) {
   (void)stub;
   if (strncmp(name, PREEMPT_DRAIN_KERNEL_PREFIX, strlen(PREEMPT_DRAIN_KERNEL_PREFIX)) == 0) {
     fake_gpu.drain_lookups++;
     *function = fake_gpu.has_drain ? &fake_drain_function : NULL;
+    return 0;
+  }
+  if (strncmp(name, PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX, strlen(PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX)) == 0) {
+    *function = fake_gpu.intask_chunks_desc.point_count != 0 ? &fake_intask_chunks_function : NULL;
     return 0;
   }
   if (strncmp(name, PREEMPT_INTASK_KERNEL_PREFIX, strlen(PREEMPT_INTASK_KERNEL_PREFIX)) == 0) {
@@ -238,10 +252,14 @@ static int fake_function_occupancy(const void *host_stub, void *function, uint32
   (void)host_stub; (void)threads; (void)shared;
   fake_gpu.intask_occupancy_queries++;
   *ctas_per_sm = 0;
-  if (function != &fake_intask_function)
+  if (!is_intask_function(function))
     return 1; /* only variants are asked about */
   if (fake_gpu.intask_occupancy_error)
     return fake_gpu.intask_occupancy_error;
+  if (function == &fake_intask_chunks_function) {
+    *ctas_per_sm = fake_gpu.intask_chunks_ctas_per_sm ? fake_gpu.intask_chunks_ctas_per_sm : fake_gpu.ctas_per_sm;
+    return 0;
+  }
   *ctas_per_sm = fake_gpu.intask_ctas_per_sm ? fake_gpu.intask_ctas_per_sm : fake_gpu.ctas_per_sm;
   return 0;
 }
@@ -259,10 +277,10 @@ static int fake_launch_function(const void *host_stub, void *function, preempt_d
   last->block = block;
   last->shared = shared;
   last->stream = stream;
-  if (args && function != &fake_intask_function)
+  if (args && !is_intask_function(function))
     last->first_param = *(long long *)args[0];
   /* An in-task variant takes the persistent form's parameters. */
-  if (function == &fake_intask_function && args && fake_gpu.expected_params >= 0)
+  if (is_intask_function(function) && args && fake_gpu.expected_params >= 0)
     read_persistent_params(last, args);
   /* A drain form takes the control block after the kernel's own parameters. */
   if (function == &fake_drain_function && args && fake_gpu.expected_params >= 0)

@@ -68,6 +68,9 @@ typedef struct fake_gpu_state {
   /* In-task variants (control_block.h): a kernel whose descriptor has points has one, unless intask_variant_missing;
    * how often one was looked up. */
   int intask_variant_missing, intask_lookups;
+  /* The twin in constant chunks: present where intask_chunks_desc has points; its occupancy (0: ctas_per_sm). */
+  preempt_intask_desc intask_chunks_desc;
+  uint32_t intask_chunks_ctas_per_sm;
   /* What function_occupancy answers for the variant (0: ctas_per_sm), or its error; how often it was asked. */
   uint32_t intask_ctas_per_sm;
   int intask_occupancy_error, intask_occupancy_queries;
@@ -90,6 +93,7 @@ extern int fake_original_function;
 extern int fake_drain_function;
 /* The handle original_kernel gives for a kernel's in-task variant. */
 extern int fake_intask_function;
+extern int fake_intask_chunks_function;
 
 extern fake_gpu_state fake_gpu;
 

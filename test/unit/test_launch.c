@@ -491,7 +491,7 @@ static void *device_control_stream(void) {
 
 static void set_intask_mode(const char *mode) {
   preempt_runtime *runtime = preempt_runtime_lock();
-  CHECK_EQ_U64(preempt_intask_configure(runtime, mode, 10), 0);
+  CHECK_EQ_U64(preempt_intask_configure(runtime, mode, NULL, 10), 0);
   preempt_runtime_unlock(runtime);
 }
 
@@ -919,15 +919,25 @@ static void test_intask(void) {
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
     preempt_runtime *runtime = preempt_runtime_lock();
-    CHECK_EQ_U64(preempt_intask_configure(runtime, "on", 25), 0);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "on", NULL, 25), 0);
     CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_ON);
     CHECK_EQ_U64(runtime->intask_period_ns, 25000);
-    CHECK_EQ_U64(preempt_intask_configure(runtime, "sometimes", 10), (uint64_t)-1);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "sometimes", NULL, 10), (uint64_t)-1);
     CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_AUTO);
-    CHECK_EQ_U64(preempt_intask_configure(runtime, NULL, 10), 0);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, NULL, NULL, 10), 0);
     CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_AUTO);
-    CHECK_EQ_U64(preempt_intask_configure(runtime, "off", 10), 0);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "off", NULL, 10), 0);
     CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_OFF);
+    CHECK_EQ_U64(runtime->intask_shape, PREEMPT_SHAPE_AUTO);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "on", "chunks", 10), 0);
+    CHECK_EQ_U64(runtime->intask_shape, PREEMPT_SHAPE_CHUNKS);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "on", "runtime", 10), 0);
+    CHECK_EQ_U64(runtime->intask_shape, PREEMPT_SHAPE_RUNTIME);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "on", "square", 10), (uint64_t)-1);
+    CHECK_EQ_U64(runtime->intask_mode, PREEMPT_INTASK_ON);
+    CHECK_EQ_U64(runtime->intask_shape, PREEMPT_SHAPE_AUTO);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_INTASK_SHAPE='square'") != NULL);
+    CHECK_EQ_U64(preempt_intask_configure(runtime, "sometimes", NULL, 10), (uint64_t)-1);
     preempt_runtime_unlock(runtime);
   }
   CHECK(strstr(preempt_last_error(), "PREEMPT_INTASK='sometimes'") != NULL);
@@ -954,6 +964,84 @@ static void test_intask(void) {
 
 /* |got - wanted| within a hundredth of a microsecond: the fake's elapsed times pass through a float of milliseconds. */
 static int near_us(double got, double wanted) { return got > wanted - 0.01 && got < wanted + 0.01; }
+
+
+/* Two in-task shapes (intask.c, choose_shape): a kernel with a twin in constant chunks runs the first variant while
+ * its task length is sampled, then each shape in turn, timed, PREEMPT_SHAPE_SAMPLES apiece, then the faster per task;
+ * each launch's ring is sized from its own variant's descriptor. PREEMPT_INTASK_SHAPE forces one. The fake's timed
+ * pairs measure elapsed_ms as a sample is read, at the next launch. */
+static void test_intask_shapes(void) {
+  static const preempt_dim3 block128 = {128, 1, 1}, grid = {20000, 1, 1};
+  const uint32_t bytes_runtime = 64 + 4096 + 16 * 128, bytes_chunks = 64 + 4096 + 32 * 128;
+  long long first = 11, second = 12;
+  void *args[] = {&first, &second};
+  void *app_stream = &second;
+  setenv("PREEMPT_INTASK", "on", 1);
+  for (int chunks_faster = 0; chunks_faster <= 1; chunks_faster++) {
+    intask_fake();
+    fake_gpu.intask_chunks_desc = (preempt_intask_desc){PREEMPT_KERNEL_ABI_VERSION, 1, 32, 4096};
+    fake_gpu.intask_chunks_ctas_per_sm = 3; /* fewer than the grid was sized for: PREEMPT_INTASK=on runs it anyway */
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5shapePxx", 2);
+    fake_gpu.elapsed_ms = 2.0f;
+    /* Launches 1 and 2 sample the task length; 3 is the first shape sample: all the first variant. */
+    for (int launch = 0; launch < 3; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.function == &fake_intask_function);
+      CHECK_EQ_U64(fake_gpu.last.control->intask_record_bytes, bytes_runtime);
+    }
+    /* Then launches 4-6: constant chunks, the first variant, constant chunks. The first variant's samples (read at
+     * launches 4 and 6) measure 2 ms, the constant chunks' (read at 5 and 7) 1.5 or 2.5 ms. */
+    const float chunks_ms = chunks_faster ? 1.5f : 2.5f;
+    const void *expected[] = {&fake_intask_chunks_function, &fake_intask_function, &fake_intask_chunks_function};
+    for (int launch = 0; launch < 3; launch++) {
+      fake_gpu.elapsed_ms = launch == 1 ? chunks_ms : 2.0f;
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.function == expected[launch]);
+      CHECK_EQ_U64(fake_gpu.last.control->intask_record_bytes,
+                   expected[launch] == &fake_intask_chunks_function ? bytes_chunks : bytes_runtime);
+    }
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.intask_shape == 0 && info.intask_chunks_launches == 2);
+    /* Launch 7 reads launch 6's sample (constant chunks); from there on, the faster shape. */
+    fake_gpu.elapsed_ms = chunks_ms;
+    for (int launch = 0; launch < 3; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.function == (chunks_faster ? (void *)&fake_intask_chunks_function : &fake_intask_function));
+      fake_gpu.elapsed_ms = 9.0f; /* nothing is timed any more */
+    }
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK_EQ_U64(info.intask_shape, chunks_faster ? 2 : 1);
+    CHECK_EQ_U64(info.intask_chunks_launches, chunks_faster ? 5 : 2);
+    preempt_shutdown();
+  }
+  /* PREEMPT_INTASK_SHAPE says which: from the first launch. Without a twin, chunks means the first variant. */
+  for (int forced = 0; forced <= 2; forced++) {
+    setenv("PREEMPT_INTASK_SHAPE", forced == 1 ? "runtime" : "chunks", 1);
+    intask_fake();
+    if (forced != 2)
+      fake_gpu.intask_chunks_desc = (preempt_intask_desc){PREEMPT_KERNEL_ABI_VERSION, 1, 32, 4096};
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5shapePxx", 2);
+    for (int launch = 0; launch < 8; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.function == (forced == 0 ? (void *)&fake_intask_chunks_function : &fake_intask_function));
+    }
+    preempt_shutdown();
+  }
+  /* A twin's descriptor of another ABI is said and left out: the first variant runs. */
+  setenv("PREEMPT_INTASK_SHAPE", "chunks", 1);
+  intask_fake();
+  fake_gpu.intask_chunks_desc = (preempt_intask_desc){PREEMPT_KERNEL_ABI_VERSION + 1, 1, 32, 4096};
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5shapePxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.function == &fake_intask_function);
+    CHECK(strstr(preempt_last_error(), "constant-chunk descriptor of ABI") != NULL);
+  }
+  preempt_shutdown();
+  unsetenv("PREEMPT_INTASK_SHAPE");
+  unsetenv("PREEMPT_INTASK");
+}
 
 /* PREEMPT_TIME_EVICTIONS=1: the eviction that makes the mask full is timed on the GPU's clock, from an event on the
  * control stream after its words to the end of the launch's last grid. */
@@ -1097,6 +1185,7 @@ int main(int argc, char **argv) {
   unsetenv("PREEMPT_FORM");
   unsetenv("PREEMPT_INTASK");
   unsetenv("PREEMPT_INTASK_PERIOD_US");
+  unsetenv("PREEMPT_INTASK_SHAPE");
   unsetenv("PREEMPT_TIME_EVICTIONS");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
@@ -1485,6 +1574,7 @@ int main(int argc, char **argv) {
   test_drain_form();
   test_quota();
   test_intask();
+  test_intask_shapes();
   test_eviction_time();
   CHECK_DONE("test_launch");
 }

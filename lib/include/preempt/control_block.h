@@ -126,6 +126,12 @@ typedef struct preempt_intask_header {
  * this prefix and the kernel's name: the runtime sizes the context ring from
  * it. Absent for kernels without in-task points. */
 #define PREEMPT_INTASK_DESC_PREFIX "__preempt_points_"
+/* Where constant chunks could apply (-preempt-intask-chunks-variant), a second
+ * variant of this prefix, in constant chunks, with its own descriptor: the
+ * runtime times both shapes and runs the faster (PREEMPT_INTASK_SHAPE,
+ * docs/intask.md "Two shapes"). */
+#define PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX "__preempt_intaskchunks_"
+#define PREEMPT_INTASK_CHUNKS_DESC_PREFIX "__preempt_chunkpoints_"
 typedef struct preempt_intask_desc {
   unsigned int abi_version;
   unsigned int point_count;
