@@ -82,9 +82,10 @@ static cl::opt<unsigned> InTaskChunkWork(
     "preempt-intask-chunk-work", cl::init(0),
     cl::desc("a strip-mined loop runs chunks of a constant length (a power of two up to 8) of at most this many IR "
              "instructions per thread, in runs to the next check, its last iterations in a copy of the loop with no "
-             "check; 0 (the default), or a body too large for two iterations: chunks of a length set at run time. "
-             "On the H100 512 took the bench's solver 0.83x and its persistent kernel 1.02x their "
-             "-preempt-intask=0 time (1.04x each with 0) and its stencil 1.06x (1.02x): docs/intask.md"));
+             "check; 0 (the default), or a body too large for two iterations: chunks of a length set at run time, "
+             "with a twin in constant chunks beside (-preempt-intask-chunks-variant). On the H100 512 took the "
+             "bench's solver 0.83x and its persistent kernel 1.02x their -preempt-intask=0 time (1.04x each with 0) "
+             "and its stencil 1.06x (1.02x): docs/intask.md"));
 static cl::opt<unsigned> InTaskChunksVariant(
     "preempt-intask-chunks-variant", cl::init(512),
     cl::desc("with -preempt-intask-chunk-work=0, a second in-task variant whose strip-mined loops run constant "
