@@ -146,12 +146,15 @@ static int take_ring(preempt_device_state *device, const preempt_gpu_ops *gpu, p
  * PREEMPT_INTASK_SHAPE=auto the two shapes are timed in turn, one launch at
  * a time (a launch that is evicted, or ends after another sample began, is
  * not counted: launch.c), until each has PREEMPT_SHAPE_SAMPLES; then the
- * faster per task runs. Under PREEMPT_INTASK=auto the constant chunks also
- * need the occupancy the grid was sized for, as the first variant does
- * (preempt_intask_wanted). */
+ * faster per task runs. A twin that cannot run at the launch's block size
+ * never does, even when PREEMPT_INTASK_SHAPE=chunks asks for it; under
+ * PREEMPT_INTASK=auto it also needs the occupancy the grid was sized for,
+ * as the first variant does (preempt_intask_wanted). */
 static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int *timed) {
   *timed = 0;
-  if (!on_device->intask_chunks_function || runtime->intask_shape == PREEMPT_SHAPE_RUNTIME)
+  /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). */
+  if (!on_device->intask_chunks_function || runtime->intask_shape == PREEMPT_SHAPE_RUNTIME ||
+      on_device->intask_chunks_ctas_per_sm == 0)
     return 0;
   if (runtime->intask_mode == PREEMPT_INTASK_AUTO && on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm)
     return 0;

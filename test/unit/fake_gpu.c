@@ -257,7 +257,8 @@ static int fake_function_occupancy(const void *host_stub, void *function, uint32
   if (fake_gpu.intask_occupancy_error)
     return fake_gpu.intask_occupancy_error;
   if (function == &fake_intask_chunks_function) {
-    *ctas_per_sm = fake_gpu.intask_chunks_ctas_per_sm ? fake_gpu.intask_chunks_ctas_per_sm : fake_gpu.ctas_per_sm;
+    uint32_t answer = fake_gpu.intask_chunks_ctas_per_sm ? fake_gpu.intask_chunks_ctas_per_sm : fake_gpu.ctas_per_sm;
+    *ctas_per_sm = answer == UINT32_MAX ? 0 : answer;
     return 0;
   }
   *ctas_per_sm = fake_gpu.intask_ctas_per_sm ? fake_gpu.intask_ctas_per_sm : fake_gpu.ctas_per_sm;

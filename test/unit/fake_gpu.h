@@ -68,7 +68,8 @@ typedef struct fake_gpu_state {
   /* In-task variants (control_block.h): a kernel whose descriptor has points has one, unless intask_variant_missing;
    * how often one was looked up. */
   int intask_variant_missing, intask_lookups;
-  /* The twin in constant chunks: present where intask_chunks_desc has points; its occupancy (0: ctas_per_sm). */
+  /* The twin in constant chunks: present where intask_chunks_desc has points; its occupancy (0: ctas_per_sm;
+   * UINT32_MAX: 0, it cannot run). */
   preempt_intask_desc intask_chunks_desc;
   uint32_t intask_chunks_ctas_per_sm;
   /* What function_occupancy answers for the variant (0: ctas_per_sm), or its error; how often it was asked. */

@@ -1028,6 +1028,18 @@ static void test_intask_shapes(void) {
     }
     preempt_shutdown();
   }
+  /* A twin that cannot run at the block size (occupancy 0) is never launched, even when asked for. */
+  intask_fake();
+  fake_gpu.intask_chunks_desc = (preempt_intask_desc){PREEMPT_KERNEL_ABI_VERSION, 1, 32, 4096};
+  fake_gpu.intask_chunks_ctas_per_sm = UINT32_MAX;
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5shapePxx", 2);
+    for (int launch = 0; launch < 8; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block128, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.function == &fake_intask_function);
+    }
+  }
+  preempt_shutdown();
   /* A twin's descriptor of another ABI is said and left out: the first variant runs. */
   setenv("PREEMPT_INTASK_SHAPE", "chunks", 1);
   intask_fake();
