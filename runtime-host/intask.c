@@ -150,6 +150,18 @@ static int take_ring(preempt_device_state *device, const preempt_gpu_ops *gpu, p
  * never does, even when PREEMPT_INTASK_SHAPE=chunks asks for it; under
  * PREEMPT_INTASK=auto it also needs the occupancy the grid was sized for,
  * as the first variant does (preempt_intask_wanted). */
+preempt_intask_shape preempt_intask_chosen_shape(const preempt_runtime *runtime,
+                                                 const preempt_kernel_on_device *on_device) {
+  if (!on_device->intask_chunks_function)
+    return PREEMPT_SHAPE_AUTO;
+  if (runtime->intask_shape != PREEMPT_SHAPE_AUTO)
+    return runtime->intask_shape;
+  if (on_device->shape_samples[0] < PREEMPT_SHAPE_SAMPLES || on_device->shape_samples[1] < PREEMPT_SHAPE_SAMPLES)
+    return PREEMPT_SHAPE_AUTO;
+  return on_device->shape_ns_per_task[1] < on_device->shape_ns_per_task[0] ? PREEMPT_SHAPE_CHUNKS
+                                                                           : PREEMPT_SHAPE_RUNTIME;
+}
+
 static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int *timed) {
   *timed = 0;
   /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). */
@@ -158,10 +170,9 @@ static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_
     return 0;
   if (runtime->intask_mode == PREEMPT_INTASK_AUTO && on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm)
     return 0;
-  if (runtime->intask_shape == PREEMPT_SHAPE_CHUNKS)
-    return 1;
-  if (on_device->shape_samples[0] >= PREEMPT_SHAPE_SAMPLES && on_device->shape_samples[1] >= PREEMPT_SHAPE_SAMPLES)
-    return on_device->shape_ns_per_task[1] < on_device->shape_ns_per_task[0];
+  preempt_intask_shape chosen = preempt_intask_chosen_shape(runtime, on_device);
+  if (chosen != PREEMPT_SHAPE_AUTO)
+    return chosen == PREEMPT_SHAPE_CHUNKS;
   if (on_device->sampling)
     return 0; /* another launch is being timed: the first variant meanwhile */
   *timed = 1;

@@ -218,9 +218,8 @@ static void take_task_sample(preempt_kernel_on_device *on_device, const preempt_
   if (sample->shape_sample) {
     /* A variant that failed to launch left this one to the persistent form: it times neither shape. */
     if (sample->intask_enabled) {
-      int shape = sample->intask_chunks;
-      double total = on_device->shape_ns_per_task[shape] * on_device->shape_samples[shape] + per_task;
-      on_device->shape_ns_per_task[shape] = total / ++on_device->shape_samples[shape];
+      on_device->shape_ns_per_task[sample->intask_chunks] += per_task / PREEMPT_SHAPE_SAMPLES;
+      on_device->shape_samples[sample->intask_chunks]++;
     }
     return;
   }
@@ -619,11 +618,7 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->one_wave_launches = on_device->one_wave_launches;
     info->drain_launches = on_device->drain_launches;
     info->intask_chunks_launches = on_device->intask_chunks_launches;
-    if (on_device->intask_chunks_function && runtime->intask_shape != PREEMPT_SHAPE_AUTO)
-      info->intask_shape = runtime->intask_shape == PREEMPT_SHAPE_CHUNKS ? 2 : 1;
-    else if (on_device->intask_chunks_function && on_device->shape_samples[0] >= PREEMPT_SHAPE_SAMPLES &&
-             on_device->shape_samples[1] >= PREEMPT_SHAPE_SAMPLES)
-      info->intask_shape = on_device->shape_ns_per_task[1] < on_device->shape_ns_per_task[0] ? 2 : 1;
+    info->intask_shape = (int)preempt_intask_chosen_shape(runtime, on_device); /* 0, 1, 2 as preempt.h says */
     info->check_interval = on_device->last_check_interval;
     info->task_microseconds = on_device->task_nanoseconds / 1000.0;
   }

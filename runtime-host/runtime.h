@@ -34,8 +34,8 @@ typedef enum preempt_intask_mode {
 /* PREEMPT_INTASK_SHAPE (intask.c): which of a kernel's two in-task variants launches run. */
 typedef enum preempt_intask_shape {
   PREEMPT_SHAPE_AUTO = 0, /* the faster per task, timed per kernel */
-  PREEMPT_SHAPE_RUNTIME,  /* chunks of a length set at run time (the first variant) */
-  PREEMPT_SHAPE_CHUNKS,   /* constant chunks, where the pass made that variant */
+  PREEMPT_SHAPE_RUNTIME = 1, /* chunks of a length set at run time (the first variant); 1 and 2 as preempt.h says */
+  PREEMPT_SHAPE_CHUNKS = 2,  /* constant chunks, where the pass made that variant */
 } preempt_intask_shape;
 
 typedef struct preempt_kernel_on_device {
@@ -66,7 +66,7 @@ typedef struct preempt_kernel_on_device {
   preempt_intask_desc intask_chunks;
   void *intask_chunks_function;
   uint32_t intask_chunks_ctas_per_sm;
-  double shape_ns_per_task[2]; /* the mean of each shape's samples */
+  double shape_ns_per_task[2]; /* the mean of each shape's samples, once all are in */
   int shape_samples[2];
   uint64_t intask_chunks_launches; /* launches that ran the constant chunks */
   uint32_t cached_block_threads; /* occupancy cache key */
@@ -233,6 +233,10 @@ int preempt_intask_configure(preempt_runtime *runtime, const char *mode, const c
 /* Whether a launch of this kernel, at this block size and CTA count, checks its in-task points. */
 int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
                           uint32_t block_threads, uint32_t ctas);
+/* The in-task shape a kernel's launches run once chosen (forced by PREEMPT_INTASK_SHAPE, or both timed), or
+ * PREEMPT_SHAPE_AUTO: not chosen yet, or the kernel has one shape. */
+preempt_intask_shape preempt_intask_chosen_shape(const preempt_runtime *runtime,
+                                                 const preempt_kernel_on_device *on_device);
 /* Before a persistent launch's first wave, on its stream: decides, and writes the period and context ring.
  * `*shape_timed`: the launch should be timed for the choice of shape (record->intask_chunks says which it runs). */
 int preempt_intask_prepare(preempt_runtime *runtime, preempt_device_state *device,
