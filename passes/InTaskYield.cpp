@@ -16,6 +16,7 @@
 #include "GpuTarget.h"
 #include "KernelCopy.h"
 #include "KernelSafety.h"
+#include "SharedLiveness.h"
 #include "WarpUniform.h"
 
 #include "preempt/control_block.h"
@@ -390,11 +391,36 @@ static void clearInTaskMarks(Function &F) {
 namespace {
 
 // Everything one point needs.
+// The kernel's shared variables, in module order: those of F's module in
+// address space 3 that F uses (other than the runtime's own).
+static SmallVector<GlobalVariable *, 4> sharedVariablesOf(Function &F) {
+  SmallVector<GlobalVariable *, 4> Shared;
+  for (GlobalVariable &Global : F.getParent()->globals())
+    if (Global.getAddressSpace() == 3 && !Global.getName().starts_with("__preempt_") &&
+        any_of(Global.users(), [&](const User *U) {
+          SmallVector<const User *, 8> Work{U};
+          while (!Work.empty()) {
+            const User *Next = Work.pop_back_val();
+            if (auto *I = dyn_cast<Instruction>(Next))
+              if (I->getFunction() == &F)
+                return true;
+            if (isa<Constant>(Next))
+              append_range(Work, Next->users());
+          }
+          return false;
+        }))
+      Shared.push_back(&Global);
+  return Shared;
+}
+
 struct YieldPoint {
   unsigned Number; // 1-based, as the runtime records it
   BasicBlock *Header, *Preheader, *Latch;
   SmallVector<BasicBlock *, 4> OuterHeaders; // the loops around it inside the task, outermost first
   llvm::Loop *L;
+  // Each of the kernel's shared variables (PointBuilder's order): what a
+  // context saved here does with it (SharedLiveness.h).
+  SmallVector<SharedFate, 4> SharedFates;
 };
 
 // A loop whose trip count ScalarEvolution knows (strip-mining).
@@ -408,9 +434,10 @@ struct IterationCount {
 class PointBuilder {
 public:
   PointBuilder(Function &F, const TaskLoopValues &Loop, BasicBlock *Dispatch, SwitchInst *DispatchSwitch,
-               uint32_t Threads, unsigned ChunkWork)
+               uint32_t Threads, unsigned ChunkWork, ArrayRef<GlobalVariable *> Shared,
+               std::optional<BlockShape> Shape)
       : F(F), M(*F.getParent()), DL(M.getDataLayout()), Loop(Loop), Dispatch(Dispatch),
-        DispatchSwitch(DispatchSwitch), Threads(Threads), ChunkWork(ChunkWork) {}
+        DispatchSwitch(DispatchSwitch), Threads(Threads), ChunkWork(ChunkWork), Shared(Shared), Shape(Shape) {}
 
   // Places one point; "" when placed, else why not.
   // `DT` is the function's as it is now (the point changes it).
@@ -435,6 +462,8 @@ private:
   uint32_t Threads;
   unsigned ChunkWork; // -preempt-intask-chunk-work, or -chunks-variant's for that variant
   unsigned ChunkedPoints = 0;
+  ArrayRef<GlobalVariable *> Shared; // the kernel's shared variables
+  std::optional<BlockShape> Shape;   // its launch bounds' block shape
 
   // Each loop's one entry from outside (by header), the preheader it came
   // from, and the phis there that bring the header's phis their values from
@@ -951,27 +980,25 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     return "the context planner rejected its values";
   scope_exit FreePlan([&] { preempt_intask_plan_free(&Plan); });
 
-  // Shared memory the rest of the task may read: all of the kernel's (which
-  // parts a resumed task reads again before writing is not analysed).
-  SmallVector<GlobalVariable *, 4> Shared;
-  for (GlobalVariable &Global : M.globals())
-    if (Global.getAddressSpace() == 3 && !Global.getName().starts_with("__preempt_") &&
-        any_of(Global.users(), [&](const User *U) {
-          SmallVector<const User *, 8> Work{U};
-          while (!Work.empty()) {
-            const User *Next = Work.pop_back_val();
-            if (auto *I = dyn_cast<Instruction>(Next))
-              if (I->getFunction() == &F)
-                return true;
-            if (isa<Constant>(Next))
-              append_range(Work, Next->users());
-          }
-          return false;
-        }))
-      Shared.push_back(&Global);
-  uint32_t SharedBytes = 0;
-  for (GlobalVariable *Global : Shared)
-    SharedBytes += alignTo(DL.getTypeAllocSize(Global->getValueType()).getFixedValue(), 16);
+  // The shared variables a context saved here holds: those a path from the
+  // point may read (SharedLiveness.h). Those the CTA writes whole before
+  // reading at the launch bounds' shape keep their place in the record, but a
+  // CTA of that shape copies none of them.
+  SmallVector<GlobalVariable *, 4> SavedShared;
+  SmallVector<bool, 4> SkippedAtShape;
+  uint32_t SharedBytes = 0, SkippedBytes = 0, UnreadBytes = 0;
+  for (auto [Global, Fate] : zip(Shared, Point.SharedFates)) {
+    uint32_t Bytes = alignTo(DL.getTypeAllocSize(Global->getValueType()).getFixedValue(), 16);
+    if (Fate == SharedFate::Unread) {
+      UnreadBytes += Bytes;
+      continue;
+    }
+    SavedShared.push_back(Global);
+    SkippedAtShape.push_back(Fate == SharedFate::SkippedAtShape);
+    SharedBytes += Bytes;
+    if (Fate == SharedFate::SkippedAtShape)
+      SkippedBytes += Bytes;
+  }
   uint32_t CtaArea = alignTo(Plan.cta_bytes, 16);
   uint64_t PerCta = (uint64_t)Plan.thread_bytes * Threads + CtaArea + SharedBytes;
   if (PerCta > InTaskMaxContext)
@@ -1229,16 +1256,29 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Builder.CreateBr(SaveRest);
   Builder.SetInsertPoint(SaveRest);
   // The shared variables after the CTA's values, each 16-byte aligned: into
-  // the record on save, back on restore.
+  // the record on save, back on restore; none of those skipped at the launch
+  // bounds' shape when the CTA has that shape.
   auto CopyShared = [&](Value *Cta, bool IntoShared) {
     PointerType *Generic = PointerType::get(Context, 0);
     uint32_t SharedOffset = CtaArea;
-    for (GlobalVariable *Global : Shared) {
+    Value *AtShape = nullptr;
+    if (SkippedBytes) {
+      Value *Size[3] = {Builder.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ntid_x, {}),
+                        Builder.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ntid_y, {}),
+                        Builder.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ntid_z, {})};
+      AtShape = Builder.CreateAnd(Builder.CreateAnd(Builder.CreateICmpEQ(Size[0], Builder.getInt32(Shape->X)),
+                                                    Builder.CreateICmpEQ(Size[1], Builder.getInt32(Shape->Y))),
+                                  Builder.CreateICmpEQ(Size[2], Builder.getInt32(Shape->Z)), "preempt.intask.shape");
+    }
+    for (auto [Global, Skipped] : zip(SavedShared, SkippedAtShape)) {
       uint32_t Bytes = DL.getTypeAllocSize(Global->getValueType()).getFixedValue();
       Value *InRecord = Builder.CreateConstGEP1_32(Int8, Cta, SharedOffset);
       Value *InShared = Builder.CreateAddrSpaceCast(Global, Generic);
-      Builder.CreateCall(helper(helper::InTaskCopy), {IntoShared ? InShared : InRecord,
-                                                      IntoShared ? InRecord : InShared, Builder.getInt32(Bytes)});
+      Value *Copied = Builder.getInt32(Bytes);
+      if (Skipped)
+        Copied = Builder.CreateSelect(AtShape, Builder.getInt32(0), Copied);
+      Builder.CreateCall(helper(helper::InTaskCopy),
+                         {IntoShared ? InShared : InRecord, IntoShared ? InRecord : InShared, Copied});
       SharedOffset += alignTo(Bytes, 16);
     }
   };
@@ -1255,7 +1295,7 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   ThreadCount = Builder.CreateCall(helper(helper::InTaskThreads));
   Thread = Builder.CreateCall(helper(helper::InTaskThread));
   CopyShared(ResumedCta, true);
-  if (!Shared.empty())
+  if (!SavedShared.empty())
     Builder.CreateCall(helper(helper::InTaskRestored));
   DenseMap<Value *, Value *> Rebuilt;
   auto Mapped = [&](Value *V) { return Rebuilt.count(V) ? Rebuilt[V] : V; };
@@ -1485,7 +1525,13 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
 
   raw_string_ostream Out(Summary);
   Out << "saves " << Plan.thread_bytes << " B per thread and " << Plan.cta_bytes << " B per CTA and " << SharedBytes
-      << " B of shared memory; every live value: " << Plan.live_thread_bytes << " B per thread ("
+      << " B of shared memory";
+  if (SkippedBytes)
+    Out << " (at " << Shape->X << "x" << Shape->Y << "x" << Shape->Z << " threads " << SharedBytes - SkippedBytes
+        << " B: the CTA overwrites " << SkippedBytes << " B of it before any read)";
+  if (UnreadBytes)
+    Out << " (leaving out " << UnreadBytes << " B the rest of the task does not read)";
+  Out << "; every live value: " << Plan.live_thread_bytes << " B per thread ("
       << Plan.saved_count << " saved, " << Plan.reexecute_count << " re-executed, " << Plan.revert_count
       << " reverted); "
       << (Count ? "strip-mined at its trip count" : "counted down (no trip count known, or points nested in it)");
@@ -1527,7 +1573,10 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
 
   // Weighs a per-thread byte against a per-CTA one; launches may differ.
   uint32_t Threads = 256;
-  PointBuilder Points(F, Loop, Dispatch, Switch, Threads, Chunks ? InTaskChunksVariant : InTaskChunkWork);
+  SmallVector<GlobalVariable *, 4> Shared = sharedVariablesOf(F);
+  std::optional<BlockShape> Shape = launchBoundsShape(F);
+  PointBuilder Points(F, Loop, Dispatch, Switch, Threads, Chunks ? InTaskChunksVariant : InTaskChunkWork, Shared,
+                      Shape);
   uint32_t ThreadBytes = 0, CtaBytes = 0;
   unsigned Placed = 0;
   OptimizationRemarkEmitter Remarks(&F);
@@ -1549,6 +1598,16 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
         if (!Points.prepareOuter(*Around))
           break;
   }
+  // What each point's context does with each shared variable, from the IR as
+  // it is before any point's save and restore code reads and writes them.
+  DenseMap<BasicBlock *, SmallVector<SharedFate, 4>> SharedFatesAt;
+  {
+    DominatorTree DT(F);
+    LoopInfo Loops(DT);
+    for (BasicBlock *Latch : Latches)
+      if (::llvm::Loop *L = Loops.getLoopFor(Latch); L && L->getLoopLatch() == Latch)
+        SharedFatesAt[Latch] = sharedFates(F, *L->getHeader(), Shared, Shape, *Loop.TaskStart);
+  }
   TargetLibraryInfoImpl LibraryInfo(F.getParent()->getTargetTriple());
   TargetLibraryInfo Libraries(LibraryInfo, &F);
   for (BasicBlock *Latch : Latches) {
@@ -1557,8 +1616,8 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
     ::llvm::Loop *L = Loops.getLoopFor(Latch);
     std::string Why, Summary;
     std::string HeaderName = cast<MDString>(Latch->getTerminator()->getMetadata(LoopMark)->getOperand(0))->getString().str();
-    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch, {}, L};
-    if (!L || L->getLoopLatch() != Latch || !L->getLoopPreheader())
+    YieldPoint Point{Placed + 1, nullptr, nullptr, Latch, {}, L, SharedFatesAt.lookup(Latch)};
+    if (!L || L->getLoopLatch() != Latch || !L->getLoopPreheader() || Point.SharedFates.size() != Shared.size())
       Why = "the loop changed shape in conversion";
     else {
       Point.Header = L->getHeader();

@@ -19,11 +19,13 @@
 //        intask_bench inproc TRIALS          (both in one process: the long kernel on a low-priority stream, the
 //                                             short one on a high-priority stream; the plugin build evicts the long
 //                                             launch when the short one arrives and resumes it after)
-// KERNEL: stencil | gemm | persistent | solver | atomics. Environment: INTASK_SEED (random moments; printed),
-// INTASK_GAP_MIN_US (shortest gap between evictions, also after a resume; default 200 us),
-// INTASK_SCALE (multiplies every kernel's loop count, default 1), INTASK_LOOP_EXTRA (iterations added to
-// the stencil's, the solver's, the atomics kernel's and the persistent kernel's hash loops, default 0), INTASK_LONG_MS (the long kernel's block length
-// aimed at, default 19; calibrated by one timed launch) or INTASK_LONG_ITEMS (its work items per CTA, fixed).
+// KERNEL: stencil | gemm | persistent | solver | atomics | retile | retile128 (the last two at 256 and 128 threads a
+// block, for the shared-memory liveness: checked by intask_check.sh, not timed). Environment: INTASK_SEED (random
+// moments; printed), INTASK_GAP_MIN_US (shortest gap between evictions, also after a resume; default 200 us),
+// INTASK_SCALE (multiplies every kernel's loop count, default 1), INTASK_LOOP_EXTRA (iterations added to the
+// stencil's, the solver's, the atomics kernel's, the retile kernels' and the persistent kernel's hash loops, default
+// 0), INTASK_LONG_MS (the long kernel's block length aimed at, default 19; calibrated by one timed launch) or
+// INTASK_LONG_ITEMS (its work items per CTA, fixed).
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -222,6 +224,32 @@ __global__ void __launch_bounds__(kThreads) intask_atomics(unsigned *block_bins,
     block_bins[blockIdx.x * kAtomicBins + threadIdx.x + k * kThreads] = bins[threadIdx.x + k * kThreads];
 }
 
+// retile: each iteration the CTA writes its 1024-word tile again with addresses fixed for 256 threads (thread t
+// writes words t, t + 256, t + 512 and t + 768), meets at a barrier, and each thread folds four words of the tile
+// into its value. Launched at 256 threads (`retile`) the CTA writes the tile whole before reading it, so a context
+// saved at the loop's point leaves it out (passes/SharedLiveness.cpp); at 128 (`retile128`) half of the tile keeps
+// what the CTA wrote before the loop, read again every iteration, and a context has to hold it.
+constexpr int kRetileWords = 1024;
+__global__ void __launch_bounds__(kThreads) intask_retile(const unsigned *in, unsigned *out, unsigned iterations) {
+  __shared__ unsigned tile[kRetileWords];
+  const unsigned base = blockIdx.x * kRetileWords;
+  for (unsigned e = threadIdx.x; e < kRetileWords; e += blockDim.x)
+    tile[e] = in[base + e] ^ 0x5bd1e995u;
+  __syncthreads();
+  unsigned value = threadIdx.x;
+  for (unsigned it = 0; it < iterations; it++) {
+    for (int l = 0; l < 4; l++) {
+      const unsigned e = threadIdx.x + l * kThreads;
+      tile[e] = in[base + e] + it * 40503u;
+    }
+    __syncthreads();
+    for (int k = 0; k < 4; k++)
+      value = value * 1664525u + tile[(threadIdx.x * 7u + k * 257u + it) % kRetileWords];
+    __syncthreads();
+  }
+  out[blockIdx.x * kThreads + threadIdx.x] = value;
+}
+
 // The high-priority arrival: 32 blocks, microseconds.
 constexpr int kShortBlocks = 32, kShortN = kShortBlocks * kThreads;
 __global__ void intask_short(unsigned *data) {
@@ -271,6 +299,8 @@ struct Problem {
       intask_persistent<<<grid, block, 0, stream>>>(out0, items, grid.x, steps);
     else if (kernel == "solver")
       intask_solver<<<grid, block, 0, stream>>>(in0, out0, out1, loop);
+    else if (kernel == "retile" || kernel == "retile128")
+      intask_retile<<<grid, block, 0, stream>>>(in0, out0, loop);
     else
       intask_atomics<<<grid, block, 0, stream>>>(out0, out1, loop);
     CHECK_CUDA(cudaGetLastError());
@@ -349,6 +379,15 @@ static Problem make_problem(const std::string &kernel, unsigned long_items = 0) 
     p.out0_words = rhs.size();
     p.out1_words = p.blocks();
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.ctas_per_sm, intask_solver, kThreads, 0));
+  } else if (kernel == "retile" || kernel == "retile128") {
+    p.grid = dim3(2048);
+    p.block = dim3(kernel == "retile" ? kThreads : kThreads / 2);
+    p.loop = 3000 * scale + extra;
+    std::vector<unsigned> in((size_t)p.blocks() * kRetileWords);
+    fill(in, 5);
+    p.in0 = to_device(in);
+    p.out0_words = (size_t)p.blocks() * kThreads;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.ctas_per_sm, intask_retile, p.block.x, 0));
   } else if (kernel == "atomics") {
     p.grid = dim3(2048);
     p.loop = 20000 * scale + extra;
@@ -356,7 +395,8 @@ static Problem make_problem(const std::string &kernel, unsigned long_items = 0) 
     p.out1_words = kAtomicGlobalBins;
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.ctas_per_sm, intask_atomics, kThreads, 0));
   } else {
-    std::fprintf(stderr, "intask_bench: unknown kernel '%s' (stencil, gemm, persistent, solver, atomics)\n",
+    std::fprintf(stderr, "intask_bench: unknown kernel '%s' (stencil, gemm, persistent, solver, atomics, retile, "
+                 "retile128)\n",
                  kernel.c_str());
     std::exit(2);
   }
@@ -855,6 +895,6 @@ int main(int argc, char **argv) {
     return mode_inproc(std::atoi(argv[2]));
   std::fprintf(stderr, "usage: intask_bench check KERNEL N_EVICTIONS [REF_FILE] | latency KERNEL [M] | time KERNEL |\n"
                        "       long SECONDS READY_FILE STOP_FILE | short TRIALS READY_FILE | inproc TRIALS\n"
-                       "KERNEL: stencil | gemm | persistent | solver\n");
+                       "KERNEL: stencil | gemm | persistent | solver | atomics | retile | retile128\n");
   return 2;
 }

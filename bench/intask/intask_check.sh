@@ -10,7 +10,8 @@
 # One JSON line per run in OUT/intask.jsonl, the runs' stderr and the daemon's logs in OUT/intask-logs.tgz.
 # Last line: "intask: N passed, N failed" (passed: correctness runs with 0 mismatches and enough evictions; failed:
 # the other correctness runs and every run that failed to produce its JSON).
-# Environment: INTASK_CHECK_ONLY=stencil,gemm,... (kernels; all by default), INTASK_PARTS=check,latency,time,turnaround
+# Environment: INTASK_CHECK_ONLY=stencil,gemm,... (kernels; all by default, and the retile kernels, checked only:
+# rounds.sh's check_only_kernels), INTASK_PARTS=check,latency,time,turnaround
 # (all by default), INTASK_EVICTIONS (50), INTASK_LATENCY_M (30), INTASK_TRIALS (20 arrivals per turnaround run),
 # INTASK_LOOP_EXTRA (27: iterations the correctness runs add to the loops, intask_bench.cu says which).
 set -uo pipefail
@@ -97,7 +98,11 @@ if wanted check && [ -x "$bench/original/partial_warp" ]; then
     failed=$((failed + 1))
   fi
 fi
-for kernel in "${kernel_list[@]}"; do
+checked_kernels=("${kernel_list[@]}")
+[ -z "${INTASK_CHECK_ONLY:-}" ] && checked_kernels+=("${check_only_kernels[@]}")
+for kernel in "${checked_kernels[@]}"; do
+  timed_kernel=1
+  [[ " ${check_only_kernels[*]} " == *" $kernel "* ]] && timed_kernel=0
   if wanted check; then
     # Loop counts that are not a multiple of a constant chunk (up to 8 iterations, the persistent kernel's after
     # LLVM unrolled its hash loop by 8): the loops' tail copies run too (docs/intask.md, "Constant chunks").
@@ -117,7 +122,7 @@ for kernel in "${kernel_list[@]}"; do
       esac
     done
   fi
-  if wanted latency; then
+  if wanted latency && [ "$timed_kernel" = 1 ]; then
     for mode in off on nested; do
       mode_build "$mode" || continue
       # In-task runs also time each eviction on the GPU's clock (gpu_latency; the host's view is unchanged by it,
@@ -128,7 +133,7 @@ for kernel in "${kernel_list[@]}"; do
         "$binary" latency "$kernel" "$latency_m"
     done
   fi
-  if wanted time; then
+  if wanted time && [ "$timed_kernel" = 1 ]; then
     run "time-$kernel-original" 60 -- "$bench/original/intask_bench" time "$kernel"
     run "time-$kernel-preempt" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- "$bench/preempt/intask_bench" time "$kernel"
     run "time-$kernel-nointask" 60 "${plugin_env[@]}" PREEMPT_INTASK=on -- \

@@ -4,6 +4,9 @@
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bench=${PREEMPT_BUILD_DIR:-$root/build}/bench
 IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,solver,atomics}"
+# Kernels only checked for correctness (intask_check.sh adds them when INTASK_CHECK_ONLY is unset; not timed): the
+# shared-memory liveness at the launch bounds' block size and at another.
+check_only_kernels=(retile retile128)
 # How every in-task benchmark runs a kernel: its variant (or persistent form) in one process, no daemon.
 intask_base_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on)
 intask_env=("${intask_base_env[@]}")

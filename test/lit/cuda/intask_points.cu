@@ -485,11 +485,12 @@ __global__ void nested(const float *in, float *out, int rows, int cols) {
 // Two points, numbered in source order (dispatch cases 1 and 2). The first saves v (4 B per
 // thread) and s + 1 (4 B per CTA); tile is 400 B, already a multiple of 16. The second loop's
 // trip count m + blockIdx.x is uniform too (a task's block index is the same in all its threads).
+// Nothing after the second loop reads tile, so its point saves none of it (SharedLiveness.cpp).
 // The descriptor: 2 points, CTA bytes 16 + 400 = 416 (both points' CTA areas fit in 16 B); its
 // thread bytes are the larger point's and not asserted (the second point also saves values the
 // first point's restore gave a second definition).
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z9two_loopsPKfPfii': saves 4 B per thread and 4 B per CTA and 400 B of shared memory
-// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+12]] of kernel '_Z9two_loopsPKfPfii': saves {{[0-9]+}} B per thread and {{[0-9]+}} B per CTA and 400 B of shared memory
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+5]] of kernel '_Z9two_loopsPKfPfii': saves 4 B per thread and 4 B per CTA and 400 B of shared memory;
+// REMARK-DAG: remark: in-task yield point at loop at line [[@LINE+12]] of kernel '_Z9two_loopsPKfPfii': saves {{[0-9]+}} B per thread and {{[0-9]+}} B per CTA and 0 B of shared memory (leaving out 400 B the rest of the task does not read);
 __global__ void two_loops(const float *in, float *out, int n, int m) {
   __shared__ float tile[100];
   float v = in[blockIdx.x * blockDim.x + threadIdx.x];
