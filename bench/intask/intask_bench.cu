@@ -453,7 +453,8 @@ static std::string head_json(const char *mode, const Problem *p) {
     std::snprintf(text, sizeof text,
                   "{\"mode\": \"%s\", \"kernel\": \"%s\", \"build\": \"%s\", \"gpu\": \"%s\", \"blocks\": %u, "
                   "\"threads\": %d, \"loop_count\": %u, \"ctas_per_sm\": %d, \"sms\": %d",
-                  mode, p->kernel.c_str(), INTASK_BUILD, gpu_name().c_str(), p->blocks(), kThreads, p->loop,
+                  mode, p->kernel.c_str(), INTASK_BUILD, gpu_name().c_str(), p->blocks(),
+                  (int)(p->block.x * p->block.y * p->block.z), p->loop,
                   p->ctas_per_sm, p->sms);
   else
     std::snprintf(text, sizeof text, "{\"mode\": \"%s\", \"build\": \"%s\", \"gpu\": \"%s\"", mode, INTASK_BUILD,
