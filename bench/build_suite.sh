@@ -101,6 +101,8 @@ clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" 
 mkdir -p "$out/preempt_nointask" "$out/preempt_nested"
 intask_source=$root/bench/intask/intask_bench.cu
 clang++-22 "${flags[@]}" "$intask_source" -o "$out/original/intask_bench" "${libs[@]}"
+# Two ways for a CTA to agree at a check, by hand in gemm's K loop (no plugin).
+clang++-22 "${flags[@]}" "$root/bench/intask/check_protocol.cu" -o "$out/original/check_protocol" "${libs[@]}"
 clang++-22 "${flags[@]}" -DPREEMPT_API -DINTASK_BUILD='"preempt"' -I"$root/runtime-host/include" \
   -fpass-plugin="$plugin" -Rpass=preempt -Rpass-missed=preempt "$intask_source" -o "$out/preempt/intask_bench" \
   -L"$runtime" -lpreempt_runtime "${libs[@]}" 2> "$out/remarks/intask_bench.txt"
