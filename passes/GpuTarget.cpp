@@ -68,6 +68,25 @@ bool isCtaBarrier(const CallBase &Call) {
   return Name.starts_with("llvm.amdgcn.s.barrier");
 }
 
+bool meetsWholeCta(const Instruction &I) {
+  auto *Call = dyn_cast<IntrinsicInst>(&I);
+  if (!Call)
+    return false;
+  switch (Call->getIntrinsicID()) {
+  case Intrinsic::nvvm_barrier_cta_sync_aligned_all:
+  case Intrinsic::nvvm_barrier_cta_sync_all:
+  case Intrinsic::nvvm_barrier_cta_red_and_aligned_all:
+  case Intrinsic::nvvm_barrier_cta_red_and_all:
+  case Intrinsic::nvvm_barrier_cta_red_or_aligned_all:
+  case Intrinsic::nvvm_barrier_cta_red_or_all:
+  case Intrinsic::nvvm_barrier_cta_red_popc_aligned_all:
+  case Intrinsic::nvvm_barrier_cta_red_popc_all:
+    return true;
+  default:
+    return false;
+  }
+}
+
 const char *unsafeIntrinsicReason(const CallBase &Call) {
   const Function *Callee = Call.getCalledFunction();
   if (!Callee || !Callee->isIntrinsic())

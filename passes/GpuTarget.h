@@ -26,6 +26,11 @@ GridRead classifyGridRead(const llvm::CallBase &Call, GpuTarget Target);
 // A CTA-wide barrier (__syncthreads and its variants).
 bool isCtaBarrier(const llvm::CallBase &Call);
 
+// A barrier that every thread of the CTA meets (NVPTX bar.sync or bar.red
+// over all threads): after it each thread sees what any thread wrote to
+// shared memory before it. Not bar.arrive, nor a barrier of a thread count.
+bool meetsWholeCta(const llvm::Instruction &I);
+
 // Why an intrinsic call makes persistent-thread conversion unsafe, or nullptr.
 const char *unsafeIntrinsicReason(const llvm::CallBase &Call);
 

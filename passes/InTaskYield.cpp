@@ -79,6 +79,10 @@ static cl::opt<unsigned> InTaskNestedWork(
 static cl::opt<bool> InTaskStripMine("preempt-intask-strip-mine", cl::init(true), cl::Hidden,
                                      cl::desc("strip-mine loops whose trip count is known at their in-task point "
                                               "(off: every point counts down, to measure against)"));
+static cl::opt<bool> InTaskBarrierFree(
+    "preempt-intask-barrier-free", cl::init(true), cl::Hidden,
+    cl::desc("points of loops that meet at a CTA barrier every iteration check without barriers of their own "
+             "(off: every check meets at two, to measure against)"));
 static cl::opt<unsigned> InTaskChunkWork(
     "preempt-intask-chunk-work", cl::init(0),
     cl::desc("a strip-mined loop runs chunks of a constant length (a power of two up to 8) of at most this many IR "
@@ -864,6 +868,12 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // the uniform datapath and unrolls it; a second exit in the loop, the
   // count-down's, it did not (docs/intask.md). Without one, the count-down.
   std::optional<IterationCount> Count = countIterations(Point, SE);
+  // Where every iteration passes a barrier the whole CTA meets (a block of
+  // the loop that holds one dominates the latch), the checks need none of
+  // their own (__preempt_intask_check_flags says why that is safe).
+  bool BarrierFree = InTaskBarrierFree && any_of(Point.L->blocks(), [&](BasicBlock *Block) {
+    return DT.dominates(Block, Latch) && any_of(*Block, [](Instruction &I) { return meetsWholeCta(I); });
+  });
   // Chunks of a constant length where the body is small and holds no loop
   // (preempt_intask_chunk_length says why); its blocks, for the tail's copy.
   unsigned ChunkLength = 1;
@@ -1025,7 +1035,9 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // on: entered with none read (0), that check could not evict, and a loop
   // entered once per work item (the bench's persistent kernel: an entry of
   // 8192 steps, about 150 us) could wait for the next entry's second check.
-  Value *FirstWord = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
+  // Checking without barriers, the state is also which answer to read next
+  // (intask_period.h); on entry, "just entered".
+  Value *FirstWord = Builder.CreateCall(helper(BarrierFree ? helper::InTaskFlagsBegin : helper::InTaskPoll), {Control});
   // Count-down: the latch's own branch, after the check. Strip-mined: where
   // each chunk starts, between Enter and the header.
   // Leaving: where the strip-mined loop leaves (the chunk's end, or a run's).
@@ -1041,15 +1053,26 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   Value *ChunkLast = nullptr;
   // The check's state: the iterations to the next check (a count-down, or
   // the chunk's length) and the eviction word thread 0 read at the previous
-  // check (one register each).
+  // check, or, checking without barriers, which answer slot to read (one
+  // register each).
   PHINode *Remaining, *EvictSeen;
   Value *EvictNext, *NextIterations;
   auto CreateCheck = [&](BasicBlock *GoOn) {
     Builder.SetInsertPoint(Check);
-    EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
-    Value *Checked =
-        Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
-    NextIterations = warpUniform(Builder, Checked, DL);
+    if (BarrierFree) {
+      // The count and the next state in one word, the same in every thread.
+      Value *Checked = warpUniform(
+          Builder,
+          Builder.CreateCall(helper(helper::InTaskCheckFlags), {Control, Builder.getInt32(PointIndex), EvictSeen}),
+          DL);
+      NextIterations = Builder.CreateAnd(Checked, Builder.getInt32(PREEMPT_INTASK_COUNT_MASK));
+      EvictNext = Builder.CreateLShr(Checked, Builder.getInt32(PREEMPT_INTASK_STATE_SHIFT));
+    } else {
+      EvictNext = Builder.CreateCall(helper(helper::InTaskPoll), {Control});
+      Value *Checked =
+          Builder.CreateCall(helper(helper::InTaskCheck), {Control, Builder.getInt32(PointIndex), EvictSeen});
+      NextIterations = warpUniform(Builder, Checked, DL);
+    }
     Builder.CreateCondBr(Builder.CreateICmpEQ(NextIterations, Builder.getInt32(0)), Save, GoOn);
   };
   if (Count) {
@@ -1539,6 +1562,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
     Out << ", in chunks of " << ChunkLength << " iterations";
     ChunkedPoints++;
   }
+  if (BarrierFree)
+    Out << "; checks with no barrier of their own (every iteration meets at one)";
   ThreadBytes = std::max(ThreadBytes, Plan.thread_bytes);
   CtaBytes = std::max<uint32_t>(CtaBytes, CtaArea + SharedBytes);
   return "";

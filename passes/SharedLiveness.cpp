@@ -11,6 +11,8 @@
 // the stores do not count.
 #include "SharedLiveness.h"
 
+#include "GpuTarget.h"
+
 #include "preempt/shared_liveness.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -196,25 +198,6 @@ bool mayPointInto(const Value *Pointer, const GlobalVariable &Variable) {
   });
 }
 
-bool isCtaBarrier(const Instruction &I) {
-  auto *Call = dyn_cast<IntrinsicInst>(&I);
-  if (!Call)
-    return false;
-  switch (Call->getIntrinsicID()) {
-  case Intrinsic::nvvm_barrier_cta_sync_aligned_all:
-  case Intrinsic::nvvm_barrier_cta_sync_all:
-  case Intrinsic::nvvm_barrier_cta_red_and_aligned_all:
-  case Intrinsic::nvvm_barrier_cta_red_and_all:
-  case Intrinsic::nvvm_barrier_cta_red_or_aligned_all:
-  case Intrinsic::nvvm_barrier_cta_red_or_all:
-  case Intrinsic::nvvm_barrier_cta_red_popc_aligned_all:
-  case Intrinsic::nvvm_barrier_cta_red_popc_all:
-    return true;
-  default:
-    return false;
-  }
-}
-
 bool mayRead(const Instruction &I, const GlobalVariable &Variable) {
   if (auto *Load = dyn_cast<LoadInst>(&I))
     return mayPointInto(Load->getPointerOperand(), Variable);
@@ -222,7 +205,7 @@ bool mayRead(const Instruction &I, const GlobalVariable &Variable) {
     return mayPointInto(Exchange->getPointerOperand(), Variable);
   if (auto *Exchange = dyn_cast<AtomicCmpXchgInst>(&I))
     return mayPointInto(Exchange->getPointerOperand(), Variable);
-  if (isa<FenceInst>(I) || isCtaBarrier(I))
+  if (isa<FenceInst>(I) || meetsWholeCta(I))
     return false;
   if (auto *Call = dyn_cast<CallBase>(&I)) {
     if (!Call->mayReadFromMemory())
@@ -298,7 +281,7 @@ SmallVector<SharedFate, 4> sharedFates(Function &F, BasicBlock &Resume, ArrayRef
             Stores.push_back(std::move(*Address));
           continue;
         }
-        if (!isCtaBarrier(I) || Stores.empty())
+        if (!meetsWholeCta(I) || Stores.empty())
           continue;
         // Every thread's stores so far, each thread's own addresses.
         std::vector<preempt_shared_write> Writes;

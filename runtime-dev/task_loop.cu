@@ -670,6 +670,69 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *contro
   return __preempt_task_ctx.check_iterations[point];
 }
 
+// Every thread, entering a loop whose point checks without barriers of its
+// own: the check state, "just entered" with thread 0's read of the word.
+PREEMPT_DEVICE unsigned int __preempt_intask_flags_begin(preempt_control_block *control) {
+  return PREEMPT_INTASK_STATE_FIRST | (__preempt_intask_poll(control) != 0);
+}
+
+// Every thread, at a check of a loop that meets at a CTA barrier every
+// iteration (the pass proves it): the count to the next check (0: leave) and,
+// in bits 30-31, the state for the next check. The CTA agrees without a
+// barrier of the check's own: every thread reads the answer thread 0 left in
+// check_answers[point][state] at the check before, and thread 0 leaves the
+// next one in the other slot. A loop barrier lies between thread 0's write and
+// every read of it, and between every read and thread 0's next write to that
+// slot. The barriers and thread 0's read and arithmetic on the CTA's path
+// were what a check cost: gemm 1.023x at a check every 3 K steps against
+// 0.999x this way (bench/intask/check_protocol.cu). A loop's first check
+// after entering, and a check an answer asks to (PREEMPT_INTASK_AGAIN), meet
+// at barriers instead and act on a fresh read, which also refills both slots:
+// nothing is left to read from before the entry.
+PREEMPT_DEVICE unsigned int __preempt_intask_check_flags(preempt_control_block *control, unsigned int point,
+                                                        unsigned int state) {
+  unsigned int *answers = __preempt_task_ctx.check_answers[point];
+  unsigned int slot = state & 1u;
+  if (!(state & PREEMPT_INTASK_STATE_FIRST)) {
+    unsigned int answer = answers[slot];
+    if (!(answer & PREEMPT_INTASK_AGAIN)) {
+      if (is_first_thread()) {
+        unsigned int now = global_time_ns(), period = __preempt_task_ctx.intask_period_ns;
+        unsigned int last = __preempt_task_ctx.last_check_ns;
+        __preempt_task_ctx.last_check_ns = now;
+        // The interval that just ended ran the other slot's count.
+        unsigned int ran = answers[slot ^ 1u] & PREEMPT_INTASK_COUNT_MASK;
+        unsigned int word = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+        unsigned int next = period ? preempt_intask_next_iterations(ran, period, last, now) : 0xffffffffu;
+        answers[slot ^ 1u] = preempt_intask_flags_answer(word, next, preempt_intask_poll_again(period, last, now));
+      }
+      return (answer & PREEMPT_INTASK_COUNT_MASK) | ((slot ^ 1u) << PREEMPT_INTASK_STATE_SHIFT);
+    }
+  }
+  unsigned int iterations = 0;
+  if (is_first_thread()) {
+    unsigned int now = global_time_ns(), period = __preempt_task_ctx.intask_period_ns;
+    unsigned int word = (state & PREEMPT_INTASK_STATE_FIRST) ? (state & 1u) : 0u;
+    if (word == 0)
+      word = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+    if (word == 0) {
+      unsigned int ran = (state & PREEMPT_INTASK_STATE_FIRST) ? __preempt_task_ctx.check_iterations[point]
+                                                              : answers[slot ^ 1u] & PREEMPT_INTASK_COUNT_MASK;
+      unsigned int last = __preempt_task_ctx.last_check_ns;
+      __preempt_task_ctx.last_check_ns = now;
+      iterations = period ? preempt_intask_next_iterations(ran, period, last, now) : PREEMPT_INTASK_MAX_ITERATIONS;
+    }
+  }
+  cta_barrier();
+  if (is_first_thread()) {
+    __preempt_task_ctx.check_iterations[point] = iterations;
+    // The next check goes on with this count, and measures it.
+    answers[0] = answers[1] = iterations ? iterations : 1u;
+  }
+  cta_barrier();
+  return __preempt_task_ctx.check_iterations[point];
+}
+
 // The CTA's thread count and this thread's place in it (contexts are laid
 // out value by value, thread by thread: control_block.h).
 PREEMPT_DEVICE unsigned int __preempt_intask_threads(void) {

@@ -110,7 +110,27 @@ static void test_chunk_length(void) {
   CHECK_EQ_U64(preempt_intask_chunk_length(~0ull / 2, ~0ull), 2);
 }
 
+/* The answer thread 0 leaves for a check with no barrier of its own (intask_period.h). */
+static void test_flags_answer(void) {
+  /* The word set: leave (0), whatever the count or the gap. */
+  CHECK_EQ_U64(preempt_intask_flags_answer(1, 64, 0), 0);
+  CHECK_EQ_U64(preempt_intask_flags_answer(0xffffffffu, 1, 1), 0);
+  /* Not set: the count, within its field; the state bits above it stay clear. */
+  CHECK_EQ_U64(preempt_intask_flags_answer(0, 64, 0), 64);
+  CHECK_EQ_U64(preempt_intask_flags_answer(0, 0xffffffffu, 0), PREEMPT_INTASK_MAX_ITERATIONS);
+  CHECK_EQ_U64(preempt_intask_flags_answer(0, 0xffffffffu, 0) & ~PREEMPT_INTASK_COUNT_MASK, 0);
+  /* One iteration per interval, or a long gap: the next check meets at barriers and reads afresh. */
+  CHECK_EQ_U64(preempt_intask_flags_answer(0, 1, 0), 1u | PREEMPT_INTASK_AGAIN);
+  CHECK_EQ_U64(preempt_intask_flags_answer(0, 0, 0), 1u | PREEMPT_INTASK_AGAIN);
+  CHECK_EQ_U64(preempt_intask_flags_answer(0, 64, 1), 64u | PREEMPT_INTASK_AGAIN);
+  /* The count and AGAIN fit under the state's bits (the check returns the state in bits 30-31). */
+  CHECK(PREEMPT_INTASK_AGAIN < (1u << PREEMPT_INTASK_STATE_SHIFT) + 1u);
+  CHECK(PREEMPT_INTASK_MAX_ITERATIONS <= PREEMPT_INTASK_COUNT_MASK);
+  CHECK((PREEMPT_INTASK_STATE_FIRST & 1u) == 0);
+}
+
 int main(void) {
+  test_flags_answer();
   test_steps();
   test_poll_again();
   test_simulated_loops();

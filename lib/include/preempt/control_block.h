@@ -223,6 +223,11 @@ typedef struct preempt_task_context {
   unsigned int last_check_ns; /* the global timer's low half */
   unsigned int intask_period_ns;
   unsigned int check_iterations[PREEMPT_INTASK_MAX_POINTS];
+#if !defined(__AMDGPU__) /* no in-task points there: its LDS stays as it was */
+  /* Points whose checks have no barrier of their own: the answers thread 0
+   * leaves for the next check, two per point (intask_period.h). */
+  unsigned int check_answers[PREEMPT_INTASK_MAX_POINTS][2];
+#endif
   preempt_task_slot slots[2];
 } preempt_task_context;
 

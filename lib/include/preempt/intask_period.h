@@ -51,6 +51,33 @@ PREEMPT_INTASK_PERIOD_FN int preempt_intask_poll_again(unsigned int period_ns, u
   return period_ns != 0 && last_check_ns != 0 && ((now_ns - last_check_ns) >> 2) > period_ns;
 }
 
+/* Checks with no barrier of their own, at points of loops that meet at a CTA barrier every iteration (docs/intask.md,
+ * "Checks without barriers"): every thread acts on the answer thread 0 left in a shared slot at the check before,
+ * and thread 0 leaves the next one in the other slot. An answer is 0 (leave) or the iterations to the check after
+ * it, with PREEMPT_INTASK_AGAIN when that check is to meet at barriers and act on a fresh read of the eviction word
+ * (as every loop's first check after entering does): the slots' answer is a check old, which doubles an eviction's
+ * wait where an interval is one long iteration or the last check was long ago (preempt_intask_poll_again). The
+ * helper returns the answer's count and the next slot to read in bits 30-31 (PREEMPT_INTASK_STATE_SHIFT). */
+#define PREEMPT_INTASK_AGAIN (1u << 30)
+#define PREEMPT_INTASK_COUNT_MASK (PREEMPT_INTASK_AGAIN - 1u)
+#define PREEMPT_INTASK_STATE_SHIFT 30
+/* The check state's other value: a loop just entered (or resumed), no answer left yet; bit 0 is then thread 0's
+ * read of the word on entry. */
+#define PREEMPT_INTASK_STATE_FIRST 2u
+
+/* Thread 0's answer for the check after the next: `word` the eviction word it read now, `iterations` the count
+ * preempt_intask_next_iterations gives, `long_gap` preempt_intask_poll_again's answer at this check. */
+PREEMPT_INTASK_PERIOD_FN unsigned int preempt_intask_flags_answer(unsigned int word, unsigned int iterations,
+                                                                 int long_gap) {
+  if (word != 0)
+    return 0;
+  if (iterations > PREEMPT_INTASK_MAX_ITERATIONS)
+    iterations = PREEMPT_INTASK_MAX_ITERATIONS;
+  if (iterations < 1)
+    iterations = 1;
+  return iterations | (iterations == 1 || long_gap ? PREEMPT_INTASK_AGAIN : 0u);
+}
+
 /* The longest constant chunk of a strip-mined loop, in iterations (issue 8, docs/intask.md "Constant chunks"). */
 #define PREEMPT_INTASK_MAX_CHUNK 8u
 

@@ -10,8 +10,10 @@
 // Constant chunks are off by default (-preempt-intask-chunk-work=0): no remark says "in chunks".
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -Rpass=preempt -Rpass-missed=preempt %s -o %t.lines.ll 2>&1 | %FileCheck %s --check-prefix=REMARK --implicit-check-not="in chunks"
 // The IR, with value names and constant chunks (VARIANT); it must pass the verifier (release clang
-// does not run it).
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=512 %s -o %t.ll
+// does not run it). Its checks, and RUNTIME's and COUNTDOWN's, meet at barriers
+// (-preempt-intask-barrier-free=0); intask_barrier_free.cu checks the default for loops that meet at
+// one every iteration, as the stencil's does.
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=512 -mllvm -preempt-intask-barrier-free=0 %s -o %t.ll
 // RUN: %opt -passes=verify -disable-output %t.ll
 // RUN: %FileCheck %s --check-prefix=VARIANT < %t.ll
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.ll
@@ -28,11 +30,11 @@
 // RUN: diff %t.on.stencil %t.off.stencil
 // Chunks of a length set at run time, the default, and where a body is too large for constant ones
 // (RUNTIME below).
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=0 %s -o %t.runtime.ll
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-chunk-work=0 -mllvm -preempt-intask-barrier-free=0 %s -o %t.runtime.ll
 // RUN: %opt -passes=verify -disable-output %t.runtime.ll
 // RUN: %FileCheck %s --check-prefix=RUNTIME < %t.runtime.ll
 // Without strip-mining, the count-down form (COUNTDOWN below).
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-strip-mine=0 %s -o %t.countdown.ll
+// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask-strip-mine=0 -mllvm -preempt-intask-barrier-free=0 %s -o %t.countdown.ll
 // RUN: %opt -passes=verify -disable-output %t.countdown.ll
 // RUN: %FileCheck %s --check-prefix=COUNTDOWN < %t.countdown.ll
 // On sm_70 (no redux.sync) the variants are there, with no redux.sync.
