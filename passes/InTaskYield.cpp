@@ -394,7 +394,6 @@ static void clearInTaskMarks(Function &F) {
 
 namespace {
 
-// Everything one point needs.
 // The kernel's shared variables, in module order: those of F's module in
 // address space 3 that F uses (other than the runtime's own).
 static SmallVector<GlobalVariable *, 4> sharedVariablesOf(Function &F) {
@@ -417,6 +416,7 @@ static SmallVector<GlobalVariable *, 4> sharedVariablesOf(Function &F) {
   return Shared;
 }
 
+// Everything one point needs.
 struct YieldPoint {
   unsigned Number; // 1-based, as the runtime records it
   BasicBlock *Header, *Preheader, *Latch;
@@ -1037,7 +1037,8 @@ std::string PointBuilder::place(const YieldPoint &Point, const DominatorTree &DT
   // 8192 steps, about 150 us) could wait for the next entry's second check.
   // Checking without barriers, the state is also which answer to read next
   // (intask_period.h); on entry, "just entered".
-  Value *FirstWord = Builder.CreateCall(helper(BarrierFree ? helper::InTaskFlagsBegin : helper::InTaskPoll), {Control});
+  Value *FirstWord =
+      Builder.CreateCall(helper(BarrierFree ? helper::InTaskFlagsBegin : helper::InTaskPoll), {Control});
   // Count-down: the latch's own branch, after the check. Strip-mined: where
   // each chunk starts, between Enter and the header.
   // Leaving: where the strip-mined loop leaves (the chunk's end, or a run's).

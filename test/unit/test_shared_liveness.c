@@ -19,7 +19,8 @@ int main(void) {
    * 2 (reads the tile) -> 3; 3 (latch) -> {1, 4}; 4 (after the loop, no tile) -> return. */
   {
     const uint32_t s0[] = {1}, s1[] = {2}, s2[] = {3}, s3[] = {1, 4};
-    preempt_shared_block cfg[] = {{s0, 1, NOTHING}, {s1, 1, KILLED}, {s2, 1, READ}, {s3, 2, NOTHING}, {NULL, 0, NOTHING}};
+    preempt_shared_block cfg[] = {
+        {s0, 1, NOTHING}, {s1, 1, KILLED}, {s2, 1, READ}, {s3, 2, NOTHING}, {NULL, 0, NOTHING}};
     CHECK_EQ_U64(live_from(cfg, 5, 1), 0);
     /* From the latch the exit path reaches no read either. */
     CHECK_EQ_U64(live_from(cfg, 5, 3), 0);
