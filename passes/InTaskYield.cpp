@@ -1630,9 +1630,15 @@ unsigned placeInTaskYields(Function &F, StringRef KernelName, const TaskLoopValu
   {
     DominatorTree DT(F);
     LoopInfo Loops(DT);
+    SmallVector<BasicBlock *, 4> Analysed, Headers;
     for (BasicBlock *Latch : Latches)
-      if (::llvm::Loop *L = Loops.getLoopFor(Latch); L && L->getLoopLatch() == Latch)
-        SharedFatesAt[Latch] = sharedFates(F, *L->getHeader(), Shared, Shape, *Loop.TaskStart);
+      if (::llvm::Loop *L = Loops.getLoopFor(Latch); L && L->getLoopLatch() == Latch) {
+        Analysed.push_back(Latch);
+        Headers.push_back(L->getHeader());
+      }
+    std::vector<SmallVector<SharedFate, 4>> Fates = sharedFates(F, Headers, Shared, Shape, *Loop.TaskStart);
+    for (auto [Latch, PointFates] : zip(Analysed, Fates))
+      SharedFatesAt[Latch] = PointFates;
   }
   TargetLibraryInfoImpl LibraryInfo(F.getParent()->getTargetTriple());
   TargetLibraryInfo Libraries(LibraryInfo, &F);

@@ -241,8 +241,9 @@ std::optional<BlockShape> launchBoundsShape(const Function &F) {
   return std::nullopt;
 }
 
-SmallVector<SharedFate, 4> sharedFates(Function &F, BasicBlock &Resume, ArrayRef<GlobalVariable *> Shared,
-                                       std::optional<BlockShape> Shape, const BasicBlock &TaskStart) {
+std::vector<SmallVector<SharedFate, 4>> sharedFates(Function &F, ArrayRef<BasicBlock *> Resumes,
+                                                    ArrayRef<GlobalVariable *> Shared, std::optional<BlockShape> Shape,
+                                                    const BasicBlock &TaskStart) {
   const DataLayout &DL = F.getDataLayout();
   DenseMap<const BasicBlock *, uint32_t> Number;
   for (BasicBlock &Block : F)
@@ -252,7 +253,9 @@ SmallVector<SharedFate, 4> sharedFates(Function &F, BasicBlock &Resume, ArrayRef
     for (BasicBlock *Next : successors(&Block))
       Successors[Number[&Block]].push_back(Number[Next]);
 
-  SmallVector<SharedFate, 4> Fates;
+  std::vector<SmallVector<SharedFate, 4>> Fates(Resumes.size());
+  // What each block does to each variable is worked out once (the coverage
+  // test evaluates every thread's stores); each point only searches.
   for (GlobalVariable *Variable : Shared) {
     uint64_t Size = DL.getTypeAllocSize(Variable->getValueType()).getFixedValue();
     // Two views of each block: reads only, and reads with the CTA's kills.
@@ -311,14 +314,16 @@ SmallVector<SharedFate, 4> sharedFates(Function &F, BasicBlock &Resume, ArrayRef
           WithKills[Index].first = PREEMPT_SHARED_KILLED;
       }
     }
-    int Live = 1;
-    uint32_t Start = Number[&Resume];
-    if (preempt_shared_live_from(ReadsOnly.data(), ReadsOnly.size(), Start, &Live) == 0 && !Live)
-      Fates.push_back(SharedFate::Unread);
-    else if (Shape && preempt_shared_live_from(WithKills.data(), WithKills.size(), Start, &Live) == 0 && !Live)
-      Fates.push_back(SharedFate::SkippedAtShape);
-    else
-      Fates.push_back(SharedFate::Saved);
+    for (auto [Resume, PointFates] : zip(Resumes, Fates)) {
+      int Live = 1;
+      uint32_t Start = Number[Resume];
+      if (preempt_shared_live_from(ReadsOnly.data(), ReadsOnly.size(), Start, &Live) == 0 && !Live)
+        PointFates.push_back(SharedFate::Unread);
+      else if (Shape && preempt_shared_live_from(WithKills.data(), WithKills.size(), Start, &Live) == 0 && !Live)
+        PointFates.push_back(SharedFate::SkippedAtShape);
+      else
+        PointFates.push_back(SharedFate::Saved);
+    }
   }
   return Fates;
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace preempt {
 
@@ -28,22 +29,23 @@ enum class SharedFate {
   Unread,         // no path from the point reads it before its task ends
 };
 
-// For each of `Shared` (variables of F's module in address space 3), its
-// fate at a point whose resumption continues at the start of `Resume`. Paths
-// run over F's CFG to the end of the task: `TaskStart`, where the persistent
-// form begins each task, ends them (a block's shared memory holds nothing
-// when it starts, so no correct kernel reads there what an earlier task
-// left). A read is any instruction
-// that may read the variable, through any pointer that may point into it;
-// calls other than the device helpers' (which touch only their own state and
-// their pointer arguments) and intrinsics known to read nothing count as reads.
-// The CTA kills a variable in a block where, before any read, its stores
-// (every thread of `Shape` evaluated on its own thread index) write all of it
-// and a barrier of the whole CTA follows: the persistent-thread form already
+// For each block of `Resumes` (the start of a point's resumption) and each of
+// `Shared` (variables of F's module in address space 3), the variable's fate
+// at that point. Paths run over F's CFG to the end of the task: `TaskStart`,
+// where the persistent form begins each task, ends them (a block's shared
+// memory holds nothing when it starts, so no correct kernel reads there what
+// an earlier task left). A read is any instruction that may read the
+// variable, through any pointer that may point into it; calls other than the
+// device helpers' (which touch only their own state and their pointer
+// arguments) and intrinsics known to read nothing count as reads. The CTA
+// kills a variable in a block where, before any read, its stores (every
+// thread of `Shape` evaluated on its own thread index) write all of it and a
+// barrier of the whole CTA follows: the persistent-thread form already
 // refused kernels with a barrier some threads skip (barrier_divergence.h).
-llvm::SmallVector<SharedFate, 4> sharedFates(llvm::Function &F, llvm::BasicBlock &Resume,
-                                             llvm::ArrayRef<llvm::GlobalVariable *> Shared,
-                                             std::optional<BlockShape> Shape, const llvm::BasicBlock &TaskStart);
+std::vector<llvm::SmallVector<SharedFate, 4>> sharedFates(llvm::Function &F, llvm::ArrayRef<llvm::BasicBlock *> Resumes,
+                                                          llvm::ArrayRef<llvm::GlobalVariable *> Shared,
+                                                          std::optional<BlockShape> Shape,
+                                                          const llvm::BasicBlock &TaskStart);
 
 } // namespace preempt
 #endif
