@@ -726,8 +726,10 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check_flags(preempt_control_block *
   cta_barrier();
   if (is_first_thread()) {
     __preempt_task_ctx.check_iterations[point] = iterations;
-    // The next check goes on with this count, and measures it.
-    answers[0] = answers[1] = iterations ? iterations : 1u;
+    // The next check goes on with this count, and measures it; where an
+    // interval is one iteration, it meets too (PREEMPT_INTASK_AGAIN), as
+    // every check of such a loop does.
+    answers[0] = answers[1] = iterations ? preempt_intask_flags_answer(0u, iterations, 0) : 1u;
   }
   cta_barrier();
   return __preempt_task_ctx.check_iterations[point];
