@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Analysis/ConstantFolding.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
@@ -35,19 +36,18 @@ struct ThreadIndex {
 };
 
 // V's value in thread `Thread` of a CTA of `Shape`, where V is built only from
-// constants, the thread index and the block's size by integer arithmetic; none
-// otherwise (and where the arithmetic would be poison or trap).
-std::optional<APInt> evaluate(const Value *V, const BlockShape &Shape, const ThreadIndex &Thread, unsigned Depth = 0) {
-  if (Depth > 32 || !V->getType()->isIntegerTy())
-    return std::nullopt;
-  if (auto *Constant = dyn_cast<ConstantInt>(V))
-    return Constant->getValue();
+// constants, the thread index and the block's size by instructions that touch
+// no memory: LLVM's constant folder does the arithmetic. None otherwise, and
+// where the arithmetic would be poison (a shift too far, a division by 0).
+std::optional<APInt> evaluate(const Value *V, const BlockShape &Shape, const ThreadIndex &Thread,
+                              const DataLayout &DL, unsigned Depth = 0) {
+  if (auto *Known = dyn_cast<ConstantInt>(V))
+    return Known->getValue();
   auto *I = dyn_cast<Instruction>(V);
-  if (!I)
+  if (Depth > 32 || !I || !I->getType()->isIntegerTy() || isa<PHINode>(I))
     return std::nullopt;
-  unsigned Width = I->getType()->getIntegerBitWidth();
-  auto Operand = [&](unsigned N) { return evaluate(I->getOperand(N), Shape, Thread, Depth + 1); };
   if (auto *Call = dyn_cast<IntrinsicInst>(I)) {
+    unsigned Width = I->getType()->getIntegerBitWidth();
     switch (Call->getIntrinsicID()) {
     case Intrinsic::nvvm_read_ptx_sreg_tid_x:
       return APInt(Width, Thread.X);
@@ -65,75 +65,28 @@ std::optional<APInt> evaluate(const Value *V, const BlockShape &Shape, const Thr
       return std::nullopt;
     }
   }
-  if (auto *Binary = dyn_cast<BinaryOperator>(I)) {
-    std::optional<APInt> Left = Operand(0), Right = Operand(1);
-    if (!Left || !Right)
-      return std::nullopt;
-    switch (Binary->getOpcode()) {
-    case Instruction::Add:
-      return *Left + *Right;
-    case Instruction::Sub:
-      return *Left - *Right;
-    case Instruction::Mul:
-      return *Left * *Right;
-    case Instruction::And:
-      return *Left & *Right;
-    case Instruction::Or:
-      return *Left | *Right;
-    case Instruction::Xor:
-      return *Left ^ *Right;
-    case Instruction::Shl:
-    case Instruction::LShr:
-    case Instruction::AShr:
-      if (Right->uge(Width))
-        return std::nullopt;
-      if (Binary->getOpcode() == Instruction::Shl)
-        return Left->shl(*Right);
-      return Binary->getOpcode() == Instruction::LShr ? Left->lshr(*Right) : Left->ashr(*Right);
-    case Instruction::UDiv:
-    case Instruction::URem:
-      if (Right->isZero())
-        return std::nullopt;
-      return Binary->getOpcode() == Instruction::UDiv ? Left->udiv(*Right) : Left->urem(*Right);
-    case Instruction::SDiv:
-    case Instruction::SRem:
-      if (Right->isZero() || (Left->isMinSignedValue() && Right->isAllOnes()))
-        return std::nullopt;
-      return Binary->getOpcode() == Instruction::SDiv ? Left->sdiv(*Right) : Left->srem(*Right);
-    default:
-      return std::nullopt;
-    }
-  }
-  if (auto *Cast = dyn_cast<CastInst>(I)) {
-    std::optional<APInt> Source = Operand(0);
-    if (!Source)
-      return std::nullopt;
-    switch (Cast->getOpcode()) {
-    case Instruction::ZExt:
-      return Source->zext(Width);
-    case Instruction::SExt:
-      return Source->sext(Width);
-    case Instruction::Trunc:
-      return Source->trunc(Width);
-    default:
-      return std::nullopt;
-    }
-  }
-  if (auto *Compare = dyn_cast<ICmpInst>(I)) {
-    std::optional<APInt> Left = Operand(0), Right = Operand(1);
-    if (!Left || !Right)
-      return std::nullopt;
-    return APInt(1, ICmpInst::compare(*Left, *Right, Compare->getPredicate()));
-  }
-  if (isa<SelectInst>(I)) {
-    std::optional<APInt> Condition = Operand(0);
+  if (isa<CallBase>(I) || I->mayReadOrWriteMemory())
+    return std::nullopt;
+  if (isa<SelectInst>(I)) { // only the arm it takes
+    std::optional<APInt> Condition = evaluate(I->getOperand(0), Shape, Thread, DL, Depth + 1);
     if (!Condition)
       return std::nullopt;
-    return Operand(Condition->isOne() ? 1 : 2);
+    return evaluate(I->getOperand(Condition->isOne() ? 1 : 2), Shape, Thread, DL, Depth + 1);
   }
-  if (isa<FreezeInst>(I))
-    return Operand(0);
-  return std::nullopt;
+  SmallVector<Constant *, 4> Operands;
+  for (const Value *Operand : I->operands()) {
+    std::optional<APInt> Known = evaluate(Operand, Shape, Thread, DL, Depth + 1);
+    if (!Known)
+      return std::nullopt;
+    Operands.push_back(ConstantInt::get(I->getContext(), *Known));
+  }
+  auto *Compare = dyn_cast<CmpInst>(I);
+  auto *Folded = dyn_cast_or_null<ConstantInt>(
+      Compare ? ConstantFoldCompareInstOperands(Compare->getPredicate(), Operands[0], Operands[1], DL)
+              : ConstantFoldInstOperands(I, Operands, DL));
+  if (!Folded)
+    return std::nullopt;
+  return Folded->getValue();
 }
 
 // A store's byte offset into its variable: a constant plus index values
@@ -294,7 +247,7 @@ std::vector<SmallVector<SharedFate, 4>> sharedFates(Function &F, ArrayRef<BasicB
               for (const StoreAddress &Address : Stores) {
                 int64_t Offset = Address.Constant;
                 for (auto [Term, Width] : zip(Address.Scaled, Address.IndexWidth)) {
-                  std::optional<APInt> Index = evaluate(Term.first, *Shape, ThreadIndex{X, Y, Z});
+                  std::optional<APInt> Index = evaluate(Term.first, *Shape, ThreadIndex{X, Y, Z}, DL);
                   if (!Index) {
                     StoresKnown = false;
                     break;

@@ -621,11 +621,14 @@ PREEMPT_DEVICE unsigned int __preempt_intask_iterations(unsigned int point) {
   return __preempt_task_ctx.check_iterations[point];
 }
 
+PREEMPT_LOCAL unsigned int evict_word(preempt_control_block *control) {
+  return __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+}
 // Thread 0: the eviction word, tested at the next check (0 elsewhere).
 PREEMPT_DEVICE unsigned int __preempt_intask_poll(preempt_control_block *control) {
   if (!is_first_thread())
     return 0;
-  return __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+  return evict_word(control);
 }
 
 // Thread 0: how many iterations to the next check, so that checks come
@@ -659,7 +662,7 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check(preempt_control_block *contro
     // the word read then is as old, so read it again (intask_period.h).
     if (evict_seen == 0 &&
         preempt_intask_poll_again(__preempt_task_ctx.intask_period_ns, __preempt_task_ctx.last_check_ns, now))
-      evict_seen = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+      evict_seen = evict_word(control);
     if (evict_seen == 0)
       iterations = next_check_iterations(point, now);
   }
@@ -702,7 +705,7 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check_flags(preempt_control_block *
         __preempt_task_ctx.last_check_ns = now;
         // The interval that just ended ran the other slot's count.
         unsigned int ran = answers[slot ^ 1u] & PREEMPT_INTASK_COUNT_MASK;
-        unsigned int word = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+        unsigned int word = evict_word(control);
         unsigned int next = period ? preempt_intask_next_iterations(ran, period, last, now) : 0xffffffffu;
         answers[slot ^ 1u] = preempt_intask_flags_answer(word, next, preempt_intask_poll_again(period, last, now));
       }
@@ -714,7 +717,7 @@ PREEMPT_DEVICE unsigned int __preempt_intask_check_flags(preempt_control_block *
     unsigned int now = global_time_ns(), period = __preempt_task_ctx.intask_period_ns;
     unsigned int word = (state & PREEMPT_INTASK_STATE_FIRST) ? (state & 1u) : 0u;
     if (word == 0)
-      word = __scoped_atomic_load_n(&control->intask_evict, __ATOMIC_RELAXED, __MEMORY_SCOPE_DEVICE);
+      word = evict_word(control);
     if (word == 0) {
       unsigned int ran = (state & PREEMPT_INTASK_STATE_FIRST) ? __preempt_task_ctx.check_iterations[point]
                                                               : answers[slot ^ 1u] & PREEMPT_INTASK_COUNT_MASK;
