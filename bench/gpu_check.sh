@@ -85,19 +85,22 @@ while read -r name converted refused; do
   done
   # Stress: the converted build again, evicted (temporal or a random half of
   # the SMs) and resumed every 0.2-2 ms by the runtime itself (PREEMPT_STRESS).
+  # PREEMPT_LONG_US=0 converts every launch, short ones too, so that every
+  # converted form is checked against the original (by default short launches
+  # run as written; the timed rounds above run the default).
   output=$work/$name.stress.out
   if [ "$name" = sample ]; then
-    if PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
-  elif PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
+    if PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
+  elif PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress.err ${evictions:-0}" >> "$raw"
   # Again with every converted launch in the drain form (PREEMPT_FORM=drain, docs/preemption.md): its gate,
   # the stream hold and the relaunch over the bitmap of undone blocks, whatever form the runtime would choose.
   output=$work/$name.stress_drain.out
   if [ "$name" = sample ]; then
-    if PREEMPT_FORM=drain PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
+    if PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
       status=ok; else status="exit$?"; fi
-  elif PREEMPT_FORM=drain PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+  elif PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
     2>"$work/$name.stress_drain.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_drain.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress_drain 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_drain.err ${evictions:-0}" >> "$raw"
@@ -106,7 +109,7 @@ while read -r name converted refused; do
   # their tasks, save their contexts and resume them mid-task.
   if grep -q "in-task yield point at" "$bin/remarks/$name.txt" 2>/dev/null; then
     output=$work/$name.stress_intask.out
-    if PREEMPT_INTASK=on PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+    if PREEMPT_INTASK=on PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
       2>"$work/$name.stress_intask.err"; then status=ok; else status="exit$?"; fi
     evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_intask.err" | grep -o '[0-9]*' || echo 0)
     echo "$name stress_intask 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_intask.err ${evictions:-0}" >> "$raw"
@@ -116,12 +119,14 @@ while read -r name converted refused; do
   # per repetition wrap the control-block pool: checked against the original build, and timed.
   if [ "$name" = launch_storm ]; then
     output=$work/$name.persistent.out
-    if log=$(PREEMPT_ONE_WAVE=persistent "$bin/preempt/$name" "$output" "$reps" 2>"$work/$name.persistent.err"); then
+    if log=$(PREEMPT_LONG_US=0 PREEMPT_ONE_WAVE=persistent "$bin/preempt/$name" "$output" "$reps" 2>"$work/$name.persistent.err"); then
       status=ok; else status="exit$?"; fi
     timing=$(echo "$log" | grep -o 'time_ms=[0-9.]*' | cut -d= -f2)
     echo "$name persistent 1 $status ${timing:-nan} ${tolerance:-0} $converted $refused $output $work/$name.persistent.err" >> "$raw"
   fi
 done < "$bin/kernels.txt"
+# From here on programs evict their own launches (the API, preemptd): every launch converted, short ones too.
+export PREEMPT_LONG_US=0
 # Preemption benchmark: baselines (no plugin) and evictions (plugin + API).
 for build in original preempt; do
   if ! timeout -s KILL 300 "$bin/$build/preempt_bench" > "$work/bench_$build.json" 2> "$work/bench_$build.err"; then

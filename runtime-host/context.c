@@ -93,6 +93,15 @@ static void configure(preempt_runtime *runtime) {
   unsigned long period_us = 10;
   parse_environment_number("PREEMPT_INTASK_PERIOD_US", 1, 1000000, &period_us);
   preempt_intask_configure(runtime, getenv("PREEMPT_INTASK"), getenv("PREEMPT_INTASK_SHAPE"), period_us);
+  /* Which launches of a converted kernel are long enough to run a
+   * preemptible form (as_written.c): those predicted to run this long or
+   * longer; 0 converts every launch (as before 2026-11-28). The default,
+   * 500 us, is about twice a temporal eviction's turnaround measured on the
+   * H200 (DESIGN.md): a shorter launch ends about as soon as it could be
+   * evicted. */
+  runtime->long_launch_ns = 500e3;
+  if (parse_environment_number("PREEMPT_LONG_US", 0, 100000000, &value) == 0)
+    runtime->long_launch_ns = value * 1e3;
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */
@@ -155,9 +164,10 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
   preempt_device_state *state = &runtime->devices[device];
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!state->initialized) {
-    int status = gpu->sm_count(device, &state->sm_count);
+    uint32_t sm_count;
+    int status = preempt_device_sm_count(runtime, device, &sm_count);
     if (status != 0)
-      return preempt_report_gpu(gpu, status, "reading the SM count", NULL);
+      return status;
     status = preempt_control_pool_init(&state->control_pool, gpu, PREEMPT_CONTROL_POOL_CAPACITY,
                                        runtime->time_evictions);
     if (status == -1) {
@@ -232,6 +242,7 @@ preempt_status preempt_shutdown(void) {
   }
   for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
     preempt_device_state *state = &runtime->devices[device];
+    state->sm_count = 0; /* read again: set before the pool, by launches as written too */
     if (!state->initialized)
       continue;
     preempt_control_pool_destroy(&state->control_pool, runtime->gpu);
@@ -248,8 +259,12 @@ preempt_status preempt_shutdown(void) {
     preempt_kernel_state *kernel = runtime->kernels;
     runtime->kernels = kernel->next;
     kernel->desc->runtime_state = NULL;
-    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++)
+    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
       free(kernel->on_device[device].param_sizes);
+      for (int index = 0; index < 2; index++)
+        if (kernel->on_device[device].length_events[index])
+          runtime->gpu->event_destroy(kernel->on_device[device].length_events[index]);
+    }
     free(kernel);
   }
   runtime->configured = 0;

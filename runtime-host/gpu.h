@@ -86,6 +86,14 @@ typedef struct preempt_gpu_ops {
    * kernel, enqueued after each relaunch (control_block.h). Loaded once per
    * device; NULL where relaunched CTAs publish themselves (AMD). */
   int (*publisher_load)(void **publisher);
+  /* Stream capture: whether `stream` is capturing into a graph (*capturing),
+   * and the calling thread's capture mode set to relaxed (the old one kept in
+   * *saved) and put back, so that the runtime's own one-time lookups (reading
+   * a marker) are allowed while some stream captures. NULL where the API has
+   * no capture. */
+  int (*stream_capturing)(void *stream, int *capturing);
+  int (*capture_mode_relax)(int *saved);
+  int (*capture_mode_restore)(int saved);
   int (*publish_relaunch)(void *publisher, void *stream, void *control, uint32_t generation, uint32_t task_count);
 } preempt_gpu_ops;
 

@@ -355,6 +355,25 @@ static int cuda_function_occupancy(const void *host_stub, void *function, uint32
   return cudaSuccess;
 }
 
+static int cuda_stream_capturing(void *stream, int *capturing) {
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t status = cudaStreamIsCapturing((cudaStream_t)stream, &capture);
+  *capturing = capture != cudaStreamCaptureStatusNone;
+  return status;
+}
+
+static int cuda_capture_mode_relax(int *saved) {
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaError_t status = cudaThreadExchangeStreamCaptureMode(&mode);
+  *saved = (int)mode;
+  return status;
+}
+
+static int cuda_capture_mode_restore(int saved) {
+  enum cudaStreamCaptureMode mode = (enum cudaStreamCaptureMode)saved;
+  return cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
 static const preempt_gpu_ops cuda_ops = {
     .api_name = "CUDA",
     .invalid_value = cudaErrorInvalidValue,
@@ -396,6 +415,9 @@ static const preempt_gpu_ops cuda_ops = {
     .function_occupancy = cuda_function_occupancy,
     .publisher_load = preempt_cuda_publisher_load,
     .publish_relaunch = preempt_cuda_publish_relaunch,
+    .stream_capturing = cuda_stream_capturing,
+    .capture_mode_relax = cuda_capture_mode_relax,
+    .capture_mode_restore = cuda_capture_mode_restore,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &cuda_ops; }

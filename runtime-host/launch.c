@@ -203,6 +203,17 @@ static int kernel_occupancy(const preempt_runtime *runtime, const preempt_kernel
                      "per CTA (its yield points' registers): PREEMPT_INTASK=auto does not run it",
                      desc->name, on_device->intask_ctas_per_sm, on_device->ctas_per_sm, block_threads);
   }
+  /* The copy's own: a short launch's waves (as_written.c) count in the
+   * blocks the kernel as written holds per SM, often more than its
+   * converted form's, whose task loop adds registers. */
+  on_device->original_ctas_per_sm = on_device->ctas_per_sm;
+  if (on_device->original_function &&
+      (status = gpu->function_occupancy(desc->host_stub, on_device->original_function, block_threads, shared_bytes,
+                                        &on_device->original_ctas_per_sm)) != 0) {
+    on_device->original_ctas_per_sm = on_device->ctas_per_sm;
+    preempt_report_gpu(gpu, status, "querying the unconverted copy's occupancy (the converted kernel's is used)",
+                       desc->name);
+  }
   on_device->cached_block_threads = block_threads;
   on_device->cached_shared_bytes = shared_bytes;
   return 0;
@@ -566,9 +577,18 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
     status = gpu->out_of_memory;
     goto done;
   }
-  status = resolve_kernel(runtime, kernel, device);
-  if (status != 0)
-    goto done;
+  if (!kernel->on_device[device].resolved) {
+    /* Once per kernel and device: the lookups read device memory, which a
+     * stream capture in CUDA's global mode forbids to every thread that has
+     * not relaxed its own mode. */
+    int saved_mode = 0;
+    int relaxed = gpu->capture_mode_relax && gpu->capture_mode_relax(&saved_mode) == 0;
+    status = resolve_kernel(runtime, kernel, device);
+    if (relaxed)
+      gpu->capture_mode_restore(saved_mode);
+    if (status != 0)
+      goto done;
+  }
   preempt_grid_dims original = {grid.x, grid.y, grid.z};
   /* An unconverted kernel, or an empty grid that the API must reject itself:
    * the launch goes through exactly as written. */
@@ -578,14 +598,24 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       kernel->on_device[device].launches++;
     goto done;
   }
+  if (preempt_stream_capturing(gpu, stream)) {
+    status = preempt_capture_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
+    goto done;
+  }
+  /* Under PREEMPT_STRESS a program of short launches only still gets its
+   * report at exit, which says they ran as written (stress.c). */
+  preempt_stress_start_if_requested(runtime);
+  uint32_t sm_count;
+  if ((status = preempt_device_sm_count(runtime, device, &sm_count)) != 0 ||
+      (status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes)) != 0)
+    goto done;
+  /* A launch runs as written unless it is long enough to need eviction
+   * (docs/preemption.md, "Launches as written"): no control block, event or
+   * stream wait, and the device's pool is not even set up. */
+  if (preempt_short_launch(runtime, kernel, device, sm_count, grid, block, args, dynamic_shared_bytes, stream))
+    goto done;
   preempt_device_state *device_state = NULL;
   status = preempt_device_state_get(runtime, device, &device_state);
-  if (status != 0)
-    goto done;
-  /* Under PREEMPT_STRESS a program of one-wave launches only still gets its
-   * report at exit, which says they ran unconverted (stress.c). */
-  preempt_stress_start_if_requested(runtime);
-  status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes);
   if (status != 0)
     goto done;
   if (!one_wave_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes, stream))
@@ -616,6 +646,8 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->last_persistent_ctas = on_device->last_persistent_ctas;
     info->launches = on_device->launches;
     info->one_wave_launches = on_device->one_wave_launches;
+    info->short_launches = on_device->short_launches;
+    info->capture_launches = on_device->capture_launches;
     info->drain_launches = on_device->drain_launches;
     info->intask_chunks_launches = on_device->intask_chunks_launches;
     info->intask_shape = (int)preempt_intask_chosen_shape(runtime, on_device); /* 0, 1, 2 as preempt.h says */

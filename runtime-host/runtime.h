@@ -10,6 +10,7 @@
 #include "gpu.h"
 #include "preempt.h"
 #include "preempt/daemon_protocol.h"
+#include "preempt/launch_length.h"
 
 #define PREEMPT_MAX_DEVICES 64
 /* Kernel parameter space is 32 KiB on current GPUs: at most 8192 4-byte parameters. */
@@ -76,6 +77,16 @@ typedef struct preempt_kernel_on_device {
   uint32_t last_persistent_ctas;
   uint32_t last_check_interval;
   uint64_t launches;
+  /* Launches as written (as_written.c): the unconverted copy's CTAs per SM at
+   * the cached configuration, its duration per wave from timed launches, the
+   * timing in flight (events, waves), and the launches that ran it because
+   * they were short or inside a stream capture. */
+  uint32_t original_ctas_per_sm;
+  preempt_launch_length length;
+  void *length_events[2];
+  int length_pending;
+  uint64_t length_waves;
+  uint64_t short_launches, capture_launches;
   /* Task length, sampled on a launch (EffiSha §6.3's online sampling). The
    * first sample runs with a check before every task, whose fetches made
    * tasks of streaming kernels take 2.0-2.7x as long on the H100
@@ -185,6 +196,7 @@ typedef struct preempt_runtime {
   preempt_intask_shape intask_shape; /* PREEMPT_INTASK_SHAPE (intask.c) */
   uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
+  double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
   int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
@@ -323,6 +335,22 @@ void preempt_daemon_unhold(preempt_runtime *runtime, int stub, uint32_t epoch);
 /* Stops the agent thread (the lock is released while it is joined), runs
  * every launch the daemon holds, and disconnects. Returns the context locked. */
 preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime);
+
+/* Launches as written (as_written.c), context locked. A converted kernel's
+ * launch inside a stream capture runs its unconverted copy, which the graph
+ * captures as the program wrote it; the API's code, an error said. */
+int preempt_capture_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, preempt_dim3 grid,
+                           preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
+/* A launch not predicted long (PREEMPT_LONG_US) runs the unconverted copy,
+ * timed now and then: returns 1. 0: the caller runs the converted form (the
+ * launch is long, runs under preemptd, has no copy, or the copy's launch
+ * failed: the converted form reports the API's error). */
+int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, uint32_t sm_count,
+                         preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
+/* Whether `stream` is capturing into a graph (0 where the API cannot tell). */
+int preempt_stream_capturing(const preempt_gpu_ops *gpu, void *stream);
+/* The device's SM count, read once (no other device state is set up). */
+int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count);
 
 /* Starts the random eviction thread if PREEMPT_STRESS=1 (once). */
 void preempt_stress_start_if_requested(preempt_runtime *runtime);

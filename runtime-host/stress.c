@@ -88,18 +88,22 @@ static void stop_at_exit(void) {
   preempt_stress_stop(runtime);
   /* Launches that ran the unconverted copy had nothing to evict: said, so
    * that a run with few evictions tells why (bench/report_suite.py). */
-  unsigned long long one_wave = 0;
+  unsigned long long one_wave = 0, short_launches = 0, captured = 0;
   runtime = preempt_runtime_lock();
   for (const preempt_kernel_state *kernel = runtime->kernels; kernel; kernel = kernel->next)
-    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++)
+    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
       one_wave += kernel->on_device[device].one_wave_launches;
+      short_launches += kernel->on_device[device].short_launches;
+      captured += kernel->on_device[device].capture_launches;
+    }
   preempt_runtime_unlock(runtime);
   fprintf(stderr,
           "preempt: stress: %llu evictions (%llu spatial, %llu of drained launches), %llu resumptions, %llu one-wave "
-          "launches run as written\n",
+          "launches run as written, %llu short launches run as written (PREEMPT_LONG_US), %llu captured launches "
+          "run as written\n",
           (unsigned long long)runtime->stress.evictions, (unsigned long long)runtime->stress.spatial_evictions,
           (unsigned long long)runtime->stress.drained_evictions,
-          (unsigned long long)runtime->stress.resumptions, one_wave);
+          (unsigned long long)runtime->stress.resumptions, one_wave, short_launches, captured);
 }
 
 void preempt_stress_start_if_requested(preempt_runtime *runtime) {

@@ -53,6 +53,12 @@ typedef struct preempt_kernel_info {
    * under preemptd, with PREEMPT_ONE_WAVE=persistent, or for a kernel built
    * by a plugin that kept no copy. */
   uint64_t one_wave_launches;
+  /* Launches that ran the unconverted copy as written because they were not
+   * predicted to run PREEMPT_LONG_US or longer (docs/preemption.md,
+   * "Launches as written"), and launches inside a stream capture, which the
+   * graph captures as written. Neither is tracked nor evictable. */
+  uint64_t short_launches;
+  uint64_t capture_launches;
   /* Launches that ran the kernel's drain form (PREEMPT_FORM, docs/preemption.md):
    * the application's grid with a yield gate at each block's entry. */
   uint64_t drain_launches;

@@ -250,6 +250,10 @@ static int fake_original_kernel(const void *stub, const char *name, void **funct
 static int fake_function_occupancy(const void *host_stub, void *function, uint32_t threads, size_t shared,
                                    uint32_t *ctas_per_sm) {
   (void)host_stub; (void)threads; (void)shared;
+  if (function == &fake_original_function) {
+    *ctas_per_sm = fake_gpu.original_ctas_per_sm ? fake_gpu.original_ctas_per_sm : fake_gpu.ctas_per_sm;
+    return 0;
+  }
   fake_gpu.intask_occupancy_queries++;
   *ctas_per_sm = 0;
   if (!is_intask_function(function))
@@ -288,6 +292,21 @@ static int fake_launch_function(const void *host_stub, void *function, preempt_d
     last->control = *(preempt_control_block **)args[fake_gpu.expected_params];
   fake_gpu.function_launches++;
   __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static int fake_stream_capturing(void *stream, int *capturing) {
+  (void)stream;
+  *capturing = fake_gpu.capturing;
+  return fake_gpu.capture_query_error;
+}
+static int fake_capture_mode_relax(int *saved) {
+  fake_gpu.capture_relaxes++;
+  *saved = 7; /* any mode: restore must hand it back */
+  return 0;
+}
+static int fake_capture_mode_restore(int saved) {
+  fake_gpu.capture_restores += saved == 7;
   return 0;
 }
 
@@ -351,6 +370,9 @@ static const preempt_gpu_ops fake_ops = {
     .function_occupancy = fake_function_occupancy,
     .publisher_load = fake_publisher_load,
     .publish_relaunch = fake_publish_relaunch,
+    .stream_capturing = fake_stream_capturing,
+    .capture_mode_relax = fake_capture_mode_relax,
+    .capture_mode_restore = fake_capture_mode_restore,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &fake_ops; }

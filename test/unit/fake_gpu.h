@@ -85,6 +85,10 @@ typedef struct fake_gpu_state {
     uint32_t value;
   } write_log[64];
   int write_count;
+  /* Launches as written: the copy's occupancy (0: ctas_per_sm); stream capture: whether streams capture (an error
+   * code instead: the query fails), and the calls that relax and restore the thread's capture mode. */
+  uint32_t original_ctas_per_sm;
+  int capturing, capture_query_error, capture_relaxes, capture_restores;
 } fake_gpu_state;
 #define FAKE_WRITE_LOG 64
 

@@ -801,6 +801,7 @@ int main(void) {
   unsetenv("PREEMPT_DAEMON");
   unsetenv("PREEMPT_PRIORITY");
   unsetenv("PREEMPT_ONE_WAVE");
+  setenv("PREEMPT_LONG_US", "0", 1); /* launches once the daemon is gone: converted, as before launches as written */
   strcpy(daemon_state.directory, "/tmp/preempt-daemon-client-XXXXXX");
   if (!mkdtemp(daemon_state.directory)) {
     perror("mkdtemp");

@@ -26,6 +26,175 @@ static void wait_for_relauncher(void) {
   preempt_query(0, &state);
 }
 
+/* A converted kernel's launch runs its unconverted copy, as written, unless its duration predicted from timed launches
+ * (per wave of the copy's occupancy) reaches PREEMPT_LONG_US (default 500): docs/preemption.md, "Launches as written". */
+static void test_short_launches(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  long long first = 99, second = 7;
+  void *args[] = {&first, &second};
+  void *app_stream = &first;
+  preempt_kernel_info info;
+  unsetenv("PREEMPT_LONG_US"); /* the default */
+
+  /* Never timed: runs as written and is timed, with no control block (no device memory), no stream wait. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4manyPxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.elapsed_ms = 0.1f; /* 95 waves of 1056 blocks: about 1.05 us a wave */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
+    CHECK(fake_gpu.last.args == args && fake_gpu.last.grid.x == 100000 && fake_gpu.last.stream == app_stream);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
+    CHECK_EQ_U64(fake_gpu.stream_waits, 0);
+    CHECK_EQ_U64(fake_gpu.device_allocs, 0);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
+    /* The sample is read at the next launch: 100 us predicted, short, and not timed again. */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
+    /* Ten times the grid: about 1 ms predicted, long: the converted form, tracked and evictable. */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1000000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.original);
+    CHECK(preempt_last_launch() != 0);
+    CHECK(fake_gpu.device_allocs > 0);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK_EQ_U64(info.short_launches, 2);
+    CHECK_EQ_U64(info.capture_launches, 0);
+    CHECK_EQ_U64(info.launches, 3);
+    /* Every 64th short launch is timed again: a kernel whose blocks grow longer is seen. */
+    int timed = fake_gpu.timed_event_records;
+    for (int launch = 0; launch < 63; launch++) /* short launches 2..64: the 64th is timed */
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){2000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.timed_event_records > timed);
+    CHECK(fake_gpu.last.original);
+    fake_gpu.elapsed_ms = 2.0f; /* the timed launch (2 waves) took 2 ms */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){2000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent);
+    /* A long launch whose grid fits in one wave still runs as written: no CTA of it could yield (one-wave rule). */
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original);
+  }
+
+  /* A timing still in flight is not started again, and is taken once its event fired. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4slowPxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.elapsed_ms = 5.0f;
+    fake_gpu.events_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
+    fake_gpu.events_pending = 0;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent); /* 5 ms a wave: long */
+  }
+
+  /* Waves count in the copy's own occupancy: 16 CTAs per SM against the converted form's 8. A 0.3 ms timing of
+   * 16 x 132 blocks is one wave of 300 us; 17 x 132 blocks are two waves (600 us, long), not three of 150. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5densePxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.original_ctas_per_sm = 16;
+    fake_gpu.elapsed_ms = 0.3f;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){16 * 132, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){16 * 132, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){17 * 132, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent);
+  }
+
+  /* No copy (an older plugin): converted from the first launch. PREEMPT_LONG_US=0: every launch converted. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4nocpPxx", 2);
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent);
+  }
+  setenv("PREEMPT_LONG_US", "0", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4zeroPxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent);
+  }
+  /* A value that is not a whole number of microseconds is said, and the default kept. */
+  setenv("PREEMPT_LONG_US", "fast", 1);
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4fastPxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.original);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_LONG_US") != NULL);
+  }
+  /* Kernels the plugin left as written go through as before. */
+  unsetenv("PREEMPT_LONG_US");
+  fake_gpu_reset(0);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5plainPxx", 2);
+    fake_gpu.expected_params = -1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(!fake_gpu.last.original && !fake_gpu.last.persistent);
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 0);
+  }
+  setenv("PREEMPT_LONG_US", "0", 1);
+}
+
+/* Inside a stream capture a converted kernel's launch runs its unconverted copy, untimed (the graph runs later), and
+ * the one-time lookups run with the thread's capture mode relaxed; without a copy the launch is refused, said. */
+static void test_capture_launches(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  long long first = 5, second = 8;
+  void *args[] = {&first, &second};
+  void *app_stream = &second;
+  preempt_kernel_info info;
+  for (int query_fails = 0; query_fails < 2; query_fails++) {
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z7capturePxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.capturing = !query_fails;
+    fake_gpu.capture_query_error = query_fails ? FAKE_ERROR_INVALID_VALUE : 0; /* counts as capturing */
+    for (int launch = 0; launch < 3; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.original && fake_gpu.last.args == args && fake_gpu.last.stream == app_stream);
+    }
+    CHECK_EQ_U64(fake_gpu.event_records, 0);
+    CHECK_EQ_U64(fake_gpu.device_allocs, 0);
+    CHECK_EQ_U64(fake_gpu.capture_relaxes, 1); /* once: the kernel's lookups */
+    CHECK_EQ_U64(fake_gpu.capture_restores, 1);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK_EQ_U64(info.capture_launches, 3);
+    /* The capture ends: the next launch is converted (PREEMPT_LONG_US=0 here). */
+    fake_gpu.capturing = 0;
+    fake_gpu.capture_query_error = 0;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent);
+  }
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6nocopyPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.capturing = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream),
+                 FAKE_ERROR_NOT_SUPPORTED);
+    CHECK_EQ_U64(fake_gpu.launches, 0);
+    CHECK(strstr(preempt_last_error(), "stream capture") != NULL);
+  }
+}
+
 /* A converted kernel whose whole grid fits in one wave of persistent CTAs (the fake: 132 SMs x 8 CTAs) runs its
  * unconverted copy, unless the copy is missing, PREEMPT_ONE_WAVE says persistent, or the copy fails to launch. */
 static void test_one_wave_launches(void) {
@@ -1200,6 +1369,9 @@ int main(int argc, char **argv) {
   unsetenv("PREEMPT_INTASK_SHAPE");
   unsetenv("PREEMPT_TIME_EVICTIONS");
   setenv("PREEMPT_DAEMON", "off", 1); /* launches go straight to the fake, even where a preemptd runs */
+  /* Every launch converted, as before launches ran as written: the tests below but test_short_launches check the
+   * converted forms. */
+  setenv("PREEMPT_LONG_US", "0", 1);
   /* A converted kernel: persistent grid sized by occupancy, launch values as parameters. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
@@ -1583,6 +1755,8 @@ int main(int argc, char **argv) {
   }
 
   test_one_wave_launches();
+  test_short_launches();
+  test_capture_launches();
   test_drain_form();
   test_quota();
   test_intask();

@@ -1,0 +1,107 @@
+/* as_written.c: which launches of a converted kernel run its unconverted copy, exactly as the program wrote them.
+ * FLEP §4.2 and EffiSha §6.3: only a launch long enough to need eviction pays for a preemptible form. */
+#include "preempt/task_grid.h"
+#include "runtime.h"
+
+/* One as-written launch in this many is timed again, so that a kernel whose
+ * launches grow long is seen; each timing costs two event records. */
+#define PREEMPT_RETIME_EVERY 64u
+
+int preempt_stream_capturing(const preempt_gpu_ops *gpu, void *stream) {
+  int capturing = 0;
+  if (!gpu->stream_capturing)
+    return 0;
+  /* An error (the legacy stream while another captures, say) counts as
+   * capturing: only the copy can then be launched as written, and the API
+   * answers that launch with its own error, as it would the original's. */
+  return gpu->stream_capturing(stream, &capturing) != 0 || capturing;
+}
+
+int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count) {
+  preempt_device_state *state = &runtime->devices[device];
+  if (state->sm_count == 0) {
+    int status = runtime->gpu->sm_count(device, &state->sm_count);
+    if (status != 0) {
+      state->sm_count = 0;
+      return preempt_report_gpu(runtime->gpu, status, "reading the SM count", NULL);
+    }
+  }
+  *count = state->sm_count;
+  return 0;
+}
+
+/* A capture records the launch into a graph that runs later, any number of
+ * times, where nothing of the runtime's (events, control blocks, stream
+ * waits) can follow it: the copy runs as written there, not preemptible,
+ * counted in preempt_kernel_info.capture_launches. */
+int preempt_capture_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, preempt_dim3 grid,
+                           preempt_dim3 block, void **args, size_t shared_bytes, void *stream) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_kernel_on_device *on_device = &kernel->on_device[device];
+  if (!on_device->original_function) {
+    preempt_report("kernel '%s' is launched inside a stream capture, which only its unconverted copy can be, and "
+                   "it has none (built by an older libpreempt.so?): rebuild it, or build its device code without "
+                   "the plugin", kernel->desc->name);
+    return gpu->not_supported;
+  }
+  int status = gpu->launch_function(kernel->desc->host_stub, on_device->original_function, grid, block, args,
+                                    shared_bytes, stream);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "launching the unconverted copy inside a stream capture",
+                              kernel->desc->name);
+  on_device->capture_launches++;
+  on_device->launches++;
+  return 0;
+}
+
+/* The timed launch in flight, if its end event has fired, becomes the
+ * kernel's sample. A pending one is left for a later launch: nothing here
+ * waits for the GPU. */
+static void take_length_sample(const preempt_gpu_ops *gpu, preempt_kernel_on_device *on_device) {
+  if (!on_device->length_pending || gpu->event_query(on_device->length_events[1]) != 0)
+    return;
+  float milliseconds = 0;
+  if (gpu->event_elapsed_ms(on_device->length_events[0], on_device->length_events[1], &milliseconds) == 0)
+    preempt_launch_length_add(&on_device->length, milliseconds * 1e6, on_device->length_waves);
+  on_device->length_pending = 0;
+}
+
+/* Events for timing, made on first use; 0 when they could not be (the
+ * launch then runs untimed, and the next one tries again). */
+static int have_length_events(const preempt_gpu_ops *gpu, preempt_kernel_on_device *on_device) {
+  for (int index = 0; index < 2; index++)
+    if (!on_device->length_events[index] && gpu->event_create(&on_device->length_events[index], 1) != 0) {
+      on_device->length_events[index] = NULL;
+      return 0;
+    }
+  return 1;
+}
+
+int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, uint32_t sm_count,
+                         preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared_bytes, void *stream) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_kernel_on_device *on_device = &kernel->on_device[device];
+  /* Converted unless the copy exists and the launch is not predicted long;
+   * under preemptd every launch is converted, held and scheduled. */
+  if (!on_device->original_function || runtime->long_launch_ns <= 0 || preempt_daemon_active(runtime))
+    return 0;
+  take_length_sample(gpu, on_device);
+  preempt_grid_dims dims = {grid.x, grid.y, grid.z};
+  uint64_t waves = preempt_launch_waves(preempt_grid_task_count(dims), on_device->original_ctas_per_sm, sm_count);
+  /* Occupancy 0: the block cannot run; the converted path lets the API say why. */
+  if (waves == 0 || preempt_launch_is_long(&on_device->length, waves, runtime->long_launch_ns))
+    return 0;
+  int timed = !on_device->length_pending &&
+              (on_device->length.samples == 0 || on_device->short_launches % PREEMPT_RETIME_EVERY == 0) &&
+              have_length_events(gpu, on_device) && gpu->event_record(on_device->length_events[0], stream) == 0;
+  if (gpu->launch_function(kernel->desc->host_stub, on_device->original_function, grid, block, args, shared_bytes,
+                           stream) != 0)
+    return 0; /* the converted form runs, and reports the API's error if it fails too (gpu.h) */
+  if (timed && gpu->event_record(on_device->length_events[1], stream) == 0) {
+    on_device->length_pending = 1;
+    on_device->length_waves = waves;
+  }
+  on_device->short_launches++;
+  on_device->launches++;
+  return 1;
+}
