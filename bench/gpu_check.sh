@@ -126,7 +126,8 @@ while read -r name converted refused; do
   fi
 done < "$bin/kernels.txt"
 # From here on programs evict their own launches (the API, preemptd): every launch converted, short ones too.
-export PREEMPT_LONG_US=0
+# They evict through the API, so they ask CUDA for what eviction needs at start (PREEMPT_EVICT_READY).
+export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1
 # Preemption benchmark: baselines (no plugin) and evictions (plugin + API).
 for build in original preempt; do
   if ! timeout -s KILL 300 "$bin/$build/preempt_bench" > "$work/bench_$build.json" 2> "$work/bench_$build.err"; then

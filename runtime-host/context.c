@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime.h"
 
@@ -17,19 +18,42 @@ static preempt_runtime runtime_context = {
 /* DESIGN.md's hardware-queue trap: an application stream held by the wait
  * for done_generation blocks every stream mapped to the same hardware queue,
  * the runtime's resume streams included. CUDA maps streams onto
- * CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set); ask for the most, 32,
- * before the application creates its CUDA context. Measured on the H100:
- * with 1 connection a resume deadlocks, with 8 or 32 it did not (docs).
- * Values the user set are kept. Under MPS too, although every client's
- * queues come from the one server: on the H100, 11 clients of 32 (or 16)
- * queues each could not allocate memory, while with 8 each, held streams
- * shared queues with the runtime's own and eviction stalled (a 13 ms
- * turnaround instead of 0.24 ms) or deadlocked (docs/daemon.md). */
-__attribute__((constructor)) static void avoid_known_deadlocks(void) {
+ * CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set); an evicting process
+ * asks for the most, 32, before the application creates its CUDA context.
+ * Measured on the H100: with 1 connection a resume deadlocks, with 8 or 32
+ * it did not (docs). Under MPS too, although every client's queues come from
+ * the one server: on the H100, 11 clients of 32 (or 16) queues each could not
+ * allocate memory, while with 8 each, held streams shared queues with the
+ * runtime's own and eviction stalled (a 13 ms turnaround instead of 0.24 ms)
+ * or deadlocked (docs/daemon.md). Lazy module loading blocks a launch of a
+ * not-yet-loaded kernel while a stream is held (seen on the H100 with driver
+ * 580): an evicting process loads every module at start instead.
+ * Both cost every process time at start (0.5-0.8 s on the H200) and the 32
+ * queues cost MPS its clients, so only a process that will evict asks for
+ * them (docs/preemption.md, "What a process asks of CUDA"): under
+ * PREEMPT_STRESS, where a preemptd socket exists (unless PREEMPT_DAEMON=off),
+ * or with PREEMPT_EVICT_READY=1; never with PREEMPT_EVICT_READY=0. Values
+ * the user set are kept. Evicting without them is refused (eviction.c). */
+static int evictions_expected(void) {
+  const char *ready = getenv("PREEMPT_EVICT_READY");
+  if (ready && strcmp(ready, "1") == 0)
+    return 1;
+  if (ready && strcmp(ready, "0") == 0)
+    return 0;
+  const char *stress = getenv("PREEMPT_STRESS");
+  if (stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0))
+    return 1;
+  const char *daemon = getenv("PREEMPT_DAEMON");
+  if (daemon && strcmp(daemon, "off") == 0)
+    return 0;
+  const char *socket = getenv("PREEMPT_DAEMON_SOCKET");
+  return access(socket && *socket ? socket : PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) == 0;
+}
+
+__attribute__((constructor)) static void prepare_for_eviction(void) {
+  if (!evictions_expected())
+    return;
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  /* Lazy module loading blocks a launch of a not-yet-loaded kernel while a
-   * stream is held by a wait (seen on the H100 with driver 580): load every
-   * module at start instead. */
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 }
 static _Thread_local char last_error[512];
@@ -102,6 +126,10 @@ static void configure(preempt_runtime *runtime) {
   runtime->long_launch_ns = 500e3;
   if (parse_environment_number("PREEMPT_LONG_US", 0, 100000000, &value) == 0)
     runtime->long_launch_ns = value * 1e3;
+  const char *ready = getenv("PREEMPT_EVICT_READY");
+  if (ready && *ready && strcmp(ready, "0") != 0 && strcmp(ready, "1") != 0 && strcmp(ready, "auto") != 0)
+    preempt_report("PREEMPT_EVICT_READY='%s' is none of 'auto', '1', '0': auto", ready);
+  runtime->lazy_loading = -1; /* asked at the first eviction (eviction.c) */
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
   /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */

@@ -449,7 +449,16 @@ int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_devi
   /* Its first run is a relaunch: impossible without the publisher (said at load). */
   if (!preempt_device_can_relaunch(runtime, device))
     return -1;
-  /* A held launch holds its stream like an evicted one: the same limit. */
+  /* A held launch holds its stream like an evicted one: the same limits. */
+  if (preempt_lazy_loading(runtime)) {
+    if (!client->told_held_streams) {
+      client->told_held_streams = 1;
+      preempt_report("CUDA loads this process's modules lazily, and a launch of a kernel not yet loaded would wait "
+                     "behind a stream held for preemptd: launches run unscheduled (said once); set "
+                     "PREEMPT_EVICT_READY=1 or CUDA_MODULE_LOADING=EAGER before the program starts");
+    }
+    return -1;
+  }
   if (!preempt_may_hold_stream(runtime, device, stream)) {
     if (!client->told_held_streams) {
       client->told_held_streams = 1;

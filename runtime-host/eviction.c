@@ -77,6 +77,17 @@ int preempt_may_hold_stream(const preempt_runtime *runtime, const preempt_device
   return runtime->hardware_queues > 1 && preempt_held_streams(device, stream) < limit;
 }
 
+int preempt_lazy_loading(preempt_runtime *runtime) {
+  if (runtime->lazy_loading < 0) {
+    int lazy = 0;
+    /* Unknown (an API without the query) counts as lazy only where the
+     * query exists and failed: the refusal names the way out. */
+    runtime->lazy_loading =
+        runtime->gpu->module_loading_lazy ? (runtime->gpu->module_loading_lazy(&lazy) != 0 || lazy) : 0;
+  }
+  return runtime->lazy_loading;
+}
+
 int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_device_state *device) {
   return !runtime->gpu->publisher_load || (device->publisher_status == 0 && device->publisher);
 }
@@ -92,6 +103,13 @@ preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_
   }
   if (!holds_stream)
     return PREEMPT_OK;
+  if (preempt_lazy_loading(runtime)) {
+    preempt_report("%s refused for kernel '%s': CUDA loads this process's modules lazily, and a launch of a kernel "
+                   "not yet loaded would wait behind the held stream, for ever if the same thread is to resume it: "
+                   "set PREEMPT_EVICT_READY=1 (or CUDA_MODULE_LOADING=EAGER) before the program starts",
+                   what, record->desc->name);
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
   if (record->unordered) {
     preempt_report("%s refused for kernel '%s': its stream could not be ordered after it", what,
                    record->desc->name);

@@ -94,6 +94,9 @@ typedef struct preempt_gpu_ops {
   int (*stream_capturing)(void *stream, int *capturing);
   int (*capture_mode_relax)(int *saved);
   int (*capture_mode_restore)(int saved);
+  /* Whether the API loads modules lazily (a launch of a kernel not yet loaded
+   * then waits for the device, held streams included); NULL: never lazy. */
+  int (*module_loading_lazy)(int *lazy);
   int (*publish_relaunch)(void *publisher, void *stream, void *control, uint32_t generation, uint32_t task_count);
 } preempt_gpu_ops;
 

@@ -374,6 +374,18 @@ static int cuda_capture_mode_restore(int saved) {
   return cudaThreadExchangeStreamCaptureMode(&mode);
 }
 
+static int cuda_module_loading_lazy(int *lazy) {
+  CUresult (*get_loading_mode)(CUmoduleLoadingMode *) = NULL;
+  int status = preempt_cuda_driver_entry("cuModuleGetLoadingMode", (void **)&get_loading_mode);
+  if (status != cudaSuccess)
+    return status;
+  CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+  if (get_loading_mode(&mode) != CUDA_SUCCESS)
+    return cudaErrorNotSupported;
+  *lazy = mode == CU_MODULE_LAZY_LOADING;
+  return cudaSuccess;
+}
+
 static const preempt_gpu_ops cuda_ops = {
     .api_name = "CUDA",
     .invalid_value = cudaErrorInvalidValue,
@@ -418,6 +430,7 @@ static const preempt_gpu_ops cuda_ops = {
     .stream_capturing = cuda_stream_capturing,
     .capture_mode_relax = cuda_capture_mode_relax,
     .capture_mode_restore = cuda_capture_mode_restore,
+    .module_loading_lazy = cuda_module_loading_lazy,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &cuda_ops; }

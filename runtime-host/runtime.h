@@ -196,6 +196,7 @@ typedef struct preempt_runtime {
   preempt_intask_shape intask_shape; /* PREEMPT_INTASK_SHAPE (intask.c) */
   uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
+  int lazy_loading;              /* CUDA loads modules lazily: 1, 0, or -1 not asked yet (eviction.c) */
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
   int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
   preempt_kernel_state *kernels;
@@ -312,6 +313,8 @@ uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
  * hardware-queue trap. Context locked. */
 preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
                                       preempt_launch_record *record, const char *what, int holds_stream);
+/* Whether CUDA loads modules lazily in this process (asked once): holding a stream is then refused. */
+int preempt_lazy_loading(preempt_runtime *runtime);
 /* Whether a relaunch on this device can complete (gpu.h's publisher). */
 int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_device_state *device);
 /* Whether one more stream other than `stream` may be held on the device. */

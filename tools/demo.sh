@@ -52,13 +52,15 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   original=$("$out/sample.original")
   converted=$(PREEMPT_DAEMON=off "$out/sample.preempt")
   # The runtime evicts (all SMs or a random half) and resumes the running
-  # kernels every 0.2-2 ms, and says how often at exit.
-  preempted=$(PREEMPT_DAEMON=off PREEMPT_STRESS=1 "$out/sample.preempt" 2> "$out/stress.log")
+  # kernels every 0.2-2 ms, and says how often at exit. The sample's launches
+  # are short, so by default they run as written (PREEMPT_LONG_US): here every
+  # launch is converted, to show it preempted.
+  preempted=$(PREEMPT_DAEMON=off PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$out/sample.preempt" 2> "$out/stress.log")
   # The same program, its launches scheduled by the demo's preemptd (which logs every decision).
   scheduled=$(PREEMPT_PRIORITY=-5 "$out/sample.preempt")
   echo "original           : $original"
   echo "converted          : $converted"
-  echo "converted, evicted : $preempted ($(grep -o '[0-9]* evictions ([0-9]* spatial), [0-9]* resumptions' "$out/stress.log"))"
+  echo "converted, evicted : $preempted ($(grep -o '[0-9]* evictions ([0-9]* spatial[^)]*), [0-9]* resumptions' "$out/stress.log"))"
   echo "under preemptd     : $scheduled ($(grep -c ' command ' "$daemon_dir/decisions.log") commands; first ones:)"
   grep ' command ' "$daemon_dir/decisions.log" | head -3 | sed 's/^/   /'
   [ "$original" = "$converted" ] && [ "$original" = "$preempted" ] && [ "$original" = "$scheduled" ] &&

@@ -5,6 +5,9 @@
 # configuration preemptd's flexsched policy finds (when build/tools/preemptd was carried). Then a mix of 12
 # kernels. One JSON line per run in OUT/coexec.jsonl; results are checked by the program (wrong_blocks, over_quota).
 set -uo pipefail
+# These programs evict (API, preemptd, stress): every launch converted, and what eviction needs asked of CUDA at
+# start (docs/preemption.md, "Launches as written" and "What a process asks of CUDA").
+export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1
 out=${1:?usage: coexec_check.sh OUT [PAIRS...]}
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -45,7 +45,7 @@ trap cleanup EXIT
 wanted() { [[ $parts == *",$1,"* ]]; }
 # The plugin builds' runs: the persistent form (in-task points live there), one-wave launches kept persistent and
 # evictable (the persistent kernel's grid is one wave), no daemon unless a run starts one.
-plugin_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off)
+plugin_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1)
 seq_no=0
 # run LABEL TIMEOUT_S ENV... -- COMMAND...: appends {"label", "result"} to the log; counts a missing JSON as failed.
 # Sets $line to the program's JSON (or {}), $status to its exit status.

@@ -22,7 +22,7 @@ done
 mkdir -p "$out"
 log=$out/period_sweep.jsonl
 : > "$log"
-env_common=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on)
+env_common=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1)
 # record KIND KERNEL PERIOD ROUND BINARY ARGS...: one JSON line (the program's last line) with its labels.
 record() {
   local kind=$1 kernel=$2 period=$3 round=$4 binary=$5

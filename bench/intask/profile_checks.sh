@@ -6,6 +6,9 @@
 # default stencil,solver,gemm; builds PROFILE_BUILDS (comma-separated names of build/bench/<name>/intask_bench;
 # default preempt,preempt_nointask).
 set -uo pipefail
+# These programs evict (API, preemptd, stress): every launch converted, and what eviction needs asked of CUDA at
+# start (docs/preemption.md, "Launches as written" and "What a process asks of CUDA").
+export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1
 out=${1:?usage: profile_checks.sh OUT [KERNELS]}
 source "$(dirname "$0")/rounds.sh"
 mkdir -p "$out"

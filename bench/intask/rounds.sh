@@ -8,7 +8,7 @@ IFS=, read -r -a kernel_list <<< "${INTASK_CHECK_ONLY:-stencil,gemm,persistent,s
 # shared-memory liveness at the launch bounds' block size and at another.
 check_only_kernels=(retile retile128)
 # How every in-task benchmark runs a kernel: its variant (or persistent form) in one process, no daemon.
-intask_base_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on)
+intask_base_env=(PREEMPT_FORM=persistent PREEMPT_ONE_WAVE=persistent PREEMPT_DAEMON=off PREEMPT_INTASK=on PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1)
 intask_env=("${intask_base_env[@]}")
 
 # rounds_builds EXTRA BUILD...: sets `builds` to the BUILDs, then those named in EXTRA (comma-separated names of

@@ -4,6 +4,9 @@
 # Issue 3 (docs/preemption.md, "Drain form"); builds nothing: bench/build_suite.sh here first, carry build/bench.
 # Usage: bench/preemption/form_check.sh OUT.jsonl   (one JSON line per run; report_forms.py turns it into a table)
 set -uo pipefail
+# These programs evict (API, preemptd, stress): every launch converted, and what eviction needs asked of CUDA at
+# start (docs/preemption.md, "Launches as written" and "What a process asks of CUDA").
+export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
 out=${1:?usage: form_check.sh OUT.jsonl}

@@ -310,6 +310,11 @@ static int fake_capture_mode_restore(int saved) {
   return 0;
 }
 
+static int fake_module_loading_lazy(int *lazy) {
+  *lazy = fake_gpu.lazy_loading;
+  return 0;
+}
+
 static int fake_publisher_load(void **publisher) {
   if (fake_gpu.fail_publisher_load)
     return FAKE_ERROR_LAUNCH;
@@ -373,6 +378,7 @@ static const preempt_gpu_ops fake_ops = {
     .stream_capturing = fake_stream_capturing,
     .capture_mode_relax = fake_capture_mode_relax,
     .capture_mode_restore = fake_capture_mode_restore,
+    .module_loading_lazy = fake_module_loading_lazy,
 };
 
 const preempt_gpu_ops *preempt_gpu_backend(void) { return &fake_ops; }

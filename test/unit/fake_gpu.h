@@ -89,6 +89,7 @@ typedef struct fake_gpu_state {
    * code instead: the query fails), and the calls that relax and restore the thread's capture mode. */
   uint32_t original_ctas_per_sm;
   int capturing, capture_query_error, capture_relaxes, capture_restores;
+  int lazy_loading; /* what module_loading_lazy answers */
 } fake_gpu_state;
 #define FAKE_WRITE_LOG 64
 

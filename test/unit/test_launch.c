@@ -151,6 +151,36 @@ static void test_short_launches(void) {
   setenv("PREEMPT_LONG_US", "0", 1);
 }
 
+/* Under lazy module loading an eviction that would hold a stream is refused, said with the way out: a launch of a
+ * kernel not yet loaded waits behind a held stream (context.c, PREEMPT_EVICT_READY). */
+static void test_lazy_loading_refuses_eviction(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  long long first = 3, second = 4;
+  void *args[] = {&first, &second};
+  void *app_stream = &first;
+  for (int lazy = 0; lazy < 2; lazy++) {
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4lazyPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.lazy_loading = lazy;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
+    preempt_launch_id launch = preempt_last_launch();
+    CHECK(launch != 0);
+    fake_event_set_pending(fake_launch_record(launch)->done_event, 1); /* still running */
+    preempt_status status = preempt_evict(launch, NULL);
+    if (lazy) {
+      CHECK_EQ_U64(status, PREEMPT_ERROR_UNSUPPORTED);
+      CHECK(strstr(preempt_last_error(), "lazily") && strstr(preempt_last_error(), "PREEMPT_EVICT_READY=1"));
+      CHECK_EQ_U64(fake_gpu.mask_writes, 0);
+    } else {
+      CHECK_EQ_U64(status, PREEMPT_OK);
+      CHECK(fake_gpu.mask_writes > 0);
+      CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    }
+    fake_event_set_pending(fake_launch_record(launch)->done_event, 0);
+  }
+}
+
 /* Inside a stream capture a converted kernel's launch runs its unconverted copy, untimed (the graph runs later), and
  * the one-time lookups run with the thread's capture mode relaxed; without a copy the launch is refused, said. */
 static void test_capture_launches(void) {
@@ -1356,8 +1386,9 @@ static void test_eviction_time(void) {
 int main(int argc, char **argv) {
   /* What the runtime's load-time constructor left in the environment (test/lit/unit/connections.test). */
   if (argc == 2 && strcmp(argv[1], "--connections") == 0) {
-    const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    printf("CUDA_DEVICE_MAX_CONNECTIONS=%s\n", connections ? connections : "unset");
+    const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS"), *loading = getenv("CUDA_MODULE_LOADING");
+    printf("CUDA_DEVICE_MAX_CONNECTIONS=%s CUDA_MODULE_LOADING=%s\n", connections ? connections : "unset",
+           loading ? loading : "unset");
     return 0;
   }
   unsetenv("PREEMPT_CHECK_INTERVAL");
@@ -1757,6 +1788,7 @@ int main(int argc, char **argv) {
   test_one_wave_launches();
   test_short_launches();
   test_capture_launches();
+  test_lazy_loading_refuses_eviction();
   test_drain_form();
   test_quota();
   test_intask();
