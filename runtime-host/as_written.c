@@ -58,7 +58,7 @@ int preempt_capture_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
  * kernel's sample. A pending one is left for a later launch: nothing here
  * waits for the GPU. */
 static void take_length_sample(const preempt_gpu_ops *gpu, preempt_kernel_on_device *on_device) {
-  if (!on_device->length_pending || gpu->event_query(on_device->length_events[1]) != 0)
+  if (on_device->length_pending != 1 || gpu->event_query(on_device->length_events[1]) != 0)
     return;
   float milliseconds = 0;
   if (gpu->event_elapsed_ms(on_device->length_events[0], on_device->length_events[1], &milliseconds) == 0)
@@ -93,14 +93,26 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
     return 0;
   int timed = !on_device->length_pending &&
               (on_device->length.samples == 0 || on_device->short_launches % PREEMPT_RETIME_EVERY == 0) &&
-              have_length_events(gpu, on_device) && gpu->event_record(on_device->length_events[0], stream) == 0;
-  if (gpu->launch_function(kernel->desc->host_stub, on_device->original_function, grid, block, args, shared_bytes,
-                           stream) != 0)
-    return 0; /* the converted form runs, and reports the API's error if it fails too (gpu.h) */
-  if (timed && gpu->event_record(on_device->length_events[1], stream) == 0) {
-    on_device->length_pending = 1;
+              have_length_events(gpu, on_device);
+  int claimed = timed;
+  if (claimed)
+    on_device->length_pending = -1; /* claimed: no other thread records these events meanwhile */
+  /* Enqueued with the context unlocked, as persistent_launch does: a launch
+   * blocks while its stream's queue is full, which may drain only once
+   * another thread (the stress thread's, say) resumes an evicted launch
+   * ahead of it in the stream. */
+  preempt_runtime_unlock(runtime);
+  timed = timed && gpu->event_record(on_device->length_events[0], stream) == 0;
+  int status = gpu->launch_function(kernel->desc->host_stub, on_device->original_function, grid, block, args,
+                                    shared_bytes, stream);
+  timed = timed && status == 0 && gpu->event_record(on_device->length_events[1], stream) == 0;
+  runtime = preempt_runtime_lock(); /* the same context, locked again */
+  if (claimed) {
+    on_device->length_pending = timed;
     on_device->length_waves = waves;
   }
+  if (status != 0)
+    return 0; /* the converted form runs, and reports the API's error if it fails too (gpu.h) */
   on_device->short_launches++;
   on_device->launches++;
   return 1;

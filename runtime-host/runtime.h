@@ -84,7 +84,7 @@ typedef struct preempt_kernel_on_device {
   uint32_t original_ctas_per_sm;
   preempt_launch_length length;
   void *length_events[2];
-  int length_pending;
+  int length_pending; /* 1: a timing in flight; -1: a launch is recording one */
   uint64_t length_waves;
   uint64_t short_launches, capture_launches;
   /* Task length, sampled on a launch (EffiSha §6.3's online sampling). The
