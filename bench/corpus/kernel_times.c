@@ -1,0 +1,119 @@
+/* kernel_times.c: a CUPTI injection library (CUDA_INJECTION64_PATH) that records every kernel's
+ * GPU time through CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL and writes, at exit, one line per kernel
+ * name: name<TAB>launches<TAB>total_ns<TAB>max_ns<TAB>blocks (the grid of its longest launch), to the file named by CORPUS_KTIME_FILE (appended,
+ * so a program that starts CUDA in several processes adds one block per process).
+ * Part of bench/corpus (run.sh); built by bench/corpus's build script against the CUPTI headers. */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUF_SIZE (8u << 20)
+#define TABLE_SIZE 4096u
+
+struct entry {
+  char *name;
+  uint64_t count, total_ns, max_ns, max_blocks;
+};
+static struct entry table[TABLE_SIZE];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t dropped;
+static int initialized, written;
+
+static uint64_t hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static void add(const char *name, uint64_t ns, uint64_t blocks) {
+  if (!name) name = "?";
+  pthread_mutex_lock(&lock);
+  uint64_t h = hash(name);
+  for (unsigned i = 0; i < TABLE_SIZE; i++) {
+    struct entry *e = &table[(h + i) % TABLE_SIZE];
+    if (!e->name) e->name = strdup(name);
+    if (strcmp(e->name, name) == 0) {
+      e->count++;
+      e->total_ns += ns;
+      if (ns >= e->max_ns) {
+        e->max_ns = ns;
+        e->max_blocks = blocks;
+      }
+      pthread_mutex_unlock(&lock);
+      return;
+    }
+  }
+  dropped++;
+  pthread_mutex_unlock(&lock);
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = aligned_alloc(8, BUF_SIZE);
+  *size = *buffer ? BUF_SIZE : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  CUpti_Activity *record = NULL;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+      CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)record;
+      add(k->name, k->end > k->start ? k->end - k->start : 0,
+          (uint64_t)k->gridX * (uint64_t)k->gridY * (uint64_t)k->gridZ);
+    }
+  }
+  size_t lost = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &lost) == CUPTI_SUCCESS && lost) {
+    pthread_mutex_lock(&lock);
+    dropped += lost;
+    pthread_mutex_unlock(&lock);
+  }
+  free(buffer);
+}
+
+static void write_table(void) {
+  if (written) return;
+  written = 1;
+  cuptiActivityFlushAll(1);
+  const char *path = getenv("CORPUS_KTIME_FILE");
+  FILE *f = path && *path ? fopen(path, "a") : stderr;
+  if (!f) return;
+  pthread_mutex_lock(&lock);
+  for (unsigned i = 0; i < TABLE_SIZE; i++)
+    if (table[i].name)
+      fprintf(f, "%s\t%llu\t%llu\t%llu\t%llu\n", table[i].name, (unsigned long long)table[i].count,
+              (unsigned long long)table[i].total_ns, (unsigned long long)table[i].max_ns,
+              (unsigned long long)table[i].max_blocks);
+  if (dropped) fprintf(f, "#dropped\t%llu\t0\t0\t0\n", (unsigned long long)dropped);
+  fprintf(f, "#end\t0\t0\t0\t0\n");
+  pthread_mutex_unlock(&lock);
+  if (f != stderr) fclose(f);
+}
+
+/* Records still buffered when a context goes away (cudaDeviceReset) are flushed first. */
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data) {
+  (void)userdata;
+  (void)data;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+    cuptiActivityFlushAll(0);
+}
+
+int InitializeInjection(void) {
+  if (initialized) return 1;
+  initialized = 1;
+  CUpti_SubscriberHandle subscriber;
+  if (cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL) == CUPTI_SUCCESS)
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) return 0;
+  if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) return 0;
+  atexit(write_table);
+  return 1;
+}

@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""bench/corpus/report.py CORPUS.jsonl [--corpus DIR] [--gpu ...] [--commit ...] [--command ...] > corpus.md
+
+Verdicts over runner.py's records (bench/corpus/README.md, "Pass and fail"):
+- the original passes when it exits 0 within its timeout and prints the line programs.tsv expects, if any;
+  a program whose original fails here is left out of the counts and listed;
+- a plugin mode (plugin, stress, stress_intask) passes on the same terms, and, where programs.tsv says
+  same_stdout=yes and the original's filtered stdout was the same in all its runs (correctness and timing
+  rounds), with the same filtered stdout as the original;
+- timing: per program the median wall time of each build over the rounds, their ratio, and the spread of
+  the per-round ratios; with CUPTI, the GPU time of the kernels both builds ran (names of the plugin's
+  variants stripped), median over rounds; the plugin's own kernels are counted apart;
+- under stress: the stress run's wall time over the original's, both from the correctness phase (the same
+  number of programs at once).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+PLUGIN_MODES = ["plugin", "stress", "stress_intask"]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def fmt(x, nd=3):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.{nd}f}"
+
+
+def read_tsv(path):
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if line.strip():
+                rows.append(dict(zip(header, line.rstrip("\n").split("\t"))))
+    return rows
+
+
+def last_lines(text, n=4):
+    lines = [l for l in (text or "").splitlines() if l.strip()]
+    return "\n".join(l[:200] for l in lines[-n:])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("jsonl")
+    ap.add_argument("--corpus", default="")
+    ap.add_argument("--gpu", default="unknown")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--command", default="")
+    ap.add_argument("--elapsed", default="")
+    ap.add_argument("--sms", type=int, default=132)
+    a = ap.parse_args()
+
+    recs = defaultdict(dict)
+    with open(a.jsonl) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                recs[r["name"]][r["mode"]] = r
+    manifest = {r["name"]: r for r in read_tsv(os.path.join(a.corpus, "manifest.tsv"))} if a.corpus else {}
+    build = read_tsv(os.path.join(a.corpus, "build.tsv")) if a.corpus else []
+    info = {r.get("key", ""): r for r in []}
+    build_info = []
+    if a.corpus and os.path.exists(os.path.join(a.corpus, "build-info.tsv")):
+        with open(os.path.join(a.corpus, "build-info.tsv")) as f:
+            build_info = [l.rstrip("\n").split("\t", 1) for l in f if l.strip()]
+    names = sorted(recs)
+
+    def prog(name):
+        return manifest.get(name, {})
+
+    # Original stdout stability over every original run that exited 0.
+    def orig_shas(name):
+        shas = []
+        o = recs[name].get("original")
+        if o and o.get("rc") == 0 and not o.get("timed_out"):
+            shas.append(o["stdout_sha"])
+        t = recs[name].get("timing")
+        if t:
+            shas += [x["stdout_sha"] for x in t["original"] if x["rc"] == 0 and not x["timed_out"]]
+        return shas
+
+    def run_ok(r, expect):
+        why = []
+        if r.get("missing"):
+            return False, ["plugin build failed"]
+        if r.get("skipped"):
+            return False, ["not run: time budget spent"]
+        if r.get("timed_out"):
+            why.append(f"timed out after {r.get('timeout_s')} s")
+        elif r.get("rc") != 0:
+            why.append(f"exit code {r.get('rc')}")
+        if expect and r.get("expect_found") is False:
+            why.append(f"no line matching '{expect}'")
+        return not why, why
+
+    verdict = {}  # name -> {mode: (ok, why)}
+    orig_fail, unstable, compare_off = [], [], []
+    for n in names:
+        p = prog(n)
+        expect = p.get("expect", "-") if p.get("expect", "-") != "-" else ""
+        o = recs[n].get("original")
+        if not o or o.get("skipped"):
+            continue
+        ok, why = run_ok(o, expect)
+        if not ok:
+            orig_fail.append((n, why, o))
+            continue
+        shas = orig_shas(n)
+        stable = len(set(shas)) == 1
+        compare = p.get("same_stdout", "yes") == "yes"
+        if compare and not stable:
+            unstable.append(n)
+        if not compare:
+            compare_off.append(n)
+        v = {}
+        for m in PLUGIN_MODES:
+            r = recs[n].get(m)
+            if not r:
+                v[m] = (False, ["not run"])
+                continue
+            ok, why = run_ok(r, expect)
+            if compare and stable and not r.get("missing") and r.get("stdout_sha") != o["stdout_sha"]:
+                d = r.get("first_diff")
+                why.append("stdout differs" + (f" at line {d['line']}: original '{d['original']}', this '{d['this']}'"
+                                               if d else ""))
+                ok = False
+            v[m] = (ok, why)
+        verdict[n] = v
+
+    judged = sorted(verdict)
+    counts = {m: sum(1 for n in judged if verdict[n][m][0]) for m in PLUGIN_MODES}
+
+    # Timing.
+    timing_rows = []
+    wall_ratios, gpu_ratios = [], []
+    short_programs = []
+    long_kernels = []
+    for n in names:
+        t = recs[n].get("timing")
+        if not t or not t["original"] or not t["plugin"]:
+            continue
+        ro = {x["round"]: x for x in t["original"] if x["rc"] == 0 and not x["timed_out"]}
+        rp = {x["round"]: x for x in t["plugin"] if x["rc"] == 0 and not x["timed_out"]}
+        rounds = sorted(set(ro) & set(rp))
+        failed_rounds = len(t["plugin"]) - len(rp)
+        if not rounds:
+            timing_rows.append({"name": n, "rounds": 0, "failed_rounds": failed_rounds})
+            continue
+        wo = statistics.median(ro[r]["wall_s"] for r in rounds)
+        wp = statistics.median(rp[r]["wall_s"] for r in rounds)
+        per_round = [rp[r]["wall_s"] / ro[r]["wall_s"] for r in rounds if ro[r]["wall_s"] > 0]
+        row = {"name": n, "rounds": len(rounds), "failed_rounds": failed_rounds, "wall_o": wo, "wall_p": wp,
+               "ratio": wp / wo if wo > 0 else None,
+               "spread": (min(per_round), max(per_round)) if per_round else None}
+        # GPU time of the kernels both builds ran.
+        g_ratios, g_o, g_p, g_rt, launches = [], [], [], [], []
+        short = 0
+        for r in rounds:
+            ko, kp = ro[r].get("kernels"), rp[r].get("kernels")
+            if ko is None or kp is None:
+                continue
+            common = set(ko) & set(kp)
+            so = sum(ko[k][1] for k in common)
+            sp = sum(kp[k][1] for k in common)
+            g_o.append(so / 1e6)
+            g_p.append(sp / 1e6)
+            g_rt.append(sum(kp[k][1] for k in set(kp) - set(ko)) / 1e6)
+            launches.append(sum(ko[k][0] for k in ko))
+            if so > 0:
+                g_ratios.append(sp / so)
+            if r == rounds[0]:
+                short = sum(1 for k in ko.values() if k[0] and k[1] / k[0] < 20000)
+                row["kernels"] = len(ko)
+                row["only_original"] = sorted(set(ko) - set(kp))[:3]
+                for k, (cnt, tot, mx, blocks) in ko.items():
+                    if mx >= 1_000_000:
+                        long_kernels.append((n, k, mx / 1e6, blocks, cnt))
+        if g_ratios:
+            row.update({"gpu_o": statistics.median(g_o), "gpu_p": statistics.median(g_p),
+                        "gpu_rt": statistics.median(g_rt), "gpu_ratio": statistics.median(g_ratios),
+                        "gpu_spread": (min(g_ratios), max(g_ratios)), "launches": statistics.median(launches),
+                        "short": short})
+            gpu_ratios.append(row["gpu_ratio"])
+            if short:
+                short_programs.append(n)
+        if row["ratio"]:
+            wall_ratios.append(row["ratio"])
+        timing_rows.append(row)
+
+    # Stress against the original (correctness phase).
+    stress_rows = []
+    for n in judged:
+        o = recs[n]["original"]
+        row = {"name": n}
+        for m in ("stress", "stress_intask"):
+            r = recs[n].get(m)
+            if r and not r.get("missing") and not r.get("skipped") and o["wall_s"] > 0:
+                row[m] = r["wall_s"] / o["wall_s"]
+                row[m + "_to"] = r.get("timed_out", False)
+        stress_rows.append(row)
+
+    w = sys.stdout.write
+    w("# Corpus run: real CUDA programs, original against the plugin's build\n\n")
+    w(f"- commit here: {a.commit}; built from: " + ", ".join(f"{k} {v}" for k, v in build_info) + "\n")
+    w(f"- GPU, driver: {a.gpu}\n")
+    w(f"- command: `{a.command}`" + (f" ({a.elapsed} s)" if a.elapsed else "") + "\n")
+    n_list = len(build)
+    n_both = sum(1 for r in build if r.get("original") == "yes" and r.get("plugin") == "yes")
+    if build:
+        w(f"- build: {n_list} programs listed, {n_both} built in both configs; "
+          f"left out (original build failed): {', '.join(r['name'] for r in build if r.get('original') != 'yes') or 'none'}; "
+          f"plugin build failed: {', '.join(r['name'] for r in build if r.get('original') == 'yes' and r.get('plugin') != 'yes') or 'none'}\n")
+    t_rounds = [r["rounds"] for r in timing_rows]
+    cupti = any(recs[n].get("timing", {}).get("cupti") for n in names)
+    stopped = next((recs[n]["timing"].get("stopped") for n in names if recs[n].get("timing", {}).get("stopped")), None)
+    w(f"- timing: {len(timing_rows)} programs, rounds per program {min(t_rounds) if t_rounds else 0}-{max(t_rounds) if t_rounds else 0}"
+      f"{' (stopped: ' + stopped + ')' if stopped else ''}; CUPTI {'on in both builds' if cupti else 'off'}\n\n")
+
+    gw, gg = geomean(wall_ratios), geomean(gpu_ratios)
+    w(f"Summary: {len(names)} programs run, original passes in {len(judged)}; with the plugin "
+      + ", ".join(f"{m} {counts[m]}/{len(judged)}" for m in PLUGIN_MODES)
+      + f"; never evicted, wall time geomean {fmt(gw)} ({sum(1 for x in wall_ratios if x > 1.10)} of {len(wall_ratios)} above 1.10)"
+      + f", GPU time of kernels geomean {fmt(gg)} ({sum(1 for x in gpu_ratios if x > 1.10)} of {len(gpu_ratios)} above 1.10)"
+      + f"; under stress {sum(1 for r in stress_rows if 'stress' in r and r['stress'] <= 3 and not r.get('stress_to'))}"
+      + f"/{sum(1 for r in stress_rows if 'stress' in r)} within 3x the original's time\n\n")
+
+    w("## Correctness\n\n| mode | pass | fail | of |\n|---|---|---|---|\n")
+    for m in PLUGIN_MODES:
+        w(f"| {m} | {counts[m]} | {len(judged) - counts[m]} | {len(judged)} |\n")
+    w(f"\nStdout compared (filtered of timing lines) in {len(judged) - len(unstable) - len(compare_off)} programs; "
+      f"not compared: the list says so ({', '.join(compare_off) or 'none'}), the original's own runs differ "
+      f"({', '.join(unstable) or 'none'}).\n\n")
+    if orig_fail:
+        w("Programs whose original fails here (left out of the counts):\n\n")
+        for n, why, o in orig_fail:
+            w(f"- {n}: {'; '.join(why)}\n")
+            tl = last_lines(o.get("stderr_tail")) or last_lines(o.get("stdout_tail"))
+            if tl:
+                w("```\n" + tl + "\n```\n")
+        w("\n")
+    w("## Failures with the plugin\n\n")
+    any_fail = False
+    for n in judged:
+        bad = [m for m in PLUGIN_MODES if not verdict[n][m][0]]
+        if not bad:
+            continue
+        any_fail = True
+        # Modes that failed alike are reported once.
+        groups = []
+        for m in bad:
+            why = "; ".join(verdict[n][m][1])
+            for g in groups:
+                if g[1] == why:
+                    g[0].append(m)
+                    break
+            else:
+                groups.append(([m], why))
+        for modes, why in groups:
+            r = recs[n].get(modes[0], {})
+            secs = f", {fmt(r.get('wall_s'), 2)} s" if r.get("wall_s") is not None else ""
+            w(f"- **{n}** ({', '.join(modes)}{secs}): {why}\n")
+            tl = last_lines(r.get("stderr_tail")) or last_lines(r.get("stdout_tail"))
+            if tl:
+                w("```\n" + tl + "\n```\n")
+    # Timing runs (no eviction, CUPTI attached to both builds) that failed.
+    for n in names:
+        t = recs[n].get("timing")
+        if not t:
+            continue
+        for build in ("original", "plugin"):
+            bad = [x for x in t[build] if x["rc"] != 0 or x["timed_out"]]
+            if bad:
+                any_fail = True
+                x = bad[0]
+                w(f"- **{n}** (timing runs of the {build} build{', CUPTI attached' if t.get('cupti') else ''}): "
+                  f"{len(bad)} of {len(t[build])} failed, first: "
+                  + (f"timed out" if x["timed_out"] else f"exit code {x['rc']}") + "\n")
+                if x.get("stderr_tail"):
+                    w("```\n" + last_lines(x["stderr_tail"]) + "\n```\n")
+    if not any_fail:
+        w("none\n")
+    w("\n")
+
+    w("## Time, never evicted (plugin / original)\n\n")
+    w(f"Wall time: geomean {fmt(gw)}, {sum(1 for x in wall_ratios if x > 1.10)} of {len(wall_ratios)} programs above 1.10. ")
+    w(f"GPU time of the kernels both builds ran (CUPTI): geomean {fmt(gg)}, {sum(1 for x in gpu_ratios if x > 1.10)} of "
+      f"{len(gpu_ratios)} above 1.10. Programs with kernels shorter than 20 µs on average: {len(short_programs)}.\n\n")
+    w("| program | rounds | wall orig s | wall plugin s | ratio | per-round min-max | GPU orig ms | GPU plugin ms | GPU ratio | min-max | runtime's kernels ms | launches | kernels <20 µs | stress x | stress+intask x |\n")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    srow = {r["name"]: r for r in stress_rows}
+    for r in sorted(timing_rows, key=lambda r: -(r.get("ratio") or 0)):
+        s = srow.get(r["name"], {})
+        sp = r.get("spread")
+        gs = r.get("gpu_spread")
+        w(f"| {r['name']} | {r['rounds']}{' (' + str(r['failed_rounds']) + ' failed)' if r.get('failed_rounds') else ''} | "
+          f"{fmt(r.get('wall_o'))} | {fmt(r.get('wall_p'))} | {fmt(r.get('ratio'))} | "
+          f"{fmt(sp[0], 2) + '-' + fmt(sp[1], 2) if sp else '-'} | {fmt(r.get('gpu_o'))} | {fmt(r.get('gpu_p'))} | "
+          f"{fmt(r.get('gpu_ratio'))} | {fmt(gs[0], 2) + '-' + fmt(gs[1], 2) if gs else '-'} | {fmt(r.get('gpu_rt'))} | "
+          f"{int(r['launches']) if r.get('launches') is not None else '-'} | {r.get('short', '-')} | "
+          f"{fmt(s.get('stress'), 2)}{' (timed out)' if s.get('stress_to') else ''} | "
+          f"{fmt(s.get('stress_intask'), 2)}{' (timed out)' if s.get('stress_intask_to') else ''} |\n")
+    w("\n## Under stress (wall time / the original's, correctness phase)\n\n")
+    for m in ("stress", "stress_intask"):
+        xs = [r for r in stress_rows if m in r]
+        over = sorted((r for r in xs if r[m] > 3 or r.get(m + "_to")), key=lambda r: -r[m])
+        w(f"- {m}: {len(xs) - len(over)}/{len(xs)} within 3x; geomean {fmt(geomean([r[m] for r in xs]), 2)}; over 3x: "
+          + (", ".join(f"{r['name']} {fmt(r[m], 1)}x{' (timed out)' if r.get(m + '_to') else ''}" for r in over) or "none") + "\n")
+    w("\n## Coverage\n\n")
+    tags = defaultdict(list)
+    for n in names:
+        for t in (prog(n).get("tags", "-") or "-").split(","):
+            if t and t != "-":
+                tags[t].append(n)
+    for t in sorted(tags):
+        w(f"- {t} ({len(tags[t])}): {', '.join(tags[t])}\n")
+    w(f"- kernels shorter than 20 µs on average (CUPTI, original build) ({len(short_programs)}): {', '.join(short_programs) or '-'}\n")
+    w("\nKernels with a launch of 1 ms or more (original build; a launch of at most "
+      f"{a.sms} blocks runs in one wave, so each of its blocks runs about that long):\n\n")
+    for n, k, ms, blocks, cnt in sorted(long_kernels, key=lambda x: -x[2])[:40]:
+        w(f"- {n}: `{k[:90]}` {ms:.2f} ms, {blocks} blocks, {cnt} launches\n")
+    if not long_kernels:
+        w("- none measured\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""bench/corpus/runner.py: runs the corpus (called by run.sh, on the GPU machine; standard library only).
+
+Phase 1, correctness, CORPUS_PAR programs at once: every program's original build, then its plugin build
+as is, under PREEMPT_STRESS=1, and under PREEMPT_STRESS=1 PREEMPT_INTASK=on, each in a fresh directory
+holding the program's data files, with a timeout (the original: CORPUS_TIMEOUT_ORIG s; the others:
+max(10 s, 10x the original's time)).
+Phase 2, timing, one process at a time, never evicted: rounds of (original, plugin) per program,
+interleaved, up to CORPUS_ROUNDS rounds or until the time budget (CORPUS_BUDGET_S from the start of
+run.sh) is spent; with CUPTI (CUDA_INJECTION64_PATH=lib/libkernel_times.so) both builds report each
+kernel's launches and GPU time.
+
+Writes one JSON record per program and mode (original, plugin, stress, stress_intask, timing) to --out.
+The verdicts are the report's (report.py): this records facts (exit code, time, the filtered stdout's
+hash, the first line where it differs from the original's, tails of stdout and stderr).
+"""
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+DEFAULT_FILTER = (r"(?i)(time|elapsed|throughput|bandwidth|gflop|flop/s|[gmkt]i?b/s|\bmsecs?\b|\bms\b|"
+                  r"\bsecs?\b|seconds|\busecs?\b|\bus\b|µs|perf|speed|\brate\b|clock|cycles|ticks|"
+                  r"0x[0-9a-f]{6,}|\bpid\b)")
+KERNEL_PREFIXES = re.compile(r"^__preempt_(original|drainform|intaskform|intaskchunks)_")
+TAIL = 1500
+
+MODES = [  # name, build, environment
+    ("original", "original", {}),
+    ("plugin", "plugin", {}),
+    ("stress", "plugin", {"PREEMPT_STRESS": "1"}),
+    ("stress_intask", "plugin", {"PREEMPT_STRESS": "1", "PREEMPT_INTASK": "on"}),
+]
+
+
+def log(msg):
+    print(time.strftime("%H:%M:%S ") + msg, flush=True)
+
+
+def read_manifest(corpus):
+    progs = []
+    with open(os.path.join(corpus, "manifest.tsv")) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if not line.strip():
+                continue
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            for k, v in list(row.items()):
+                if v == "-":
+                    row[k] = ""
+            progs.append(row)
+    return progs
+
+
+def filtered_lines(text, extra_filter):
+    pats = [re.compile(DEFAULT_FILTER)]
+    if extra_filter:
+        pats.append(re.compile(extra_filter))
+    out = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        if not line or any(p.search(line) for p in pats):
+            continue
+        out.append(line)
+    return out
+
+
+def tail(text, n=TAIL):
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def read_ktimes(path):
+    """kernel name (prefixes of the plugin's variants stripped) -> [launches, total_ns, max_ns, blocks]"""
+    kernels = {}
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 4 or parts[0].startswith("#"):
+                continue
+            name = KERNEL_PREFIXES.sub("", parts[0])
+            count, total, mx = int(parts[1]), int(parts[2]), int(parts[3])
+            blocks = int(parts[4]) if len(parts) > 4 else 0
+            k = kernels.setdefault(name, [0, 0, 0, 0])
+            k[0] += count
+            k[1] += total
+            if mx >= k[2]:
+                k[2], k[3] = mx, blocks
+    return kernels
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.corpus = os.path.abspath(args.corpus)
+        self.work = os.path.abspath(args.work)
+        self.dry = os.environ.get("CORPUS_DRY", "0") == "1"
+        self.lock = threading.Lock()
+        self.out = open(args.out, "a")
+        self.cupti = os.path.join(self.corpus, "lib", "libkernel_times.so")
+        self.use_cupti = os.environ.get("CORPUS_CUPTI", "1") == "1" and (os.path.exists(self.cupti) or self.dry)
+        base = {k: v for k, v in os.environ.items() if not k.startswith("PREEMPT_") and k != "CUDA_INJECTION64_PATH"}
+        self.base_env = base
+
+    def emit(self, rec):
+        with self.lock:
+            self.out.write(json.dumps(rec, sort_keys=True) + "\n")
+            self.out.flush()
+
+    def rundir(self, prog, tag):
+        d = os.path.join(self.work, "run", prog["name"], tag)
+        if os.path.exists(d):
+            shutil.rmtree(d, ignore_errors=True)
+        data = os.path.join(self.corpus, "data", prog["name"])
+        if os.path.isdir(data):
+            shutil.copytree(data, d, symlinks=True)
+        else:
+            os.makedirs(d)
+        return d
+
+    def command(self, prog, build):
+        args = shlex.split(prog.get("args") or "")
+        binary = os.path.join(self.corpus, build, prog["name"])
+        if self.dry:
+            # Stands in for the binary: prints its name and arguments, and what the list expects.
+            expect = prog.get("expect") or ""
+            # With CUPTI on, it also writes a kernel table as libkernel_times.so would (the plugin's with a
+            # variant's prefix and one kernel of the runtime's own).
+            script = ('echo "dry run of ${0##*/} $*"; [ -n "$EXPECT" ] && echo "$EXPECT"; sleep 0.02; '
+                      'if [ -n "$CORPUS_KTIME_FILE" ]; then '
+                      'printf "${KPREFIX}_Z6kernelPf\\t100\\t%d\\t2000000\\t64\\n#end\\t0\\t0\\t0\\t0\\n" '
+                      '$((1500000 + $$ % 1000 * 100)) >> "$CORPUS_KTIME_FILE"; '
+                      '[ -n "$KPREFIX" ] && printf "preempt_runtime_kernel\\t1\\t3000\\t3000\\t1\\n" >> "$CORPUS_KTIME_FILE"; fi; true')
+            return ["sh", "-c", script, binary] + args, {
+                "EXPECT": expect.replace("\\", ""), "KPREFIX": "__preempt_original_" if build == "plugin" else ""}
+        return [binary] + args, {}
+
+    def execute(self, prog, build, env_extra, timeout, cwd, ktime_file=None):
+        cmd, dry_env = self.command(prog, build)
+        env = dict(self.base_env)
+        env.update(env_extra)
+        env.update(dry_env)
+        if ktime_file:
+            env["CUDA_INJECTION64_PATH"] = self.cupti
+            env["CORPUS_KTIME_FILE"] = ktime_file
+            if os.path.exists(ktime_file):
+                os.unlink(ktime_file)
+        so_path = cwd + ".stdout"
+        se_path = cwd + ".stderr"
+        t0 = time.monotonic()
+        timed_out = False
+        with open(so_path, "wb") as so, open(se_path, "wb") as se:
+            try:
+                p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=so, stderr=se, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+            except OSError as e:
+                se.write(str(e).encode())
+                return {"rc": 127, "wall_s": 0.0, "timed_out": False, "stdout": "", "stderr": str(e)}
+            try:
+                rc = p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                rc = p.wait()
+        wall = time.monotonic() - t0
+        # A program's children (none expected) go with it.
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        with open(so_path, "rb") as f:
+            stdout = f.read(64 << 20).decode("utf-8", "replace")
+        with open(se_path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            stderr = f.read().decode("utf-8", "replace")
+        return {"rc": rc, "wall_s": round(wall, 4), "timed_out": timed_out, "stdout": stdout, "stderr": stderr}
+
+    def facts(self, prog, res, ref_lines=None):
+        """The record's verdict-free facts about one run."""
+        lines = filtered_lines(res["stdout"], prog.get("filter"))
+        rec = {
+            "rc": res["rc"],
+            "wall_s": res["wall_s"],
+            "timed_out": res["timed_out"],
+            "stdout_sha": hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16],
+            "stdout_lines": len(lines),
+            "stdout_tail": tail(res["stdout"]),
+            "stderr_tail": tail(res["stderr"]),
+        }
+        expect = prog.get("expect")
+        if expect:
+            rec["expect_found"] = re.search(expect, res["stdout"], re.M) is not None
+        if ref_lines is not None and lines != ref_lines:
+            for i in range(max(len(lines), len(ref_lines))):
+                a = ref_lines[i] if i < len(ref_lines) else "<none>"
+                b = lines[i] if i < len(lines) else "<none>"
+                if a != b:
+                    rec["first_diff"] = {"line": i + 1, "original": a[:200], "this": b[:200]}
+                    break
+        return rec, lines
+
+    # Phase 1 -------------------------------------------------------------------------------------------
+    def correctness(self, progs, deadline):
+        """Every original, then every program's plugin runs, mode by mode; nothing starts after the
+        deadline (those runs are recorded as skipped), and no run's timeout goes past it."""
+        orig_lines, orig_time = {}, {}
+        par = int(os.environ.get("CORPUS_PAR", "4"))
+        t_orig = float(os.environ.get("CORPUS_TIMEOUT_ORIG", "60"))
+
+        def one(prog, mode, build, env_extra, timeout):
+            left = deadline - time.time()
+            if left < 2:
+                rec = {"name": prog["name"], "mode": mode, "build": build, "env": env_extra, "skipped": True}
+                self.emit(rec)
+                return rec, None
+            timeout = min(timeout, left)
+            cwd = self.rundir(prog, mode)
+            res = self.execute(prog, build, env_extra, timeout, cwd)
+            rec, lines = self.facts(prog, res, orig_lines.get(prog["name"]) if mode != "original" else None)
+            rec.update({"name": prog["name"], "mode": mode, "build": build, "timeout_s": round(timeout, 1),
+                        "env": env_extra})
+            self.emit(rec)
+            shutil.rmtree(cwd, ignore_errors=True)
+            return rec, lines
+
+        with concurrent.futures.ThreadPoolExecutor(par) as pool:
+            futs = {pool.submit(one, p, "original", "original", {}, t_orig): p for p in progs}
+            for fut in concurrent.futures.as_completed(futs):
+                p = futs[fut]
+                rec, lines = fut.result()
+                if rec.get("skipped"):
+                    continue
+                orig_lines[p["name"]] = lines
+                orig_time[p["name"]] = rec["wall_s"]
+                if rec["rc"] != 0 or rec["timed_out"]:
+                    log(f"original {p['name']}: rc {rec['rc']}{' (timed out)' if rec['timed_out'] else ''}")
+            log(f"phase 1: {len(orig_time)} of {len(progs)} originals run")
+            jobs = []
+            for mode, build, env in MODES[1:]:
+                for p in progs:
+                    if p["name"] not in orig_time:
+                        continue
+                    if not os.path.exists(os.path.join(self.corpus, "plugin", p["name"])):
+                        self.emit({"name": p["name"], "mode": mode, "build": build, "missing": True, "env": env})
+                        continue
+                    timeout = max(10.0, 10.0 * orig_time[p["name"]])
+                    jobs.append(pool.submit(one, p, mode, build, env, timeout))
+            failed = skipped = 0
+            for fut in concurrent.futures.as_completed(jobs):
+                rec, _ = fut.result()
+                if rec.get("skipped"):
+                    skipped += 1
+                elif rec["rc"] != 0 or rec["timed_out"]:
+                    failed += 1
+            log(f"phase 1: {len(jobs)} plugin runs, {failed} with a nonzero exit or a timeout, {skipped} skipped "
+                "(time budget)")
+        return orig_time, orig_lines
+
+    # Phase 2 -------------------------------------------------------------------------------------------
+    def timing(self, progs, orig_time, orig_lines, deadline):
+        rounds = int(os.environ.get("CORPUS_ROUNDS", "5"))
+        data = {p["name"]: {"original": [], "plugin": []} for p in progs}
+        dirs = {}
+        timed = [p for p in progs if os.path.exists(os.path.join(self.corpus, "plugin", p["name"]))]
+        stopped = None
+        for r in range(1, rounds + 1):
+            for p in timed:
+                name = p["name"]
+                est = 2.5 * orig_time.get(name, 1.0) + 1.0
+                if time.time() + est > deadline:
+                    stopped = f"round {r}, before {name}: the time budget was spent"
+                    break
+                # Alternate which build goes first from round to round.
+                order = ("original", "plugin") if r % 2 else ("plugin", "original")
+                for build in order:
+                    key = (name, build)
+                    if key not in dirs:
+                        dirs[key] = self.rundir(p, "timing-" + build)
+                    cwd = dirs[key]
+                    kfile = os.path.join(self.work, "ktime", f"{name}.{build}.{r}.tsv") if self.use_cupti else None
+                    if kfile:
+                        os.makedirs(os.path.dirname(kfile), exist_ok=True)
+                    timeout = max(10.0, 10.0 * orig_time.get(name, 6.0))
+                    res = self.execute(p, build, {}, timeout, cwd, kfile)
+                    lines = filtered_lines(res["stdout"], p.get("filter"))
+                    data[name][build].append({
+                        "round": r, "rc": res["rc"], "wall_s": res["wall_s"], "timed_out": res["timed_out"],
+                        "stdout_sha": hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16],
+                        "stderr_tail": tail(res["stderr"], 400) if res["rc"] != 0 else "",
+                        "kernels": read_ktimes(kfile) if kfile else None,
+                    })
+            if stopped:
+                break
+            log(f"phase 2: round {r} done")
+        if stopped:
+            log(f"phase 2: stopped in {stopped}")
+        for p in timed:
+            d = data[p["name"]]
+            self.emit({"name": p["name"], "mode": "timing", "cupti": self.use_cupti,
+                       "rounds": min(len(d["original"]), len(d["plugin"])),
+                       "original": d["original"], "plugin": d["plugin"], "stopped": stopped})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--deadline", type=float, required=True, help="epoch seconds by which both phases end")
+    args = ap.parse_args()
+    r = Runner(args)
+    progs = read_manifest(r.corpus)
+    only = os.environ.get("CORPUS_ONLY")
+    if only:
+        progs = [p for p in progs if re.search(only, p["name"])]
+    log(f"{len(progs)} programs, {'dry run, ' if r.dry else ''}CUPTI {'on' if r.use_cupti else 'off'}")
+    orig_time, orig_lines = r.correctness(progs, args.deadline)
+    r.timing(progs, orig_time, orig_lines, args.deadline)
+    log("done")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
