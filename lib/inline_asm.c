@@ -286,7 +286,7 @@ static preempt_asm_hazard special_register(const char *name, size_t length, cons
   }
   for (size_t k = 0; k < sizeof place / sizeof *place; k++)
     if (span_is(name, 0, length, place[k])) {
-      *why = "reads where the thread runs (%smid, %warpid)";
+      *why = "reads where the thread runs";
       return PREEMPT_ASM_PLACE;
     }
   *why = "reads a special register not known harmless";
@@ -480,9 +480,9 @@ static void classify_opcode(const char *text, size_t op, size_t op_length, size_
   } else if (ROOT_IS("bar") || ROOT_IS("barrier") || ROOT_IS("mbarrier")) {
     set_unsafe(I, PREEMPT_ASM_BARRIER, "meets at a barrier");
   } else if (ROOT_IS("exit") || ROOT_IS("trap") || ROOT_IS("brkpt")) {
-    set_unsafe(I, PREEMPT_ASM_EXIT, "ends the thread (exit, trap)");
+    set_unsafe(I, PREEMPT_ASM_EXIT, "ends the thread");
   } else if (ROOT_IS("ret") || ROOT_IS("call") || ROOT_IS("brx")) {
-    set_unsafe(I, PREEMPT_ASM_LEAVES, "leaves the assembly (ret, call)");
+    set_unsafe(I, PREEMPT_ASM_LEAVES, "leaves the assembly");
   } else if (ROOT_IS("bra")) {
     size_t target = skip_blank(text, end, operands);
     size_t target_length = ident_length(text, end, target);
@@ -591,7 +591,7 @@ static void walk(const char *text, size_t length, visit_fn visit, void *context)
       I.length = I.opcode_length = I.root_length = (uint32_t)(end - start);
       if (kind == STATEMENT_LABEL) {
         I.is_label = 1;
-        set_unsafe(&I, PREEMPT_ASM_BRANCH, "has a label (branches)");
+        set_unsafe(&I, PREEMPT_ASM_BRANCH, "branches");
       } else {
         set_unsafe(&I, PREEMPT_ASM_UNKNOWN, "has unbalanced braces");
       }

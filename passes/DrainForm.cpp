@@ -54,8 +54,17 @@ std::string whyNoDrainForm(Function &Kernel) {
       if (isa<AtomicCmpXchgInst>(I) || (isa<AtomicRMWInst>(I) && !I.use_empty()))
         return "uses the result of an atomic: a block waiting for a skipped one would never finish";
       if (auto *Call = dyn_cast<CallBase>(&I)) {
-        if (Call->isInlineAsm())
-          return "has inline assembly";
+        // Inline assembly by the same rules as IR (lib/inline_asm.c): register work, plain loads, stores,
+        // reductions and fences keep the form; a volatile or relaxed/acquire load, an atom (its result comes
+        // back) or anything unsafe refuses it.
+        if (Call->isInlineAsm()) {
+          preempt_asm_summary Asm = classifyInlineAsm(*Call);
+          if (!Asm.drain.why)
+            continue;
+          std::string Reason = "has " + describeInlineAsm(*Call, Asm.drain);
+          bool Unsafe = Asm.unsafe.why && Asm.unsafe.offset == Asm.drain.offset;
+          return Unsafe ? Reason : Reason + ": a block waiting for a skipped one would never finish";
+        }
         Function *Callee = Call->getCalledFunction();
         if (!Callee || (Callee->isDeclaration() && !Callee->isIntrinsic()))
           return "calls a function whose code the pass cannot see";
@@ -149,6 +158,14 @@ static CallBase *fusableFirstBarrier(Function &Kernel, std::string &Why) {
         First = Call;
         Stopped = true;
         break;
+      }
+      // Inline assembly the drain form kept is register work or memory: what it may write decides.
+      if (Call && Call->isInlineAsm()) {
+        if (classifyInlineAsm(*Call).writes.why) {
+          Why = "it has inline assembly that may write memory before its first barrier";
+          return nullptr;
+        }
+        continue;
       }
       if (Call && (!Call->getCalledFunction() || !Call->getCalledFunction()->isIntrinsic())) {
         Why = "it calls a function before its first barrier";

@@ -35,6 +35,7 @@
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Verifier.h"
@@ -117,8 +118,16 @@ static void remarkMissed(Function &F, const Twine &Message) {
 }
 
 // A call that is a pure function of its operands: an intrinsic that touches
-// no memory and does not synchronize (thread and block registers, math).
+// no memory and does not synchronize (thread and block registers, math), or
+// inline assembly of register work in its own thread, not marked sideeffect
+// (lib/inline_asm.c; clang marks every CUDA asm convergent, the text says
+// whether it is). Warp-level asm (shfl.sync) is not: a copy of it in a
+// restore would run with other lanes than the original.
 static bool isPureCall(const CallBase &Call) {
+  if (Call.isInlineAsm()) {
+    preempt_asm_summary Asm = classifyInlineAsm(Call);
+    return preempt_asm_is_recomputable(&Asm);
+  }
   return isa<IntrinsicInst>(Call) && Call.doesNotAccessMemory() && !Call.isConvergent();
 }
 
@@ -167,11 +176,16 @@ static std::string kernelRefusal(Function &Kernel) {
     if (isa<AllocaInst>(I))
       return "keeps data in local memory (an alloca), which an in-task context does not save";
     if (auto *Call = dyn_cast<CallBase>(&I)) {
-      if (Call->isInlineAsm())
-        return "has inline assembly";
-      Function *Callee = Call->getCalledFunction();
-      if (!Callee || (!Callee->isIntrinsic() && !Callee->getName().starts_with("__preempt_")))
+      // Inline assembly of register work only (lib/inline_asm.c: PURE, warp-level included) is an instruction
+      // like any other: its results are saved, or computed again where isPureCall says so. Anything else in it
+      // (memory, which the shared-memory liveness cannot see through, special registers, control) refuses.
+      if (Call->isInlineAsm()) {
+        if (preempt_asm_summary Asm = classifyInlineAsm(*Call); Asm.not_pure.why)
+          return "has " + describeInlineAsm(*Call, Asm.not_pure);
+      } else if (Function *Callee = Call->getCalledFunction();
+                 !Callee || (!Callee->isIntrinsic() && !Callee->getName().starts_with("__preempt_"))) {
         return "calls a function (" + (Callee ? Callee->getName().str() : std::string("indirectly")) + ")";
+      }
     }
     for (const Use &Operand : I.operands())
       if (auto *Global = dyn_cast<GlobalVariable>(Operand.get()->stripPointerCasts()); Global && isDynamicShared(*Global))
@@ -642,7 +656,7 @@ bool PointBuilder::prepareOuter(llvm::Loop &Outer) {
 }
 
 bool PointBuilder::isFree(const Value *V, const DominatorTree &DT) const {
-  if (isa<Constant>(V) || isa<Argument>(V))
+  if (isa<Constant>(V) || isa<Argument>(V) || isa<InlineAsm>(V)) // an asm call's callee is no value to save
     return true;
   auto *I = dyn_cast<Instruction>(V);
   if (I && ResumeSafe.contains(I) && EnclosingEnters.contains(I->getParent()))

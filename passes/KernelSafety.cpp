@@ -45,14 +45,57 @@ static bool isHarmlessExternal(StringRef Name) {
   return Allowed.contains(Name);
 }
 
-static const char *unsafeInlineAsmReason(const InlineAsm &Asm) {
+preempt_asm_summary classifyInlineAsm(const CallBase &Call) {
+  const auto &Asm = *cast<InlineAsm>(Call.getCalledOperand());
   StringRef Text = Asm.getAsmString();
-  static const char *const Tokens[] = {"ctaid", "nctaid", "exit", "bar.", "barrier", "clock",
-                                       "globaltimer", "cluster", "envreg", "s_getreg", "workgroup"};
+  std::string Constraints = Asm.getConstraintString().str();
+  preempt_asm_summary Summary;
+  preempt_asm_classify(Text.data(), Text.size(), Constraints.c_str(), Asm.hasSideEffects(), &Summary);
+  return Summary;
+}
+
+std::string describeInlineAsm(const CallBase &Call, const preempt_asm_finding &Finding) {
+  std::string Description = "inline assembly that ";
+  Description += Finding.why ? Finding.why : "the pass cannot classify";
+  StringRef Text = cast<InlineAsm>(Call.getCalledOperand())->getAsmString();
+  if (Finding.length == 0 || Finding.offset + (uint64_t)Finding.length > Text.size())
+    return Description;
+  // The instruction on one line, its white space runs one space, at most 60 characters.
+  std::string Quoted;
+  for (char C : Text.substr(Finding.offset, Finding.length)) {
+    bool Space = C == ' ' || C == '\t' || C == '\n' || C == '\r';
+    if (Space && (Quoted.empty() || Quoted.back() == ' '))
+      continue;
+    Quoted += Space ? ' ' : C;
+  }
+  if (Quoted.size() > 60)
+    Quoted = Quoted.substr(0, 57) + "...";
+  return Description + " ('" + Quoted + "')";
+}
+
+// AMDGPU's inline assembly, which the pass does not parse: any of these substrings refuses the kernel
+// (s_endpgm ends the wave; s_memtime and s_memrealtime read clocks).
+static const char *unsafeAmdgpuAsmReason(const InlineAsm &Asm) {
+  StringRef Text = Asm.getAsmString();
+  static const char *const Tokens[] = {"ctaid",    "nctaid",    "exit",     "bar.",     "barrier",
+                                       "clock",    "globaltimer", "cluster", "envreg",   "s_getreg",
+                                       "workgroup", "s_endpgm",  "s_memtime", "s_memrealtime"};
   for (const char *Token : Tokens)
     if (Text.contains(Token))
       return "has inline assembly that touches grid registers, barriers, clocks or thread exit";
   return nullptr;
+}
+
+// NVPTX: only what a task loop changes refuses the kernel (grid registers, clocks, environment registers, CTA
+// barriers, ending the thread, leaving the asm: PREEMPT_ASM_CONVERSION_HAZARDS); the remark quotes the
+// instruction. What the drain form and in-task points refuse besides, they say themselves.
+static std::string unsafeInlineAsmReason(const CallBase &Call, GpuTarget Target) {
+  if (Target != GpuTarget::NVPTX) {
+    const char *Why = unsafeAmdgpuAsmReason(*cast<InlineAsm>(Call.getCalledOperand()));
+    return Why ? Why : "";
+  }
+  preempt_asm_summary Summary = classifyInlineAsm(Call);
+  return Summary.conversion.why ? "has " + describeInlineAsm(Call, Summary.conversion) : "";
 }
 
 // AMDGPU: uses of the dispatch packet must be loads at constant offsets, and
@@ -98,9 +141,8 @@ static std::string checkInstructions(Function &F, bool IsKernel, GpuTarget Targe
         if (IsKernel && (&BB != &F.getEntryBlock() || !Alloca->isStaticAlloca()))
           Out << "has a dynamic stack allocation";
       } else if (auto *Call = dyn_cast<CallBase>(&I)) {
-        if (auto *Asm = dyn_cast<InlineAsm>(Call->getCalledOperand())) {
-          if (const char *Why = unsafeInlineAsmReason(*Asm))
-            Out << Why;
+        if (Call->isInlineAsm()) {
+          Out << unsafeInlineAsmReason(*Call, Target);
         } else if (Function *Callee = Call->getCalledFunction()) {
           if (const char *Why = unsafeIntrinsicReason(*Call))
             Out << Why;

@@ -5,6 +5,8 @@
 
 #include "GpuTarget.h"
 
+#include "preempt/inline_asm.h"
+
 #include "llvm/ADT/SetVector.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/ValueMap.h"
@@ -27,6 +29,13 @@ llvm::SetVector<llvm::Function *> reachableFunctions(llvm::Function &Kernel);
 llvm::Function *makeUniformityScratch(llvm::Function &Kernel, GpuTarget Target, llvm::ValueToValueMapTy &Map,
                                       bool MemoryDivergent);
 void eraseUniformityScratch(llvm::Function *Scratch, llvm::FunctionAnalysisManager &FAM);
+
+// What an inline-assembly call (`Call.isInlineAsm()`) does: its PTX text
+// classified by lib/inline_asm.c with the call's IR facts (constraints,
+// sideeffect). PTX only: AMDGPU's asm is not parsed.
+preempt_asm_summary classifyInlineAsm(const llvm::CallBase &Call);
+// "inline assembly that <why> ('<the instruction>')", for remarks.
+std::string describeInlineAsm(const llvm::CallBase &Call, const preempt_asm_finding &Finding);
 
 // Returns the empty string when `Kernel` is safe to convert, else why not.
 std::string whyNotConvertible(llvm::Function &Kernel, GpuTarget Target, llvm::FunctionAnalysisManager &FAM);

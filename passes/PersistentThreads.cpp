@@ -212,15 +212,20 @@ enum class TaskLoop {
 //
 // Publishing each task, with a second barrier at each task's end, is needed
 // only when a cloned callee reads the task context or there is inline
-// assembly: a cloned callee reads the block index through `current_slot` at
-// any point of the task, so the slot must be the current task's, and thread 0
-// rewrites `current_slot` before the publishing barrier, while siblings may
-// still be in task n. Inline assembly might do anything.
+// assembly the pass cannot read: a cloned callee reads the block index through
+// `current_slot` at any point of the task, so the slot must be the current
+// task's, and thread 0 rewrites `current_slot` before the publishing barrier,
+// while siblings may still be in task n. Unsafe inline assembly
+// (lib/inline_asm.c), and any on AMDGPU, might do anything.
 //
 // Threads may even run different tasks of a batch at once when they never
 // meet inside a task: no shared memory, no barrier, nothing convergent (warp
 // shuffles, votes: lanes of one warp must be in the same task). Only NVPTX:
-// AMDGPU's wave-level intrinsics are not all marked convergent.
+// AMDGPU's wave-level intrinsics are not all marked convergent. PTX inline
+// assembly of register work in its own thread is an instruction like any
+// other; warp-level asm (shfl.sync, vote) meets the warp, and asm with memory
+// accesses counts as meeting too (it may address shared memory through an
+// integer or generic address).
 static TaskLoop chooseTaskLoop(Function &Kernel, const DenseMap<Function *, Function *> &Clones, GpuTarget Target) {
   auto IsSharedPointer = [](const Value *V) {
     auto *Type = dyn_cast<PointerType>(V->getType());
@@ -232,8 +237,16 @@ static TaskLoop chooseTaskLoop(Function &Kernel, const DenseMap<Function *, Func
   bool ThreadsMeet = Target != GpuTarget::NVPTX;
   for (Function *F : reachableFunctions(Kernel))
     for (Instruction &I : instructions(*F)) {
-      if (auto *Call = dyn_cast<CallBase>(&I)) {
-        if (Call->isInlineAsm() || Clones.count(Call->getCalledFunction()))
+      if (auto *Call = dyn_cast<CallBase>(&I); Call && Call->isInlineAsm()) {
+        if (Target != GpuTarget::NVPTX)
+          return TaskLoop::PerTaskEndBarrier;
+        preempt_asm_summary Asm = classifyInlineAsm(*Call);
+        if (Asm.asm_class == PREEMPT_ASM_UNSAFE)
+          return TaskLoop::PerTaskEndBarrier;
+        if (Asm.asm_class == PREEMPT_ASM_MEMORY || (Asm.flags & PREEMPT_ASM_LANES))
+          ThreadsMeet = true;
+      } else if (Call) {
+        if (Clones.count(Call->getCalledFunction()))
           return TaskLoop::PerTaskEndBarrier;
         Function *Callee = Call->getCalledFunction();
         // A defined callee is walked itself; anything else must not synchronize.
