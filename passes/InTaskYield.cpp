@@ -131,9 +131,13 @@ static bool isPureCall(const CallBase &Call) {
   return isa<IntrinsicInst>(Call) && Call.doesNotAccessMemory() && !Call.isConvergent();
 }
 
+// What never takes the uniform mark below, whatever UniformityAnalysis says:
+// memory, calls other than pure ones, and any inline assembly (`mov.u32 $0,
+// %laneid` has no operands to be divergent by; NVPTX's TTI takes every call's
+// result for divergent today, the mark does not depend on it).
 static bool touchesMemory(const Instruction &I) {
   if (auto *Call = dyn_cast<CallBase>(&I))
-    return !isPureCall(*Call);
+    return Call->isInlineAsm() || !isPureCall(*Call);
   return I.mayReadOrWriteMemory();
 }
 
