@@ -269,6 +269,9 @@ static const asm_case pure_from_source[] = {
     {"mov.u32 %0, 1; // exit;\n", "=r", 0},                                    /* comments are not code */
     {"/* bar.sync 0; */ mov.u32 %0, 1;", "=r", 0},
     {"mov.u32 ${0}, ${1:x};", "=r,r", 0},
+    {"cvta.to.global.u64 %0, %1;", "=l,l", 0},
+    {"{ .reg .b64 %%a; mul.wide.u32 %%a, %1, %2; mov.b64 {%0, _}, %%a; }", "=r,r,r", 0},
+    {"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;", "=l", 0},
     {"", "", 1},
 };
 
@@ -311,6 +314,9 @@ static const memory_case memory[] = {
     {"st.global.wt.f32 [$0], $1;", "l,f,~{memory}", 1, PREEMPT_ASM_STORE | PREEMPT_ASM_CLOBBER, 0, 1}, /* __stwt */
     {"st.global.cg.b16 [$0], $1;", "l,h,~{memory}", 1, PREEMPT_ASM_STORE, 0, 1},
     {"st.volatile.global.u32 [%0], %1;", "l,r", 1, PREEMPT_ASM_STORE, 0, 1},
+    {"st.global.v4.f32 [%0], {%1,%2,%3,%4};", "l,f,f,f,f", 1, PREEMPT_ASM_STORE, 0, 1},
+    {"{ .reg .pred p; setp.ne.u32 p, %2, 0; @p st.shared.u32 [%0], %1; }", "r,r,r", 1,
+     PREEMPT_ASM_STORE | PREEMPT_ASM_SHARED, 0, 1},
     {"st.release.gpu.global.u32 [%0], %1;", "l,r,~{memory}", 1, PREEMPT_ASM_STORE, 0, 1},
     {"atom.add.u32 %0, [%1], %2;", "=r,l,r", 1, PREEMPT_ASM_ATOMIC | PREEMPT_ASM_GENERIC, 1, 1},
     {"atom.global.cas.b32 %0, [%1], %2, %3;", "=r,l,r,r", 1, PREEMPT_ASM_ATOMIC, 1, 1},
