@@ -259,6 +259,8 @@ static preempt_asm_hazard special_register(const char *name, size_t length, cons
   static const char *const clocks[] = {"clock",       "clock_hi",       "clock64",
                                        "globaltimer", "globaltimer_lo", "globaltimer_hi"};
   static const char *const place[] = {"smid", "nsmid", "warpid", "nwarpid"};
+  static const char *const layout[] = {"reserved_smem_offset_", "dynamic_smem_size", "total_smem_size",
+                                       "aggr_smem_size"}; /* prefixes */
   for (size_t k = 0; k < sizeof harmless / sizeof *harmless; k++)
     if (span_is(name, 0, length, harmless[k]))
       return PREEMPT_ASM_NO_HAZARD;
@@ -288,6 +290,11 @@ static preempt_asm_hazard special_register(const char *name, size_t length, cons
     if (span_is(name, 0, length, place[k])) {
       *why = "reads where the thread runs";
       return PREEMPT_ASM_PLACE;
+    }
+  for (size_t k = 0; k < sizeof layout / sizeof *layout; k++)
+    if (starts_with(name, 0, length, layout[k])) {
+      *why = "reads the shared-memory layout";
+      return PREEMPT_ASM_LAYOUT;
     }
   *why = "reads a special register not known harmless";
   return PREEMPT_ASM_REGISTER;
@@ -626,6 +633,7 @@ static void find(preempt_asm_finding *finding, const preempt_asm_instruction *I)
   finding->offset = I->offset;
   finding->length = I->length;
   finding->why = I->why;
+  finding->hazard = I->hazard;
 }
 
 static void summarize(void *context, const preempt_asm_instruction *I) {
@@ -642,11 +650,11 @@ static void summarize(void *context, const preempt_asm_instruction *I) {
     if ((PREEMPT_ASM_CONVERSION_HAZARDS >> I->hazard) & 1u)
       find(&summary->conversion, I);
   }
-  if (I->asm_class == PREEMPT_ASM_UNSAFE ||
-      (I->flags & (PREEMPT_ASM_VOLATILE_LOAD | PREEMPT_ASM_STRONG_LOAD | PREEMPT_ASM_ATOMIC)))
+  int may_do_anything =
+      I->asm_class == PREEMPT_ASM_UNSAFE && !((PREEMPT_ASM_READ_ONLY_HAZARDS >> I->hazard) & 1u);
+  if (may_do_anything || (I->flags & (PREEMPT_ASM_VOLATILE_LOAD | PREEMPT_ASM_STRONG_LOAD | PREEMPT_ASM_ATOMIC)))
     find(&summary->drain, I);
-  if (I->asm_class == PREEMPT_ASM_UNSAFE ||
-      (I->flags & (PREEMPT_ASM_STORE | PREEMPT_ASM_ATOMIC | PREEMPT_ASM_REDUCTION)))
+  if (may_do_anything || (I->flags & (PREEMPT_ASM_STORE | PREEMPT_ASM_ATOMIC | PREEMPT_ASM_REDUCTION)))
     find(&summary->writes, I);
 }
 

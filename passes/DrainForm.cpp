@@ -55,15 +55,17 @@ std::string whyNoDrainForm(Function &Kernel) {
         return "uses the result of an atomic: a block waiting for a skipped one would never finish";
       if (auto *Call = dyn_cast<CallBase>(&I)) {
         // Inline assembly by the same rules as IR (lib/inline_asm.c): register work, plain loads, stores,
-        // reductions and fences keep the form; a volatile or relaxed/acquire load, an atom (its result comes
-        // back) or anything unsafe refuses it.
+        // reductions and fences keep the form, and so do reads of %smid or of the shared-memory layout (the
+        // form runs the kernel as written); a volatile or relaxed/acquire load, an atom (its result comes
+        // back) or anything else unsafe refuses it.
         if (Call->isInlineAsm()) {
           preempt_asm_summary Asm = classifyInlineAsm(*Call);
           if (!Asm.drain.why)
             continue;
           std::string Reason = "has " + describeInlineAsm(*Call, Asm.drain);
-          bool Unsafe = Asm.unsafe.why && Asm.unsafe.offset == Asm.drain.offset;
-          return Unsafe ? Reason : Reason + ": a block waiting for a skipped one would never finish";
+          if (Asm.drain.hazard != PREEMPT_ASM_NO_HAZARD)
+            return Reason;
+          return Reason + ": a block waiting for a skipped one would never finish";
         }
         Function *Callee = Call->getCalledFunction();
         if (!Callee || (Callee->isDeclaration() && !Callee->isIntrinsic()))

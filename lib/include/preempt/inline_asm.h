@@ -30,7 +30,9 @@ typedef enum preempt_asm_hazard {
   PREEMPT_ASM_LEAVES,   /* ret, call, brx.idx, a branch to a label the string does not define */
   PREEMPT_ASM_BRANCH,   /* a label, or a branch to one of the string's own labels */
   PREEMPT_ASM_PLACE,    /* %smid, %nsmid, %warpid, %nwarpid: where the thread runs now */
-  PREEMPT_ASM_REGISTER, /* another special register (%dynamic_smem_size, ...): not known harmless */
+  PREEMPT_ASM_LAYOUT,   /* %reserved_smem_offset_*, %dynamic_smem_size, %total_smem_size, %aggr_smem_size: the
+                           CTA's shared-memory layout (cooperative groups' scratch lives in reserved memory) */
+  PREEMPT_ASM_REGISTER, /* another special register: not known harmless */
   PREEMPT_ASM_ASYNC,    /* cp.async*, wgmma, tcgen05, setmaxnreg, griddepcontrol, tensormap, st/red.async */
   PREEMPT_ASM_WAIT,     /* nanosleep */
   PREEMPT_ASM_UNKNOWN,  /* an opcode or directive not on the allow-list, or text the parser does not follow */
@@ -43,6 +45,10 @@ typedef enum preempt_asm_hazard {
 #define PREEMPT_ASM_CONVERSION_HAZARDS                                                                        \
   ((1u << PREEMPT_ASM_GRID) | (1u << PREEMPT_ASM_CLOCK) | (1u << PREEMPT_ASM_ENVREG) |                         \
    (1u << PREEMPT_ASM_BARRIER) | (1u << PREEMPT_ASM_EXIT) | (1u << PREEMPT_ASM_LEAVES))
+
+/* Hazards that only read a register the drain form, which runs the kernel as
+ * written, leaves as it was: they neither write memory nor wait for another block. */
+#define PREEMPT_ASM_READ_ONLY_HAZARDS ((1u << PREEMPT_ASM_PLACE) | (1u << PREEMPT_ASM_LAYOUT))
 
 /* What a PURE or MEMORY instruction does, as bits. */
 enum {
@@ -87,6 +93,7 @@ size_t preempt_asm_parse(const char *text, size_t length, preempt_asm_instructio
 typedef struct preempt_asm_finding {
   uint32_t offset, length; /* the instruction in the text; length 0: the IR facts decided, or nothing found */
   const char *why;         /* NULL: nothing found */
+  uint32_t hazard;         /* the instruction's preempt_asm_hazard: NO_HAZARD for memory and the IR facts */
 } preempt_asm_finding;
 
 typedef struct preempt_asm_summary {
@@ -97,10 +104,12 @@ typedef struct preempt_asm_summary {
   preempt_asm_finding unsafe;     /* the first UNSAFE instruction */
   preempt_asm_finding not_pure;   /* the first instruction (or IR fact) that is not PURE */
   preempt_asm_finding conversion; /* the first with a hazard of PREEMPT_ASM_CONVERSION_HAZARDS */
-  preempt_asm_finding drain;      /* the first the drain form refuses: UNSAFE, or a load of memory another block
-                                     may be writing (volatile, relaxed/acquire), or an atom (its result comes back) */
-  preempt_asm_finding writes;     /* the first that may write memory: a store or an atomic, or UNSAFE (the text
-                                     is what runs: a memory clobber alone writes nothing) */
+  preempt_asm_finding drain;      /* the first the drain form refuses: UNSAFE (but for READ_ONLY_HAZARDS), or a
+                                     load of memory another block may be writing (volatile, relaxed/acquire), or
+                                     an atom (its result comes back) */
+  preempt_asm_finding writes;     /* the first that may write memory: a store or an atomic, or UNSAFE (but for
+                                     READ_ONLY_HAZARDS; the text is what runs: a memory clobber alone writes
+                                     nothing) */
 } preempt_asm_summary;
 
 /* Classifies a whole asm call: its text as preempt_asm_parse does, and the

@@ -3,8 +3,9 @@
 // every form: the drain form, in-task points (its results saved or, for register work in one thread not
 // marked volatile, computed again at resumption) and a task loop without a barrier at each task's end.
 // Memory in asm keeps the drain form by the IR's rules (stores, plain loads, fences) and refuses in-task
-// points; a volatile load refuses the drain form; %smid refuses both; grid registers, clocks, barriers and
-// exit refuse the kernel. Each remark quotes the instruction.
+// points; a volatile load refuses the drain form; %smid refuses in-task points (the drain form runs the
+// kernel as written: reading it is harmless there); grid registers, clocks, barriers and exit refuse the
+// kernel. Each remark quotes the instruction.
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
 // RUN: %opt -passes=verify -disable-output %t.ll
 // RUN: %FileCheck %s < %t.ll
@@ -52,7 +53,7 @@ __global__ void bf16_scale(const __nv_bfloat16 *in, __nv_bfloat16 *out, float fa
 }
 
 // REMARK-DAG: kernel '_Z8which_smPji' converted to persistent-thread form
-// REMARK-DAG: kernel '_Z8which_smPji': no drain form (launches stay persistent): it has inline assembly that reads where the thread runs ('mov.u32 $0, %smid')
+// REMARK-DAG: kernel '_Z8which_smPji': drain form kept
 // REMARK-DAG: kernel '_Z8which_smPji' gets no in-task yield points: it has inline assembly that reads where the thread runs ('mov.u32 $0, %smid')
 __global__ void which_sm(unsigned *out, int steps) {
   unsigned sm;
@@ -165,6 +166,7 @@ __global__ void row_ids(unsigned *out) {
 // FORMS: .entry __preempt_drain__Z10bf16_scalePK13__nv_bfloat16PS_fi
 // FORMS-NEXT: .entry __preempt_drain__Z10fused_gatePK6__halfPf
 // FORMS-NEXT: .entry __preempt_drain__Z13write_throughPKfPfi
+// FORMS-NEXT: .entry __preempt_drain__Z8which_smPji
 // FORMS-NEXT: .entry __preempt_drain__Z9half_mathPK6__halfP13__nv_bfloat16i
 // FORMS-NEXT: .entry __preempt_intaskform__Z10bf16_scalePK13__nv_bfloat16PS_fi
 // FORMS-NEXT: .entry __preempt_intaskform__Z9half_mathPK6__halfP13__nv_bfloat16i
