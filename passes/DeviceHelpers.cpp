@@ -24,7 +24,8 @@ namespace preempt {
 // inlined or deleted.
 static bool isHelperName(StringRef Name) {
   return Name.starts_with("__preempt_") && Name != "__preempt_task_ctx" &&
-         !Name.starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) &&
+         !Name.starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_PERSISTENT_KERNEL_PREFIX) &&
+         !Name.starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) &&
          !Name.starts_with(PREEMPT_INTASK_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_INTASK_DESC_PREFIX) &&
          !Name.starts_with(PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX) && !Name.starts_with(PREEMPT_INTASK_CHUNKS_DESC_PREFIX);
 }

@@ -31,8 +31,9 @@ enum GpuApi : unsigned { ApiCuda = 1, ApiHip = 2 };
 
 static bool isLaunchApi(StringRef Name) { return Name == "cudaLaunchKernel" || Name == "hipLaunchKernel"; }
 
-// Launch entry points preempt does not route: a converted kernel launched
-// through them would run without its control block.
+// Launch entry points preempt does not route: on NVIDIA they run the kernel as
+// written (its own name, ABI 9); on AMDGPU the converted kernel, without its
+// control block.
 static bool isUnroutedLaunchApi(StringRef Name) {
   return (Name.starts_with("cudaLaunch") || Name.starts_with("hipLaunch") || Name.starts_with("cuLaunch") ||
           Name.starts_with("hipExtLaunch") || Name.starts_with("cudaGraphAddKernelNode")) &&
@@ -134,15 +135,31 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
           continue;
         if (Routed && Arg == Call->getArgOperand(0)) {
           Launches.push_back(Call);
-        } else if (Unrouted) {
-          // A compile error, not a warning: running a converted kernel
-          // without its control block would corrupt memory.
+        } else if (Unrouted && Name.starts_with("hip")) {
+          // A compile error, not a warning: on AMDGPU the converted kernel
+          // keeps the kernel's name, and running it without its control
+          // block would corrupt memory.
           M.getContext().diagnose(DiagnosticInfoUnsupported(
               *Call->getFunction(),
               "preempt: kernel '" + KernelNames.lookup(Handle) + "' (stub '" + Handle->getName() +
                   "') is launched through " + Name +
                   ", which preempt does not route; launch it with <<<>>> or build its device code without the plugin",
               Call->getDebugLoc()));
+        } else if (Unrouted) {
+          // On NVIDIA the kernel's own name is the kernel as written
+          // (control_block.h, ABI 9): this launch runs it correctly, only
+          // not preemptibly, as do launches the pass cannot see (a graph's
+          // kernel node, a launch through a function pointer).
+          StringRef KernelName = KernelNames.lookup(Handle);
+          if (KernelName.empty())
+            KernelName = Handle->getName(); // host-only compilation registers nothing
+          OptimizationRemarkEmitter Remarks(Call->getFunction());
+          Remarks.emit([&] {
+            return OptimizationRemarkMissed(PassName, "LaunchNotRouted", Call)
+                   << "launch of kernel '" << ore::NV("Kernel", KernelName) << "' through "
+                   << ore::NV("Api", Name) << " runs the kernel as written, not preemptible (preempt routes <<<>>> "
+                   << "launches only)";
+          });
         }
         break;
       }

@@ -486,6 +486,23 @@ static void addOriginalCopy(Function &Kernel) {
   copyKernel(Kernel, (PREEMPT_ORIGINAL_KERNEL_PREFIX + Kernel.getName()).str(), ".original");
 }
 
+// Gives the kernel's own name back to the copy as written, and the converted
+// kernel the persistent prefix (control_block.h, ABI 9): what the program
+// registered under the name is then the kernel it wrote, so a launch that
+// does not go through the runtime (a graph's kernel node, cudaLaunchKernelEx,
+// a launch through a function pointer, cuLaunchKernel) runs it as written
+// instead of a converted kernel without its parameters. Without a copy (no
+// NVPTX, or a taken name) nothing is swapped: the runtime refuses such a
+// kernel's launches (resolve_kernel) rather than guess.
+static void swapWithOriginal(Module &M, Function &Converted, StringRef Name) {
+  Function *Copy = M.getFunction((PREEMPT_ORIGINAL_KERNEL_PREFIX + Name).str());
+  if (!Copy)
+    return;
+  std::string KernelName = Name.str();
+  Converted.setName(PREEMPT_PERSISTENT_KERNEL_PREFIX + KernelName);
+  Copy->setName(KernelName);
+}
+
 PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &MAM) {
   GpuTarget Target = gpuTargetOf(M);
   if (Target == GpuTarget::None)
@@ -497,6 +514,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     // The unconverted copy of a kernel a previous run converted is not a
     // kernel of the program's own: leave it as it is, without a remark.
     if (!isKernel(F, Target) || F.getName().starts_with(PREEMPT_ORIGINAL_KERNEL_PREFIX) ||
+        F.getName().starts_with(PREEMPT_PERSISTENT_KERNEL_PREFIX) ||
         F.getName().starts_with(PREEMPT_DRAIN_KERNEL_PREFIX) || F.getName().starts_with(PREEMPT_INTASK_KERNEL_PREFIX) ||
         F.getName().starts_with(PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX))
       continue;
@@ -580,6 +598,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     std::string Name = Kernel->getName().str();
     Function *Converted = Convert(*Kernel, chooseTaskLoop(*Kernel, Clones, Target), nullptr);
     addKernelMarker(M, Name);
+    swapWithOriginal(M, *Converted, Name);
     OptimizationRemarkEmitter Remarks(Converted);
     Remarks.emit([&] {
       return OptimizationRemark(PassName, "Converted", Converted)

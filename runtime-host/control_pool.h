@@ -115,6 +115,7 @@ typedef struct preempt_launch_record {
    * (evict_set). */
   int intask_enabled, intask_evicted, intask_evict_set;
   void *intask_function; /* the kernel's in-task variant, which this launch's grids run (enabled only) */
+  void *persistent_function; /* the kernel's persistent form (control_block.h, PREEMPT_PERSISTENT_KERNEL_PREFIX) */
   int intask_chunks;     /* that variant is the one in constant chunks */
   int shape_sample;      /* timed for the choice between the two (intask.c) */
   /* The context ring this record holds (device memory), its size, and the

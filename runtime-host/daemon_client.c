@@ -514,7 +514,8 @@ int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, i
   entry->last_eviction_ns = 0;
   /* The persistent form's footprint, for co-execution (FlexSched §4.3); 0 registers: unknown, never co-located. */
   uint32_t registers_per_thread = 0, static_shared_bytes = 0;
-  if (runtime->gpu->kernel_footprint(record->desc->host_stub, &registers_per_thread, &static_shared_bytes) != 0)
+  if (runtime->gpu->kernel_footprint(record->desc->host_stub, record->persistent_function, &registers_per_thread,
+                                     &static_shared_bytes) != 0)
     registers_per_thread = static_shared_bytes = 0;
   entry->registers_per_thread = registers_per_thread;
   entry->static_shared_bytes = static_shared_bytes;

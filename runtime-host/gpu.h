@@ -36,7 +36,10 @@ typedef struct preempt_gpu_ops {
    * it), and a kernel's registers per thread and static shared memory per
    * CTA: the daemon places two kernels' CTAs on one SM from these. */
   int (*sm_limits)(int device, preempt_sm_limits *limits);
-  int (*kernel_footprint)(const void *host_stub, uint32_t *registers_per_thread, uint32_t *static_shared_bytes);
+  /* `function`: a copy looked up beside the stub's kernel (the persistent
+   * form), or NULL for the stub's own. */
+  int (*kernel_footprint)(const void *host_stub, void *function, uint32_t *registers_per_thread,
+                          uint32_t *static_shared_bytes);
   /* Copies device memory to device memory on `stream`, in its order, without waiting. */
   int (*copy_device_async)(void *device_destination, const void *device_source, size_t bytes, void *stream);
   /* Copies device memory to the host on `stream` and waits for it. */

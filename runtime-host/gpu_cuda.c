@@ -183,8 +183,20 @@ static int cuda_sm_limits(int device, preempt_sm_limits *limits) {
   return 0;
 }
 
-static int cuda_kernel_footprint(const void *host_stub, uint32_t *registers_per_thread,
+static int cuda_kernel_footprint(const void *host_stub, void *function, uint32_t *registers_per_thread,
                                  uint32_t *static_shared_bytes) {
+  if (function) {
+    int registers = 0, shared = 0;
+    int status = load_driver();
+    if (status != cudaSuccess)
+      return status;
+    if (driver.func_get_attribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)function) != CUDA_SUCCESS ||
+        driver.func_get_attribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, (CUfunction)function) != CUDA_SUCCESS)
+      return cudaErrorInvalidDeviceFunction;
+    *registers_per_thread = registers > 0 ? (uint32_t)registers : 0;
+    *static_shared_bytes = shared > 0 ? (uint32_t)shared : 0;
+    return cudaSuccess;
+  }
   struct cudaFuncAttributes attributes;
   cudaError_t status = cudaFuncGetAttributes(&attributes, host_stub);
   if (status != cudaSuccess)

@@ -68,9 +68,10 @@ static int hip_sm_limits(int device, preempt_sm_limits *limits) {
   return hipErrorNotSupported;
 }
 
-static int hip_kernel_footprint(const void *host_stub, uint32_t *registers_per_thread,
+static int hip_kernel_footprint(const void *host_stub, void *function, uint32_t *registers_per_thread,
                                 uint32_t *static_shared_bytes) {
   (void)host_stub;
+  (void)function;
   *registers_per_thread = *static_shared_bytes = 0;
   return hipErrorNotSupported;
 }

@@ -308,7 +308,8 @@ int preempt_intask_launch(const preempt_gpu_ops *gpu, preempt_launch_record *rec
     record->intask_enabled = 0;
     record->intask_chunks = 0;
   }
-  return gpu->launch(record->desc->host_stub, grid, record->block, record->params, record->shared_bytes, stream);
+  return gpu->launch_function(record->desc->host_stub, record->persistent_function, grid, record->block,
+                              record->params, record->shared_bytes, stream);
 }
 
 uint32_t preempt_intask_relaunch_flags(const preempt_launch_record *record) {

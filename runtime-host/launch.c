@@ -81,11 +81,11 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[NAME_CAPACITY], original_name[NAME_CAPACITY], drain_name[NAME_CAPACITY],
+  char marker_name[NAME_CAPACITY], persistent_name[NAME_CAPACITY], drain_name[NAME_CAPACITY],
       intask_name[NAME_CAPACITY], variant_name[NAME_CAPACITY], chunks_desc_name[NAME_CAPACITY],
       chunks_name[NAME_CAPACITY];
   if (prefixed_name(marker_name, PREEMPT_KERNEL_MARKER_PREFIX, desc->name) ||
-      prefixed_name(original_name, PREEMPT_ORIGINAL_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(persistent_name, PREEMPT_PERSISTENT_KERNEL_PREFIX, desc->name) ||
       prefixed_name(drain_name, PREEMPT_DRAIN_KERNEL_PREFIX, desc->name) ||
       prefixed_name(intask_name, PREEMPT_INTASK_DESC_PREFIX, desc->name) ||
       prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name) ||
@@ -127,12 +127,26 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
    * or all launches, stay persistent: not an error. A failed lookup is
    * said, once, and means the same. */
   on_device->original_function = NULL;
+  on_device->persistent_function = NULL;
   on_device->drain_function = NULL;
   memset(&on_device->intask, 0, sizeof on_device->intask);
   on_device->intask_function = NULL;
   memset(&on_device->intask_chunks, 0, sizeof on_device->intask_chunks);
   on_device->intask_chunks_function = NULL;
   if (abi_version != 0) {
+    /* The persistent form, which every converted launch needs: a kernel
+     * whose marker says converted but has none cannot be launched as
+     * converted, and its own name may not be the kernel as written either. */
+    status = gpu->original_kernel(desc->host_stub, persistent_name, &on_device->persistent_function);
+    if (status == 0 && !on_device->persistent_function)
+      status = gpu->not_supported;
+    if (status != 0) {
+      free(on_device->param_sizes);
+      on_device->param_sizes = NULL;
+      on_device->persistent_function = NULL;
+      return preempt_report_gpu(gpu, status, "looking up the persistent form (rebuild the kernel with the matching "
+                                "libpreempt.so)", desc->name);
+    }
     /* In-task points (docs/intask.md): a descriptor of another ABI or with
      * more points than the runtime knows is refused, not guessed at. Left
      * unresolved, the kernel is resolved again at its next launch: its
@@ -161,8 +175,9 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     }
     if (on_device->intask_function)
       resolve_chunks_variant(gpu, desc, on_device, chunks_desc_name, chunks_name);
+    /* The kernel's own name: the kernel as written (control_block.h). */
     on_device->original_function =
-        look_up_copy(gpu, desc, original_name, "looking up the unconverted copy (one-wave launches stay persistent)");
+        look_up_copy(gpu, desc, desc->name, "looking up the kernel as written (launches stay converted)");
     on_device->drain_function =
         look_up_copy(gpu, desc, drain_name, "looking up the drain form (launches stay persistent)");
   }
@@ -182,7 +197,13 @@ static int kernel_occupancy(const preempt_runtime *runtime, const preempt_kernel
   uint32_t block_threads = block.x * block.y * block.z;
   if (on_device->cached_block_threads == block_threads && on_device->cached_shared_bytes == shared_bytes)
     return 0;
-  int status = gpu->occupancy(desc->host_stub, block_threads, shared_bytes, &on_device->ctas_per_sm);
+  /* The stub's own (the runtime API's query, which also binds the thread's
+   * context for the driver's queries below) is the kernel as written's since
+   * ABI 9; the persistent form's is asked of its function. */
+  int status = gpu->occupancy(desc->host_stub, block_threads, shared_bytes, &on_device->original_ctas_per_sm);
+  if (status == 0)
+    status = gpu->function_occupancy(desc->host_stub, on_device->persistent_function, block_threads, shared_bytes,
+                                     &on_device->ctas_per_sm);
   if (status != 0)
     return preempt_report_gpu(gpu, status, "querying occupancy", desc->name);
   on_device->intask_ctas_per_sm = 0;
@@ -202,17 +223,6 @@ static int kernel_occupancy(const preempt_runtime *runtime, const preempt_kernel
       preempt_report("kernel '%s': its in-task variant holds %u CTAs per SM against the kernel's %u at %u threads "
                      "per CTA (its yield points' registers): PREEMPT_INTASK=auto does not run it",
                      desc->name, on_device->intask_ctas_per_sm, on_device->ctas_per_sm, block_threads);
-  }
-  /* The copy's own: a short launch's waves (as_written.c) count in the
-   * blocks the kernel as written holds per SM, often more than its
-   * converted form's, whose task loop adds registers. */
-  on_device->original_ctas_per_sm = on_device->ctas_per_sm;
-  if (on_device->original_function &&
-      (status = gpu->function_occupancy(desc->host_stub, on_device->original_function, block_threads, shared_bytes,
-                                        &on_device->original_ctas_per_sm)) != 0) {
-    on_device->original_ctas_per_sm = on_device->ctas_per_sm;
-    preempt_report_gpu(gpu, status, "querying the unconverted copy's occupancy (the converted kernel's is used)",
-                       desc->name);
   }
   on_device->cached_block_threads = block_threads;
   on_device->cached_shared_bytes = shared_bytes;
@@ -402,6 +412,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->intask_enabled = 0;
   record->intask_evicted = 0;
   record->intask_function = NULL;
+  record->persistent_function = on_device->persistent_function;
   record->intask_chunks = 0;
   record->shape_sample = 0;
 

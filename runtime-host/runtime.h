@@ -43,9 +43,14 @@ typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
   size_t *param_sizes; /* of the kernel's own parameters, once converted */
-  /* The converted kernel's unconverted copy (gpu.h's original_kernel), NULL
-   * if none: launches whose grid fits in one wave run it (launch.c). */
+  /* The kernel as written, under its own name since ABI 9 (what the
+   * program's stub registered; gpu.h's original_kernel): short and one-wave
+   * launches run it (as_written.c, launch.c). */
   void *original_function;
+  /* The persistent form (control_block.h, PREEMPT_PERSISTENT_KERNEL_PREFIX),
+   * which every converted grid but the drain form's first wave and in-task
+   * variants' runs. */
+  void *persistent_function;
   uint64_t one_wave_launches; /* launches that ran it */
   /* The kernel's drain form (control_block.h), NULL if the pass kept none:
    * launches run it where launch.c's choose_form says so. */

@@ -8,18 +8,19 @@
 ; RUN: %opt -load-pass-plugin=%plugin -passes=preempt-persistent-threads -S %S/Inputs/no_kernels.ll -o - | %FileCheck %s --check-prefix=NOKERNELS
 
 ; REMARK: kernel 'scale' left unchanged (not preemptible): it is already in persistent-thread form
-; CHECK: define ptx_kernel void @scale(ptr %data, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
+; CHECK: define ptx_kernel void @__preempt_persistent_scale(ptr %data, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 ; CHECK-COUNT-1: preempt.task:
 ; CHECK-NOT: preempt.task1:
 ; The unconverted copy and the drain form kept by the first run are neither converted nor copied
 ; again by the second.
-; REMARK-NOT: __preempt_original_
+; REMARK-NOT: __preempt_persistent_
 ; REMARK-NOT: __preempt_drain_
 ; COPY-NOT: @__preempt_kernel___preempt_
-; COPY: define ptx_kernel void @__preempt_original_scale(ptr %data)
+; COPY: define ptx_kernel void @scale(ptr %data)
 ; COPY-NOT: preempt.control
 ; COPY: define ptx_kernel void @__preempt_drain_scale(ptr %data, ptr noundef %preempt.control)
 ; COPY-NOT: __preempt_original_
+; COPY-NOT: __preempt_persistent_
 ; COPY-NOT: __preempt_drain_
 ; NOKERNELS: define void @helper(ptr %p)
 ; NOKERNELS-NOT: preempt

@@ -48,10 +48,10 @@ static int fake_param_sizes(const void *stub, uint32_t count, size_t *sizes) {
     sizes[index] = 8; /* the tests pass 8-byte parameters */
   return 0;
 }
+/* The stub's kernel: the kernel as written (control_block.h, ABI 9). */
 static int fake_occupancy(const void *stub, uint32_t threads, size_t shared, uint32_t *ctas_per_sm) {
   (void)stub; (void)threads; (void)shared;
-  fake_gpu.occupancy_queries++;
-  *ctas_per_sm = fake_gpu.ctas_per_sm;
+  *ctas_per_sm = fake_gpu.original_ctas_per_sm ? fake_gpu.original_ctas_per_sm : fake_gpu.ctas_per_sm;
   return 0;
 }
 /* The H100's, as gpu_cuda.c reads them there. */
@@ -60,8 +60,10 @@ static int fake_sm_limits(int device, preempt_sm_limits *limits) {
   *limits = (preempt_sm_limits){2048, 32, 65536, 256, 233472, 128, 1024, 32};
   return 0;
 }
-static int fake_kernel_footprint(const void *stub, uint32_t *registers_per_thread, uint32_t *static_shared_bytes) {
+static int fake_kernel_footprint(const void *stub, void *function, uint32_t *registers_per_thread,
+                                 uint32_t *static_shared_bytes) {
   (void)stub;
+  (void)function;
   *registers_per_thread = fake_gpu.registers_per_thread;
   *static_shared_bytes = fake_gpu.static_shared_bytes;
   return 0;
@@ -214,6 +216,7 @@ int fake_original_function;
 int fake_drain_function;
 int fake_intask_function;
 int fake_intask_chunks_function;
+int fake_persistent_function;
 
 static int is_intask_function(const void *function) {
   return function == &fake_intask_function || function == &fake_intask_chunks_function;
@@ -224,6 +227,10 @@ static int fake_original_kernel(const void *stub, const char *name, void **funct
   if (strncmp(name, PREEMPT_DRAIN_KERNEL_PREFIX, strlen(PREEMPT_DRAIN_KERNEL_PREFIX)) == 0) {
     fake_gpu.drain_lookups++;
     *function = fake_gpu.has_drain ? &fake_drain_function : NULL;
+    return 0;
+  }
+  if (strncmp(name, PREEMPT_PERSISTENT_KERNEL_PREFIX, strlen(PREEMPT_PERSISTENT_KERNEL_PREFIX)) == 0) {
+    *function = fake_gpu.persistent_missing ? NULL : &fake_persistent_function;
     return 0;
   }
   if (strncmp(name, PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX, strlen(PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX)) == 0) {
@@ -250,8 +257,9 @@ static int fake_original_kernel(const void *stub, const char *name, void **funct
 static int fake_function_occupancy(const void *host_stub, void *function, uint32_t threads, size_t shared,
                                    uint32_t *ctas_per_sm) {
   (void)host_stub; (void)threads; (void)shared;
-  if (function == &fake_original_function) {
-    *ctas_per_sm = fake_gpu.original_ctas_per_sm ? fake_gpu.original_ctas_per_sm : fake_gpu.ctas_per_sm;
+  if (function == &fake_persistent_function) { /* the converted kernel's occupancy, as the stub's was before ABI 9 */
+    fake_gpu.occupancy_queries++;
+    *ctas_per_sm = fake_gpu.ctas_per_sm;
     return 0;
   }
   fake_gpu.intask_occupancy_queries++;
@@ -270,6 +278,8 @@ static int fake_function_occupancy(const void *host_stub, void *function, uint32
 }
 static int fake_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
                                 void **args, size_t shared, void *stream) {
+  if (function == &fake_persistent_function) /* the persistent form: as the stub's launches were before ABI 9 */
+    return fake_launch_kernel(host_stub, grid, block, args, shared, stream);
   if (fake_gpu.fail_function_launch)
     return FAKE_ERROR_LAUNCH;
   fake_launch *last = &fake_gpu.last;

@@ -90,6 +90,7 @@ typedef struct fake_gpu_state {
   uint32_t original_ctas_per_sm;
   int capturing, capture_query_error, capture_relaxes, capture_restores;
   int lazy_loading; /* what module_loading_lazy answers */
+  int persistent_missing; /* converted kernels have no persistent form (a broken build) */
 } fake_gpu_state;
 #define FAKE_WRITE_LOG 64
 
@@ -100,6 +101,8 @@ extern int fake_drain_function;
 /* The handle original_kernel gives for a kernel's in-task variant. */
 extern int fake_intask_function;
 extern int fake_intask_chunks_function;
+/* The handle original_kernel gives for a kernel's persistent form (absent: persistent_missing). */
+extern int fake_persistent_function;
 
 extern fake_gpu_state fake_gpu;
 

@@ -242,7 +242,7 @@ static void test_one_wave_launches(void) {
     fake_gpu.expected_params = 2;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){37, 3, 2}, block64, args, 128, app_stream), 0);
     CHECK_EQ_U64(fake_gpu.original_lookups, 1);
-    CHECK(strcmp(fake_gpu.last_original_name, "__preempt_original__Z5smallPxx") == 0);
+    CHECK(strcmp(fake_gpu.last_original_name, "_Z5smallPxx") == 0); /* the kernel's own name (ABI 9) */
     CHECK_EQ_U64(fake_gpu.function_launches, 1);
     CHECK_EQ_U64(fake_gpu.launches, 1);
     CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
@@ -330,8 +330,21 @@ static void test_one_wave_launches(void) {
     fake_gpu.original_lookup_error = FAKE_ERROR_INVALID_VALUE;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK(fake_gpu.last.persistent && fake_gpu.function_launches == 0);
-    CHECK(strstr(preempt_last_error(), "looking up the unconverted copy") != NULL);
+    CHECK(strstr(preempt_last_error(), "looking up the kernel as written") != NULL);
     CHECK(strstr(preempt_last_error(), "_Z5nohipPxx") != NULL);
+  }
+
+  /* A converted kernel without its persistent form (a broken or mixed build): refused, said, nothing launched. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6nopersPxx", 2);
+    fake_gpu.expected_params = 2;
+    fake_gpu.has_original = 1;
+    fake_gpu.persistent_missing = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, block64, args, 0, app_stream),
+                 FAKE_ERROR_NOT_SUPPORTED);
+    CHECK_EQ_U64(fake_gpu.launches, 0);
+    CHECK(strstr(preempt_last_error(), "persistent form") != NULL && strstr(preempt_last_error(), "_Z6nopersPxx"));
   }
 
   /* The copy fails to launch (e.g. a thread with no current context for the driver): the persistent form runs. */

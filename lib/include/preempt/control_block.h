@@ -6,7 +6,7 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 8u
+#define PREEMPT_KERNEL_ABI_VERSION 9u
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's
@@ -164,6 +164,15 @@ typedef struct preempt_intask_desc {
  * and a stream wait (docs/persistent-threads.md, "One-wave launches"). A
  * kernel without one (built by an older plugin) stays persistent. */
 #define PREEMPT_ORIGINAL_KERNEL_PREFIX "__preempt_original_"
+
+/* Since ABI 9, on NVIDIA, the two swap names once the kernel is converted:
+ * the kernel's own symbol name is the kernel as written (what the program
+ * registered, so that every launch preempt does not route, such as a graph's
+ * kernel node, a cudaLaunchKernelEx or a launch through a function pointer,
+ * runs it correctly, only not preemptibly), and the persistent form is the
+ * kernel of this prefix and the name. The copy's prefix above only names it
+ * inside the pass. */
+#define PREEMPT_PERSISTENT_KERNEL_PREFIX "__preempt_persistent_"
 
 /* Beside each converted NVIDIA kernel the pass also keeps a drain form, a
  * kernel of this prefix and the kernel's symbol name, taking the kernel's own

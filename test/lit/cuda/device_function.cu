@@ -12,7 +12,7 @@
 // The original helper still reads the hardware register, for the refused kernel.
 // CHECK-LABEL: define {{.*}} @_Z10row_offsetv()
 // CHECK: call {{.*}} @llvm.nvvm.read.ptx.sreg.ctaid.y()
-// CHECK-LABEL: define {{.*}} @_Z9convertedPj(
+// CHECK-LABEL: define {{.*}} @__preempt_persistent__Z9convertedPj(
 // CHECK: call {{.*}} @_Z10row_offsetv.preempt()
 // A cloned callee reads the task context at any point of a task: tasks end
 // with a barrier before thread 0 moves `current_slot` on.

@@ -12,7 +12,7 @@
 // CHECK-LABEL: define {{.*}} @_Z14divergent_exitPfi(ptr {{[^,]*}}, i32 noundef %n)
 // CHECK: llvm.nvvm.read.ptx.sreg.ctaid.x
 // CHECK-NOT: preempt.task
-// CHECK-LABEL: define {{.*}} @_Z13exit_no_syncsPfi(ptr {{[^,]*}}, i32 noundef %n, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
+// CHECK-LABEL: define {{.*}} @__preempt_persistent__Z13exit_no_syncsPfi(ptr {{[^,]*}}, i32 noundef %n, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 
 __global__ void divergent_exit(float *data, int n) {
   __shared__ float tile[256];

@@ -9,13 +9,13 @@
 // REMARK-DAG: kernel '_Z6grid2dPj' converted to persistent-thread form
 // REMARK-DAG: kernel '_Z6grid3dPj' converted to persistent-thread form
 
-// IR-LABEL: define {{.*}} @_Z6grid2dPj(
+// IR-LABEL: define {{.*}} @__preempt_persistent__Z6grid2dPj(
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // IR-NOT: call {{.*}}@__preempt_
 // IR: preempt.exit:
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // IR: ret void
-// IR-LABEL: define {{.*}} @_Z6grid3dPj(
+// IR-LABEL: define {{.*}} @__preempt_persistent__Z6grid3dPj(
 // IR-NOT: llvm.nvvm.read.ptx.sreg.ctaid
 // IR-NOT: call {{.*}}@__preempt_
 // IR: preempt.exit:

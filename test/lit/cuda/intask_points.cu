@@ -24,8 +24,8 @@
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -mllvm -preempt-intask=0 %s -o %t.off.ll
 // RUN: %FileCheck %s --check-prefix=OFF --implicit-check-not=__preempt_intaskform_ --implicit-check-not=__preempt_points_ < %t.off.ll
 // The persistent form is the same text with in-task points on and off (same flags otherwise).
-// RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.ll > %t.on.stencil
-// RUN: sed -n '/^define .*@_Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
+// RUN: sed -n '/^define .*@__preempt_persistent__Z7stencilPKfPfi(/,/^}/p' %t.ll > %t.on.stencil
+// RUN: sed -n '/^define .*@__preempt_persistent__Z7stencilPKfPfi(/,/^}/p' %t.off.ll > %t.off.stencil
 // RUN: %FileCheck %s --check-prefix=PERSISTENT < %t.off.stencil
 // RUN: diff %t.on.stencil %t.off.stencil
 // Chunks of a length set at run time, the default, and where a body is too large for constant ones
@@ -55,9 +55,9 @@
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-STEP --implicit-check-not=niter --implicit-check-not=preempt.intask.index
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-SPILL
 
-// LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 8, i32 1, i32 4, i32 1056], align 4
-// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 2, i32 4, i32 16], align 4
-// LIST-NEXT: @__preempt_points__Z9two_loopsPKfPfii = addrspace(1) constant [4 x i32] [i32 8, i32 2, i32 {{[0-9]+}}, i32 416], align 4
+// LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 9, i32 1, i32 4, i32 1056], align 4
+// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 9, i32 2, i32 4, i32 16], align 4
+// LIST-NEXT: @__preempt_points__Z9two_loopsPKfPfii = addrspace(1) constant [4 x i32] [i32 9, i32 2, i32 {{[0-9]+}}, i32 416], align 4
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z6nestedPKfPfii(
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z9two_loopsPKfPfii({{.*}}
@@ -65,7 +65,7 @@
 
 // OFF-REMARK-DAG: kernel '_Z7stencilPKfPfi' converted to persistent-thread form
 // OFF-REMARK-DAG: kernel '_Z6nestedPKfPfii' converted to persistent-thread form
-// OFF: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 8, align 4
+// OFF: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 9, align 4
 // OFF: define {{.*}}ptx_kernel void @_Z7stencilPKfPfi(
 
 #define N 256
@@ -106,7 +106,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 
 // The persistent form has no in-task code: no dispatch, check, save or restore, none of the
 // variant's shared copy (@..buf.intask), no check barrier; the kernel marker is the plain ABI word.
-// PERSISTENT-LABEL: define {{.*}}ptx_kernel void @_Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control,
+// PERSISTENT-LABEL: define {{.*}}ptx_kernel void @__preempt_persistent__Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control,
 // PERSISTENT-NOT: intask
 // PERSISTENT-NOT: barrier.cta.red.or
 // PERSISTENT: store float %v.0.lcssa
@@ -115,7 +115,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // PERSISTENT: {{^}}}
 
 // The variant: the persistent form's parameters; a resumed task's point comes from its batch.
-// VARIANT: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 8, align 4
+// VARIANT: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 9, align 4
 // VARIANT-NOT: @__preempt_kernel___preempt_intaskform_
 // VARIANT-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control, i32 noundef %preempt.task.count,
 // VARIANT: %preempt.intask.resume = phi i32

@@ -10,15 +10,15 @@
 
 // CHECK-DAG: @[[TILE:_ZZ9transposePfPKfE4tile]] = internal {{.*}}addrspace(3) global
 // CHECK-DAG: @[[TWIN:_ZZ9transposePfPKfE4tile\.original]] = internal {{.*}}addrspace(3) global
-// CHECK-LABEL: define {{.*}} ptx_kernel void @_Z9transposePfPKf(
+// CHECK-LABEL: define {{.*}} ptx_kernel void @__preempt_persistent__Z9transposePfPKf(
 // CHECK-NOT: [[TWIN]]
 // CHECK: @[[TILE]]
-// CHECK-LABEL: define {{.*}} ptx_kernel void @_Z7dynamicPf(
+// CHECK-LABEL: define {{.*}} ptx_kernel void @__preempt_persistent__Z7dynamicPf(
 // CHECK: @dynamic_tile
-// CHECK-LABEL: define {{.*}} ptx_kernel void @__preempt_original__Z9transposePfPKf(
+// CHECK-LABEL: define {{.*}} ptx_kernel void @_Z9transposePfPKf(
 // CHECK-NOT: @[[TILE]]{{[^.]}}
 // CHECK: @[[TWIN]]
-// CHECK-LABEL: define {{.*}} ptx_kernel void @__preempt_original__Z7dynamicPf(
+// CHECK-LABEL: define {{.*}} ptx_kernel void @_Z7dynamicPf(
 // CHECK: @dynamic_tile
 // CHECK-NOT: dynamic_tile.original
 

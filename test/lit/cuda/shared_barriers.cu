@@ -16,7 +16,7 @@
 // batch every thread steps the block index itself behind one barrier, with no
 // work of thread 0's before it; no barrier at the task's end (the GPU suite's
 // reduction, transpose and stencil run this shape).
-// CHECK-LABEL: define {{.*}} @_Z9reduce256PKfPf(
+// CHECK-LABEL: define {{.*}} @__preempt_persistent__Z9reduce256PKfPf(
 // CHECK: preempt.task:
 // CHECK: br i1 %preempt.batch.done, label %preempt.batch, label %preempt.batch.step
 // CHECK: preempt.batch:
