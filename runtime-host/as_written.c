@@ -32,23 +32,17 @@ int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *coun
 
 /* A capture records the launch into a graph that runs later, any number of
  * times, where nothing of the runtime's (events, control blocks, stream
- * waits) can follow it: the copy runs as written there, not preemptible,
- * counted in preempt_kernel_info.capture_launches. */
+ * waits) can follow it: the kernel runs as written there, through the
+ * program's own call (its stub's kernel is the kernel as written since ABI 9,
+ * control_block.h), not preemptible, counted in
+ * preempt_kernel_info.capture_launches. */
 int preempt_capture_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, preempt_dim3 grid,
                            preempt_dim3 block, void **args, size_t shared_bytes, void *stream) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_kernel_on_device *on_device = &kernel->on_device[device];
-  if (!on_device->original_function) {
-    preempt_report("kernel '%s' is launched inside a stream capture, which only its unconverted copy can be, and "
-                   "it has none (built by an older libpreempt.so?): rebuild it, or build its device code without "
-                   "the plugin", kernel->desc->name);
-    return gpu->not_supported;
-  }
-  int status = gpu->launch_function(kernel->desc->host_stub, on_device->original_function, grid, block, args,
-                                    shared_bytes, stream);
+  int status = gpu->launch(kernel->desc->host_stub, grid, block, args, shared_bytes, stream);
   if (status != 0)
-    return preempt_report_gpu(gpu, status, "launching the unconverted copy inside a stream capture",
-                              kernel->desc->name);
+    return status; /* the API's own error for the program's own launch, as the original would get */
   on_device->capture_launches++;
   on_device->launches++;
   return 0;
@@ -83,14 +77,14 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
   preempt_kernel_on_device *on_device = &kernel->on_device[device];
   /* Converted unless the copy exists and the launch is not predicted long;
    * under preemptd every launch is converted, held and scheduled. */
-  if (!on_device->original_function || runtime->long_launch_ns <= 0 || preempt_daemon_active(runtime))
-    return 0;
+  if (runtime->long_launch_ns <= 0 || preempt_daemon_active(runtime))
+    return -1;
   take_length_sample(gpu, on_device);
   preempt_grid_dims dims = {grid.x, grid.y, grid.z};
   uint64_t waves = preempt_launch_waves(preempt_grid_task_count(dims), on_device->original_ctas_per_sm, sm_count);
   /* Occupancy 0: the block cannot run; the converted path lets the API say why. */
   if (waves == 0 || preempt_launch_is_long(&on_device->length, waves, runtime->long_launch_ns))
-    return 0;
+    return -1;
   int timed = !on_device->length_pending &&
               (on_device->length.samples == 0 || on_device->short_launches % PREEMPT_RETIME_EVERY == 0) &&
               have_length_events(gpu, on_device);
@@ -103,8 +97,7 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
    * ahead of it in the stream. */
   preempt_runtime_unlock(runtime);
   timed = timed && gpu->event_record(on_device->length_events[0], stream) == 0;
-  int status = gpu->launch_function(kernel->desc->host_stub, on_device->original_function, grid, block, args,
-                                    shared_bytes, stream);
+  int status = gpu->launch(kernel->desc->host_stub, grid, block, args, shared_bytes, stream);
   timed = timed && status == 0 && gpu->event_record(on_device->length_events[1], stream) == 0;
   runtime = preempt_runtime_lock(); /* the same context, locked again */
   if (claimed) {
@@ -112,8 +105,8 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
     on_device->length_waves = waves;
   }
   if (status != 0)
-    return 0; /* the converted form runs, and reports the API's error if it fails too (gpu.h) */
+    return status; /* the program's own launch failed: its error, as the original would get */
   on_device->short_launches++;
   on_device->launches++;
-  return 1;
+  return 0;
 }

@@ -623,8 +623,10 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
   /* A launch runs as written unless it is long enough to need eviction
    * (docs/preemption.md, "Launches as written"): no control block, event or
    * stream wait, and the device's pool is not even set up. */
-  if (preempt_short_launch(runtime, kernel, device, sm_count, grid, block, args, dynamic_shared_bytes, stream))
+  if ((status = preempt_short_launch(runtime, kernel, device, sm_count, grid, block, args, dynamic_shared_bytes,
+                                     stream)) >= 0)
     goto done;
+  status = 0;
   preempt_device_state *device_state = NULL;
   status = preempt_device_state_get(runtime, device, &device_state);
   if (status != 0)

@@ -349,10 +349,10 @@ preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime);
  * captures as the program wrote it; the API's code, an error said. */
 int preempt_capture_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, preempt_dim3 grid,
                            preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
-/* A launch not predicted long (PREEMPT_LONG_US) runs the unconverted copy,
- * timed now and then: returns 1. 0: the caller runs the converted form (the
- * launch is long, runs under preemptd, has no copy, or the copy's launch
- * failed: the converted form reports the API's error). */
+/* A launch not predicted long (PREEMPT_LONG_US) runs the kernel as written
+ * through the program's own call (the stub's kernel since ABI 9), timed now
+ * and then: returns the API's code. -1: the caller runs the converted form
+ * (the launch is long, runs under preemptd, or PREEMPT_LONG_US=0). */
 int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, uint32_t sm_count,
                          preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
 /* Whether `stream` is capturing into a graph (0 where the API cannot tell). */

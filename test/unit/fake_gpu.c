@@ -194,6 +194,9 @@ static void read_persistent_params(fake_launch *last, void **args) {
   last->relaunched = *(unsigned int *)args[first + 7];
 }
 
+/* Set while launch_function launches the persistent form through fake_launch_kernel. */
+static int persistent_route;
+
 static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared,
                               void *stream) {
   (void)stub;
@@ -204,8 +207,9 @@ static int fake_launch_kernel(const void *stub, preempt_dim3 grid, preempt_dim3 
   last->shared = shared;
   last->stream = stream;
   last->args = args;
-  if (args && fake_gpu.expected_params >= 0)
+  if (args && fake_gpu.expected_params >= 0 && persistent_route)
     read_persistent_params(last, args);
+  last->as_written = !persistent_route;
   __atomic_fetch_add(&fake_gpu.launches, 1, __ATOMIC_RELEASE); /* last: the test polls it */
   if (block.x * block.y * block.z > 1024)
     return FAKE_ERROR_LAUNCH; /* what a real API says about an impossible block */
@@ -278,8 +282,12 @@ static int fake_function_occupancy(const void *host_stub, void *function, uint32
 }
 static int fake_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
                                 void **args, size_t shared, void *stream) {
-  if (function == &fake_persistent_function) /* the persistent form: as the stub's launches were before ABI 9 */
-    return fake_launch_kernel(host_stub, grid, block, args, shared, stream);
+  if (function == &fake_persistent_function) { /* the persistent form: as the stub's launches were before ABI 9 */
+    persistent_route = 1;
+    int status = fake_launch_kernel(host_stub, grid, block, args, shared, stream);
+    persistent_route = 0;
+    return status;
+  }
   if (fake_gpu.fail_function_launch)
     return FAKE_ERROR_LAUNCH;
   fake_launch *last = &fake_gpu.last;

@@ -21,6 +21,7 @@ typedef struct fake_launch {
   void *stream;
   int persistent;                 /* had the extra parameters */
   int original;                   /* launch_function: a converted kernel's unconverted copy */
+  int as_written;                 /* launch (the stub's own kernel, as written since ABI 9) */
   void *function;                 /* which one (original_kernel's handle) */
   const void *host_stub;          /* launch_function: the converted kernel it takes attributes from */
   void **args;                    /* the argument array as passed */

@@ -44,7 +44,7 @@ static void test_short_launches(void) {
     fake_gpu.expected_params = 2;
     fake_gpu.elapsed_ms = 0.1f; /* 95 waves of 1056 blocks: about 1.05 us a wave */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.original && fake_gpu.last.function == &fake_original_function);
+    CHECK(fake_gpu.last.as_written);
     CHECK(fake_gpu.last.args == args && fake_gpu.last.grid.x == 100000 && fake_gpu.last.stream == app_stream);
     CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
     CHECK_EQ_U64(fake_gpu.stream_waits, 0);
@@ -52,7 +52,7 @@ static void test_short_launches(void) {
     CHECK_EQ_U64(preempt_last_launch(), 0);
     /* The sample is read at the next launch: 100 us predicted, short, and not timed again. */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.original);
+    CHECK(fake_gpu.last.as_written);
     CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
     /* Ten times the grid: about 1 ms predicted, long: the converted form, tracked and evictable. */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1000000, 1, 1}, block64, args, 0, app_stream), 0);
@@ -68,13 +68,13 @@ static void test_short_launches(void) {
     for (int launch = 0; launch < 63; launch++) /* short launches 2..64: the 64th is timed */
       CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){2000, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK(fake_gpu.timed_event_records > timed);
-    CHECK(fake_gpu.last.original);
+    CHECK(fake_gpu.last.as_written);
     fake_gpu.elapsed_ms = 2.0f; /* the timed launch (2 waves) took 2 ms */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){2000, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK(fake_gpu.last.persistent);
     /* A long launch whose grid fits in one wave still runs as written: no CTA of it could yield (one-wave rule). */
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.original);
+    CHECK(fake_gpu.last.original); /* the one-wave path: the copy through the driver */
   }
 
   /* A timing still in flight is not started again, and is taken once its event fired. */
@@ -87,7 +87,7 @@ static void test_short_launches(void) {
     fake_gpu.events_pending = 1;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10000, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.original);
+    CHECK(fake_gpu.last.as_written);
     CHECK_EQ_U64(fake_gpu.timed_event_records, 2);
     fake_gpu.events_pending = 0;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){10000, 1, 1}, block64, args, 0, app_stream), 0);
@@ -105,19 +105,23 @@ static void test_short_launches(void) {
     fake_gpu.elapsed_ms = 0.3f;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){16 * 132, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){16 * 132, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.original);
+    CHECK(fake_gpu.last.as_written);
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){17 * 132, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK(fake_gpu.last.persistent);
   }
 
-  /* No copy (an older plugin): converted from the first launch. PREEMPT_LONG_US=0: every launch converted. */
+  /* The program's own launch fails (an impossible block): its error, as the original's, and nothing converted. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4nocpPxx", 2);
     fake_gpu.expected_params = 2;
-    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.persistent);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, (preempt_dim3){2048, 1, 1}, args, 0,
+                                       app_stream), FAKE_ERROR_LAUNCH);
+    CHECK_EQ_U64(fake_gpu.launches, 1);
+    CHECK(fake_gpu.last.as_written);
+    CHECK_EQ_U64(fake_gpu.device_allocs, 0);
   }
+  /* PREEMPT_LONG_US=0: every launch converted. */
   setenv("PREEMPT_LONG_US", "0", 1);
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
@@ -135,7 +139,7 @@ static void test_short_launches(void) {
     fake_gpu.has_original = 1;
     fake_gpu.expected_params = 2;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(fake_gpu.last.original);
+    CHECK(fake_gpu.last.as_written);
     CHECK(strstr(preempt_last_error(), "PREEMPT_LONG_US") != NULL);
   }
   /* Kernels the plugin left as written go through as before. */
@@ -145,7 +149,7 @@ static void test_short_launches(void) {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5plainPxx", 2);
     fake_gpu.expected_params = -1;
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
-    CHECK(!fake_gpu.last.original && !fake_gpu.last.persistent);
+    CHECK(fake_gpu.last.as_written && !fake_gpu.last.persistent);
     CHECK_EQ_U64(fake_gpu.timed_event_records, 0);
   }
   setenv("PREEMPT_LONG_US", "0", 1);
@@ -181,8 +185,9 @@ static void test_lazy_loading_refuses_eviction(void) {
   }
 }
 
-/* Inside a stream capture a converted kernel's launch runs its unconverted copy, untimed (the graph runs later), and
- * the one-time lookups run with the thread's capture mode relaxed; without a copy the launch is refused, said. */
+/* Inside a stream capture a converted kernel's launch runs as written, through the program's own call (the stub's
+ * kernel since ABI 9), untimed (the graph runs later), and the one-time lookups run with the thread's capture mode
+ * relaxed. */
 static void test_capture_launches(void) {
   static const preempt_dim3 block64 = {64, 1, 1};
   long long first = 5, second = 8;
@@ -198,7 +203,7 @@ static void test_capture_launches(void) {
     fake_gpu.capture_query_error = query_fails ? FAKE_ERROR_INVALID_VALUE : 0; /* counts as capturing */
     for (int launch = 0; launch < 3; launch++) {
       CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
-      CHECK(fake_gpu.last.original && fake_gpu.last.args == args && fake_gpu.last.stream == app_stream);
+      CHECK(fake_gpu.last.as_written && fake_gpu.last.args == args && fake_gpu.last.stream == app_stream);
     }
     CHECK_EQ_U64(fake_gpu.event_records, 0);
     CHECK_EQ_U64(fake_gpu.device_allocs, 0);
@@ -213,15 +218,16 @@ static void test_capture_launches(void) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK(fake_gpu.last.persistent);
   }
+  /* The program's own launch fails inside the capture: its error, said by the API as it would be to the original. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
     preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6nocopyPxx", 2);
     fake_gpu.expected_params = 2;
     fake_gpu.capturing = 1;
-    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, app_stream),
-                 FAKE_ERROR_NOT_SUPPORTED);
-    CHECK_EQ_U64(fake_gpu.launches, 0);
-    CHECK(strstr(preempt_last_error(), "stream capture") != NULL);
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, (preempt_dim3){2048, 1, 1}, args, 0,
+                                       app_stream), FAKE_ERROR_LAUNCH);
+    CHECK(fake_gpu.last.as_written);
+    CHECK_EQ_U64(fake_gpu.event_records, 0);
   }
 }
 
