@@ -75,9 +75,35 @@ struct Kernel {
   std::function<void()> clear;   /* clears the output before a checked round */
 };
 
+// Since kernel ABI 9 a converted kernel's stub is the kernel as written; its persistent form is the module's
+// __preempt_persistent_<name> (control_block.h), launched through the driver.
+CUfunction persistent_form(void *stub) {
+  static auto get_module = driver_function<CUresult (*)(CUmodule *, CUfunction)>("cuFuncGetModule");
+  static auto get_name = driver_function<CUresult (*)(const char **, CUfunction)>("cuFuncGetName");
+  static auto get_function = driver_function<CUresult (*)(CUfunction *, CUmodule, const char *)>("cuModuleGetFunction");
+  cudaFunction_t own;
+  CHECK_CUDA(cudaGetFuncBySymbol(&own, stub));
+  CUmodule module;
+  const char *name = nullptr;
+  CUfunction persistent = nullptr;
+  std::string wanted;
+  if (get_module(&module, (CUfunction)own) != CUDA_SUCCESS || get_name(&name, (CUfunction)own) != CUDA_SUCCESS ||
+      (wanted = std::string(PREEMPT_PERSISTENT_KERNEL_PREFIX) + name,
+       get_function(&persistent, module, wanted.c_str()) != CUDA_SUCCESS)) {
+    std::fprintf(stderr, "overhead_parts: no persistent form beside the converted kernel\n");
+    std::exit(2);
+  }
+  return persistent;
+}
+
 unsigned resident_ctas(void *handle, unsigned block, unsigned ctas_per_sm) {
+  static auto occupancy =
+      driver_function<CUresult (*)(int *, CUfunction, int, size_t)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   int per_sm = 0, device = 0, sms = 0;
-  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, handle, block, 0));
+  if (occupancy(&per_sm, persistent_form(handle), block, 0) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "overhead_parts: occupancy query failed\n");
+    std::exit(2);
+  }
   CHECK_CUDA(cudaGetDevice(&device));
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   if (ctas_per_sm && ctas_per_sm < (unsigned)per_sm)
@@ -101,7 +127,13 @@ void launch_converted(const Kernel &kernel, const Pieces &pieces, unsigned ctas)
     CHECK_CUDA(cudaEventRecord(marks[0], 0));
   if (pieces.untimed_events >= 3)
     CHECK_CUDA(cudaEventRecord(untimed_marks[0], 0));
-  CHECK_CUDA(cudaLaunchKernel(kernel.converted, dim3(ctas), dim3(kernel.block), args.data(), 0, 0));
+  static auto launch = driver_function<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                                   unsigned, unsigned, CUstream, void **, void **)>("cuLaunchKernel");
+  if (launch(persistent_form(kernel.converted), ctas, 1, 1, kernel.block, 1, 1, 0, 0, args.data(), nullptr) !=
+      CUDA_SUCCESS) {
+    std::fprintf(stderr, "overhead_parts: launching the persistent form failed\n");
+    std::exit(2);
+  }
   if (pieces.events)
     CHECK_CUDA(cudaEventRecord(marks[1], 0));
   if (pieces.untimed_events >= 2)
