@@ -28,8 +28,11 @@ typedef struct preempt_gpu_ops {
   /* Reads a device global of exactly `bytes` bytes beside the kernel (its
    * marker, its in-task descriptor): all zero when there is none. */
   int (*kernel_global)(const void *host_stub, const char *name, void *value, size_t bytes);
-  /* Byte size of each of the kernel's first `count` parameters. */
-  int (*kernel_param_sizes)(const void *host_stub, uint32_t count, size_t *sizes);
+  /* The kernel's own parameters as the device compiled them (the host stub's
+   * LLVM arguments are not: the host ABI splits small structs in two and
+   * drops empty ones): their number in *count, and, where `sizes` is not
+   * NULL, the byte size of each of the first `capacity`. */
+  int (*kernel_param_sizes)(const void *host_stub, uint32_t capacity, size_t *sizes, uint32_t *count);
   int (*occupancy)(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,
                    uint32_t *ctas_per_sm);
   /* What one SM holds (FlexSched §4.3's co-execution space is computed from

@@ -133,17 +133,22 @@ static int cuda_kernel_global(const void *host_stub, const char *name, void *val
   return read_marker(address, value, bytes);
 }
 
-static int cuda_kernel_param_sizes(const void *host_stub, uint32_t count, size_t *sizes) {
+static int cuda_kernel_param_sizes(const void *host_stub, uint32_t capacity, size_t *sizes, uint32_t *count) {
   CUfunction function;
+  *count = 0;
   int status = cuda_function(host_stub, &function);
   if (status != cudaSuccess)
     return status;
-  for (uint32_t index = 0; index < count; index++) {
-    size_t offset;
-    if (driver.func_get_param_info(function, index, &offset, &sizes[index]) != CUDA_SUCCESS)
-      return cudaErrorInvalidValue;
+  /* The stub's kernel is the kernel as written (ABI 9): its parameters end
+   * where the query first fails. */
+  for (uint32_t index = 0;; index++) {
+    size_t offset, size;
+    if (driver.func_get_param_info(function, index, &offset, &size) != CUDA_SUCCESS)
+      return cudaSuccess;
+    if (sizes && index < capacity)
+      sizes[index] = size;
+    *count = index + 1;
   }
-  return cudaSuccess;
 }
 
 static int cuda_occupancy(const void *host_stub, uint32_t block_threads, size_t dynamic_shared_bytes,

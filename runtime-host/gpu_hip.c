@@ -43,10 +43,11 @@ static int hip_kernel_global(const void *host_stub, const char *name, void *valu
 }
 
 /* Same HIP 5.2 gap: no way from a stub to its parameter sizes. */
-static int hip_kernel_param_sizes(const void *host_stub, uint32_t count, size_t *sizes) {
+static int hip_kernel_param_sizes(const void *host_stub, uint32_t capacity, size_t *sizes, uint32_t *count) {
   (void)host_stub;
-  (void)count;
+  (void)capacity;
   (void)sizes;
+  *count = 0;
   return hipErrorNotSupported;
 }
 

@@ -104,18 +104,29 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
                    desc->name, abi_version, PREEMPT_KERNEL_ABI_VERSION);
     return gpu->not_supported;
   }
-  if (abi_version != 0 && desc->param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
-    preempt_report("kernel '%s' has %u parameters, more than the %u supported", desc->name, desc->param_count,
+  /* The kernel's own parameters as the device compiled them: the host
+   * stub's argument count (desc->param_count) counts a small struct the host
+   * ABI splits as two, and read that many, a relaunch copied memory past the
+   * application's argument array (CUB's kernels crashed or got none). */
+  uint32_t param_count = 0;
+  if (abi_version != 0 && (status = gpu->kernel_param_sizes(desc->host_stub, 0, NULL, &param_count)) != 0)
+    return preempt_report_gpu(gpu, status, "reading the parameter count", desc->name);
+  if (abi_version != 0 && param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
+    preempt_report("kernel '%s' has %u parameters, more than the %u supported", desc->name, param_count,
                    PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS);
     return gpu->invalid_value;
   }
-  if (abi_version != 0 && desc->param_count > 0) {
-    on_device->param_sizes = calloc(desc->param_count, sizeof *on_device->param_sizes);
+  on_device->param_count = param_count;
+  if (abi_version != 0 && param_count > 0) {
+    on_device->param_sizes = calloc(param_count, sizeof *on_device->param_sizes);
     if (!on_device->param_sizes) {
       preempt_report("out of host memory resolving kernel '%s'", desc->name);
       return gpu->out_of_memory;
     }
-    status = gpu->kernel_param_sizes(desc->host_stub, desc->param_count, on_device->param_sizes);
+    uint32_t read = 0;
+    status = gpu->kernel_param_sizes(desc->host_stub, param_count, on_device->param_sizes, &read);
+    if (status == 0 && read != param_count)
+      status = gpu->invalid_value;
     if (status != 0) {
       free(on_device->param_sizes);
       on_device->param_sizes = NULL;
@@ -376,7 +387,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (status != 0)
     return preempt_report_gpu(gpu, status, "waiting for a free control block", desc->name);
   preempt_launch_record *record = &device->control_pool.records[slot];
-  if (preempt_launch_record_store_params(record, desc->param_count, on_device->param_sizes, args) != 0) {
+  if (preempt_launch_record_store_params(record, on_device->param_count, on_device->param_sizes, args) != 0) {
     preempt_report("out of host memory launching kernel '%s'", desc->name);
     return gpu->out_of_memory;
   }

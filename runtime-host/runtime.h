@@ -43,6 +43,7 @@ typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
   size_t *param_sizes; /* of the kernel's own parameters, once converted */
+  uint32_t param_count; /* how many: the device kernel's, not the host stub's LLVM arguments */
   /* The kernel as written, under its own name since ABI 9 (what the
    * program's stub registered; gpu.h's original_kernel): short and one-wave
    * launches run it (as_written.c, launch.c). */

@@ -42,9 +42,10 @@ static int fake_kernel_global(const void *stub, const char *name, void *value, s
     memcpy(value, &fake_gpu.marker_abi, bytes);
   return 0;
 }
-static int fake_param_sizes(const void *stub, uint32_t count, size_t *sizes) {
+static int fake_param_sizes(const void *stub, uint32_t capacity, size_t *sizes, uint32_t *count) {
   (void)stub;
-  for (uint32_t index = 0; index < count; index++)
+  *count = fake_gpu.expected_params > 0 ? (uint32_t)fake_gpu.expected_params : 0;
+  for (uint32_t index = 0; sizes && index < *count && index < capacity; index++)
     sizes[index] = 8; /* the tests pass 8-byte parameters */
   return 0;
 }

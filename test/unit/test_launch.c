@@ -155,6 +155,23 @@ static void test_short_launches(void) {
   setenv("PREEMPT_LONG_US", "0", 1);
 }
 
+/* The kernel's parameters are counted on the device, not from the host stub's LLVM arguments: a small struct the
+ * host ABI splits in two made the runtime copy one parameter more than the application's array holds (CUB). */
+static void test_param_count_from_device(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  long long first = 77, second = 9;
+  void *args[] = {&first, &second}; /* two parameters on the device */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5splitP4pairx", 3); /* three arguments in the host IR */
+  fake_gpu.expected_params = 2;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, block64, args, 0, &first), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  CHECK(launch != 0 && fake_gpu.last.persistent);
+  CHECK_EQ_U64(fake_gpu.last.first_param, 77);
+  CHECK(fake_gpu.last.control == fake_launch_record(launch)->control); /* the extras follow the 2 own parameters */
+  CHECK_EQ_U64(fake_gpu.last.task_count, 100000);
+}
+
 /* Under lazy module loading an eviction that would hold a stream is refused, said with the way out: a launch of a
  * kernel not yet loaded waits behind a held stream (context.c, PREEMPT_EVICT_READY). */
 static void test_lazy_loading_refuses_eviction(void) {
@@ -1808,6 +1825,7 @@ int main(int argc, char **argv) {
   test_short_launches();
   test_capture_launches();
   test_lazy_loading_refuses_eviction();
+  test_param_count_from_device();
   test_drain_form();
   test_quota();
   test_intask();
