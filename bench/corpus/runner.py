@@ -29,16 +29,18 @@ import threading
 import time
 
 DEFAULT_FILTER = (r"(?i)(time|elapsed|throughput|bandwidth|gflop|flop/s|[gmkt]i?b/s|\bmsecs?\b|\bms\b|"
-                  r"\bsecs?\b|seconds|\busecs?\b|\bus\b|µs|perf|speed|\brate\b|clock|cycles|ticks|"
+                  r"\bsecs?\b|seconds|\busecs?\b|\bus\b|µs|perf|speed|\brate\b|clock|cycles|ticks|tflops|samples/s|millis|"
                   r"0x[0-9a-f]{6,}|\bpid\b)")
-KERNEL_PREFIXES = re.compile(r"^__preempt_(original|drainform|intaskform|intaskchunks)_")
+KERNEL_PREFIXES = re.compile(r"^__preempt_(original|persistent|drain|intaskform|intaskchunks)_")
 TAIL = 1500
 
 MODES = [  # name, build, environment
     ("original", "original", {}),
     ("plugin", "plugin", {}),
     ("stress", "plugin", {"PREEMPT_STRESS": "1"}),
-    ("stress_intask", "plugin", {"PREEMPT_STRESS": "1", "PREEMPT_INTASK": "on"}),
+    # Every launch converted (short ones too), in-task variants where kernels have them: every converted form
+    # of every kernel is checked against the original under evictions (docs/preemption.md, "Launches as written").
+    ("stress_intask", "plugin", {"PREEMPT_STRESS": "1", "PREEMPT_INTASK": "on", "PREEMPT_LONG_US": "0"}),
 ]
 
 
@@ -67,7 +69,8 @@ def filtered_lines(text, extra_filter):
         pats.append(re.compile(extra_filter))
     out = []
     for line in text.splitlines():
-        line = line.rstrip()
+        # Programs print their own path, which names the build's folder.
+        line = re.sub(r"/corpus/(original|plugin)/", "/corpus/BUILD/", line.rstrip())
         if not line or any(p.search(line) for p in pats):
             continue
         out.append(line)
