@@ -1,4 +1,4 @@
-/* as_written.c: which launches of a converted kernel run its unconverted copy, exactly as the program wrote them.
+/* as_written.c: which launches of a converted kernel run the kernel as written, exactly as the program wrote them.
  * FLEP §4.2 and EffiSha §6.3: only a launch long enough to need eviction pays for a preemptible form. */
 #include "preempt/task_grid.h"
 #include "runtime.h"
@@ -75,8 +75,8 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
                          preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared_bytes, void *stream) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_kernel_on_device *on_device = &kernel->on_device[device];
-  /* Converted unless the copy exists and the launch is not predicted long;
-   * under preemptd every launch is converted, held and scheduled. */
+  /* As written unless predicted long (or PREEMPT_LONG_US=0); under
+   * preemptd every launch is converted, held and scheduled. */
   if (runtime->long_launch_ns <= 0 || preempt_daemon_active(runtime))
     return -1;
   take_length_sample(gpu, on_device);

@@ -72,6 +72,12 @@ static void resolve_chunks_variant(const preempt_gpu_ops *gpu, const preempt_ker
     memset(chunks, 0, sizeof *chunks);
 }
 
+/* Drops what a failed resolve_kernel read: the kernel is resolved again at its next launch. */
+static void forget_params(preempt_kernel_on_device *on_device) {
+  free(on_device->param_sizes);
+  on_device->param_sizes = NULL;
+}
+
 /* Finds out once per device whether the plugin converted this kernel, the
  * sizes of its parameters, which a relaunch needs, and its unconverted copy,
  * which one-wave launches run. */
@@ -128,8 +134,7 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     if (status == 0 && read != param_count)
       status = gpu->invalid_value;
     if (status != 0) {
-      free(on_device->param_sizes);
-      on_device->param_sizes = NULL;
+      forget_params(on_device);
       return preempt_report_gpu(gpu, status, "reading the parameter sizes", desc->name);
     }
   }
@@ -152,8 +157,7 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
     if (status == 0 && !on_device->persistent_function)
       status = gpu->not_supported;
     if (status != 0) {
-      free(on_device->param_sizes);
-      on_device->param_sizes = NULL;
+      forget_params(on_device);
       on_device->persistent_function = NULL;
       return preempt_report_gpu(gpu, status, "looking up the persistent form (rebuild the kernel with the matching "
                                 "libpreempt.so)", desc->name);
@@ -173,8 +177,7 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
       preempt_report_gpu(gpu, status, "looking up the in-task descriptor", desc->name);
     }
     if (status != 0) {
-      free(on_device->param_sizes);
-      on_device->param_sizes = NULL;
+      forget_params(on_device);
       memset(&on_device->intask, 0, sizeof on_device->intask);
       return status;
     }
