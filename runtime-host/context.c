@@ -15,46 +15,62 @@ static preempt_runtime runtime_context = {
     .relauncher = {.wake = PTHREAD_COND_INITIALIZER},
     .daemon = {.socket = -1, .request_lock = PTHREAD_MUTEX_INITIALIZER, .agent = {.wake = PTHREAD_COND_INITIALIZER}}};
 
-/* DESIGN.md's hardware-queue trap: an application stream held by the wait
- * for done_generation blocks every stream mapped to the same hardware queue,
- * the runtime's resume streams included. CUDA maps streams onto
- * CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set); an evicting process
- * asks for the most, 32, before the application creates its CUDA context.
+/* The hardware-queue trap (docs/preemption.md): an application stream held
+ * by the wait for done_generation blocks every stream mapped to the same
+ * hardware queue. CUDA maps streams onto CUDA_DEVICE_MAX_CONNECTIONS queues
+ * (8 unless set), and the runtime holds at most half of them (eviction.c).
  * Measured on the H100: with 1 connection a resume deadlocks, with 8 or 32
- * it did not (docs). Under MPS too, although every client's queues come from
- * the one server: on the H100, 11 clients of 32 (or 16) queues each could not
- * allocate memory, while with 8 each, held streams shared queues with the
- * runtime's own and eviction stalled (a 13 ms turnaround instead of 0.24 ms)
- * or deadlocked (docs/daemon.md). Lazy module loading blocks a launch of a
- * not-yet-loaded kernel while a stream is held (seen on the H100 with driver
- * 580): an evicting process loads every module at start instead.
- * Both cost every process time at start (0.5-0.8 s on the H200) and the 32
- * queues cost MPS its clients, so only a process that will evict asks for
- * them (docs/preemption.md, "What a process asks of CUDA"): under
- * PREEMPT_STRESS, where a preemptd socket exists (unless PREEMPT_DAEMON=off),
- * or with PREEMPT_EVICT_READY=1; never with PREEMPT_EVICT_READY=0. Values
- * the user set are kept. Evicting without them is refused (eviction.c). */
-static int evictions_expected(void) {
+ * it did not. Under MPS every client's queues come from the one server: on
+ * the H100, with 8 each, held streams shared queues with the runtime's own
+ * and eviction stalled (a 13 ms turnaround instead of 0.24 ms) or deadlocked
+ * (docs/daemon.md), so there a process that will evict asks for 32. Asking
+ * for 32 costs every process 0.6 s at start on the H200 (0.32 -> 0.94 s,
+ * bench/results/2026-11-28-h200-stream-slots-probe/) and 32 processes could
+ * not all start: a process that evicts without MPS (PREEMPT_STRESS, a
+ * preemptd socket) keeps CUDA's 8. Lazy module loading blocked a launch of a
+ * not-yet-loaded kernel while a stream was held (the H100, driver 580): an
+ * evicting process loads every module at start (no cost measured at start on
+ * the H200 for the programs tried). PREEMPT_EVICT_READY=1, for programs that
+ * evict their own launches through the API and may hold many streams, asks
+ * for 32 queues too; PREEMPT_EVICT_READY=0 for neither. Values the user set
+ * are kept. Evicting without eager loading is refused (eviction.c). */
+typedef enum eviction_outlook {
+  EVICTIONS_NONE = 0,
+  EVICTIONS_FEW_STREAMS, /* eager loading only */
+  EVICTIONS_MANY_STREAMS, /* and 32 hardware queues */
+} eviction_outlook;
+
+/* An MPS control daemon is up: its pipe directory has its control socket. */
+static int mps_running(void) {
+  const char *pipes = getenv("CUDA_MPS_PIPE_DIRECTORY");
+  char path[4096];
+  int length = snprintf(path, sizeof path, "%s/control", pipes && *pipes ? pipes : "/tmp/nvidia-mps");
+  return length > 0 && (size_t)length < sizeof path && access(path, F_OK) == 0;
+}
+
+static eviction_outlook evictions_expected(void) {
   const char *ready = getenv("PREEMPT_EVICT_READY");
   if (ready && strcmp(ready, "1") == 0)
-    return 1;
+    return EVICTIONS_MANY_STREAMS;
   if (ready && strcmp(ready, "0") == 0)
-    return 0;
+    return EVICTIONS_NONE;
   const char *stress = getenv("PREEMPT_STRESS");
-  if (stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0))
-    return 1;
+  int evicts = stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0);
   const char *daemon = getenv("PREEMPT_DAEMON");
-  if (daemon && strcmp(daemon, "off") == 0)
-    return 0;
   const char *socket = getenv("PREEMPT_DAEMON_SOCKET");
-  return access(socket && *socket ? socket : PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) == 0;
+  if (!evicts && !(daemon && strcmp(daemon, "off") == 0))
+    evicts = access(socket && *socket ? socket : PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) == 0;
+  if (!evicts)
+    return EVICTIONS_NONE;
+  return mps_running() ? EVICTIONS_MANY_STREAMS : EVICTIONS_FEW_STREAMS;
 }
 
 __attribute__((constructor)) static void prepare_for_eviction(void) {
-  if (!evictions_expected())
-    return;
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  eviction_outlook outlook = evictions_expected();
+  if (outlook == EVICTIONS_MANY_STREAMS)
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  if (outlook != EVICTIONS_NONE)
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 }
 static _Thread_local char last_error[512];
 

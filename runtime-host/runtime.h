@@ -140,6 +140,9 @@ typedef struct preempt_stress {
   int running;
   pthread_t thread;
   uint64_t evictions, spatial_evictions, drained_evictions, resumptions;
+  /* Evictions not tried: the launch's stream would be one held stream too
+   * many for the hardware queues (eviction.c, preempt_may_hold_stream). */
+  uint64_t skipped_held_streams;
 } preempt_stress;
 
 /* One stub of the preemptd page as this process sees it (daemon_client.c). */
