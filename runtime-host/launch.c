@@ -675,6 +675,7 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->one_wave_launches = on_device->one_wave_launches;
     info->short_launches = on_device->short_launches;
     info->capture_launches = on_device->capture_launches;
+    info->unevictable_launches = on_device->unevictable_launches;
     info->drain_launches = on_device->drain_launches;
     info->intask_chunks_launches = on_device->intask_chunks_launches;
     info->intask_shape = (int)preempt_intask_chosen_shape(runtime, on_device); /* 0, 1, 2 as preempt.h says */

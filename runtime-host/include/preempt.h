@@ -59,6 +59,11 @@ typedef struct preempt_kernel_info {
    * graph captures as written. Neither is tracked nor evictable. */
   uint64_t short_launches;
   uint64_t capture_launches;
+  /* Launches that ran as written because nothing in this process could
+   * evict them: CUDA loads its modules lazily (no PREEMPT_STRESS, no
+   * preemptd socket, no PREEMPT_EVICT_READY=1 at start), and every eviction
+   * would be refused (docs/preemption.md, "What a process asks of CUDA"). */
+  uint64_t unevictable_launches;
   /* Launches that ran the kernel's drain form (PREEMPT_FORM, docs/preemption.md):
    * the application's grid with a yield gate at each block's entry. */
   uint64_t drain_launches;

@@ -77,6 +77,37 @@ static void test_short_launches(void) {
     CHECK(fake_gpu.last.original); /* the one-wave path: the copy through the driver */
   }
 
+  /* Lazy module loading: nothing in the process could evict (every eviction would be refused), so even a long
+   * launch runs as written, untimed, counted apart from the short ones; PREEMPT_LONG_US=0 still converts. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  {
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z4idlePxx", 2);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.lazy_loading = 1;
+    fake_gpu.elapsed_ms = 100.0f; /* would be long, were it timed */
+    for (int launch = 0; launch < 3; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){1000000, 1, 1}, block64, args, 0, app_stream), 0);
+      CHECK(fake_gpu.last.as_written && !fake_gpu.last.persistent);
+      CHECK(fake_gpu.last.args == args && fake_gpu.last.grid.x == 1000000 && fake_gpu.last.stream == app_stream);
+    }
+    CHECK_EQ_U64(fake_gpu.timed_event_records, 0);
+    CHECK_EQ_U64(fake_gpu.device_allocs, 0);
+    CHECK_EQ_U64(preempt_last_launch(), 0);
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK_EQ_U64(info.unevictable_launches, 3);
+    CHECK_EQ_U64(info.short_launches, 0);
+    setenv("PREEMPT_LONG_US", "0", 1);
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.lazy_loading = 1;
+    preempt_kernel_desc converted = fake_kernel_desc(&stub_a, "_Z4idlePxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&converted, (preempt_dim3){1000000, 1, 1}, block64, args, 0, app_stream), 0);
+    CHECK(fake_gpu.last.persistent);
+    unsetenv("PREEMPT_LONG_US");
+  }
+
   /* A timing still in flight is not started again, and is taken once its event fired. */
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   {
