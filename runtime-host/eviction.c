@@ -390,6 +390,11 @@ preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sm
   preempt_device_state *device;
   preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
   preempt_status result = record ? preempt_evict_record(runtime, device, record, sms) : PREEMPT_ERROR_FINISHED;
+  /* No launch: in a process that cannot evict every launch ran as written
+   * (as_written.c), which the caller should hear with the way out. */
+  if (!record && launch == 0 && preempt_lazy_loading(runtime))
+    preempt_report("preempt_evict: no launch to evict: CUDA loads this process's modules lazily, so every launch runs "
+                   "as written and none can be evicted; set PREEMPT_EVICT_READY=1 before the program starts");
   preempt_runtime_unlock(runtime);
   return result;
 }

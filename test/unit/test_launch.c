@@ -97,6 +97,8 @@ static void test_short_launches(void) {
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
     CHECK_EQ_U64(info.unevictable_launches, 3);
     CHECK_EQ_U64(info.short_launches, 0);
+    CHECK_EQ_U64(preempt_evict(preempt_last_launch(), NULL), PREEMPT_ERROR_FINISHED);
+    CHECK(strstr(preempt_last_error(), "PREEMPT_EVICT_READY=1") != NULL);
     setenv("PREEMPT_LONG_US", "0", 1);
     fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
     fake_gpu.has_original = 1;
