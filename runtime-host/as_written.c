@@ -76,25 +76,16 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
   const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_kernel_on_device *on_device = &kernel->on_device[device];
   /* As written unless predicted long (or PREEMPT_LONG_US=0); under
-   * preemptd every launch is converted, held and scheduled. In a process
-   * that loads modules lazily nothing can evict: every eviction and every
-   * hold for preemptd is refused (eviction.c, preempt_refuse_relaunch), so
-   * a converted form would only cost; every launch runs as written, untimed. */
-  if (runtime->long_launch_ns <= 0)
+   * preemptd every launch is converted, held and scheduled. */
+  if (runtime->long_launch_ns <= 0 || preempt_daemon_active(runtime))
     return -1;
-  const int unevictable = preempt_lazy_loading(runtime);
-  uint64_t waves = 0;
-  if (!unevictable) {
-    if (preempt_daemon_active(runtime))
-      return -1;
-    take_length_sample(gpu, on_device);
-    preempt_grid_dims dims = {grid.x, grid.y, grid.z};
-    waves = preempt_launch_waves(preempt_grid_task_count(dims), on_device->original_ctas_per_sm, sm_count);
-    /* Occupancy 0: the block cannot run; the converted path lets the API say why. */
-    if (waves == 0 || preempt_launch_is_long(&on_device->length, waves, runtime->long_launch_ns))
-      return -1;
-  }
-  int timed = !unevictable && !on_device->length_pending &&
+  take_length_sample(gpu, on_device);
+  preempt_grid_dims dims = {grid.x, grid.y, grid.z};
+  uint64_t waves = preempt_launch_waves(preempt_grid_task_count(dims), on_device->original_ctas_per_sm, sm_count);
+  /* Occupancy 0: the block cannot run; the converted path lets the API say why. */
+  if (waves == 0 || preempt_launch_is_long(&on_device->length, waves, runtime->long_launch_ns))
+    return -1;
+  int timed = !on_device->length_pending &&
               (on_device->length.samples == 0 || on_device->short_launches % PREEMPT_RETIME_EVERY == 0) &&
               have_length_events(gpu, on_device);
   int claimed = timed;
@@ -115,10 +106,34 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
   }
   if (status != 0)
     return status; /* the program's own launch failed: its error, as the original would get */
-  if (unevictable)
-    on_device->unevictable_launches++;
-  else
-    on_device->short_launches++;
+  on_device->short_launches++;
   on_device->launches++;
   return 0;
+}
+
+int preempt_cannot_evict(preempt_runtime *runtime) {
+  return runtime->long_launch_ns > 0 && preempt_lazy_loading(runtime);
+}
+
+/* Nothing in a process that loads modules lazily can evict: every eviction
+ * and every hold for preemptd is refused (eviction.c,
+ * preempt_refuse_relaunch), so a converted form would only cost. The launch
+ * goes through the program's own call with one lock cycle, no capture query
+ * (a capture records it as written anyway) and no timing. Counted first: a
+ * launch the API refuses is uncounted again. */
+int preempt_unevictable_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, preempt_dim3 grid,
+                               preempt_dim3 block, void **args, size_t shared_bytes, void *stream) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  preempt_kernel_on_device *on_device = &kernel->on_device[device];
+  on_device->unevictable_launches++;
+  on_device->launches++;
+  preempt_runtime_unlock(runtime);
+  int status = gpu->launch(kernel->desc->host_stub, grid, block, args, shared_bytes, stream);
+  if (status != 0) {
+    runtime = preempt_runtime_lock();
+    on_device->unevictable_launches--;
+    on_device->launches--;
+    preempt_runtime_unlock(runtime);
+  }
+  return status;
 }

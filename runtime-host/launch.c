@@ -623,6 +623,9 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       kernel->on_device[device].launches++;
     goto done;
   }
+  /* A process that cannot evict: as written, with the context unlocked by the call. */
+  if (preempt_cannot_evict(runtime))
+    return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
   if (preempt_stream_capturing(gpu, stream)) {
     status = preempt_capture_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
     goto done;

@@ -357,6 +357,11 @@ int preempt_capture_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
  * through the program's own call (the stub's kernel since ABI 9), timed now
  * and then: returns the API's code. -1: the caller runs the converted form
  * (the launch is long, runs under preemptd, or PREEMPT_LONG_US=0). */
+/* Whether nothing in this process can evict (as_written.c): every launch then runs as written. */
+int preempt_cannot_evict(preempt_runtime *runtime);
+/* Context locked; returns with it unlocked. */
+int preempt_unevictable_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, preempt_dim3 grid,
+                               preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
 int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel, int device, uint32_t sm_count,
                          preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
 /* Whether `stream` is capturing into a graph (0 where the API cannot tell). */
