@@ -522,7 +522,7 @@ int preempt_stub_move_allowed(uint32_t from, uint32_t to, int by_daemon) {
       [0] =
           {
               [PREEMPT_STUB_FREE] = BIT(PREP),
-              [PREEMPT_STUB_PREP] = BIT(READY),
+              [PREEMPT_STUB_PREP] = BIT(READY) | BIT(RUNNING),
               [PREEMPT_STUB_TORUN] = BIT(RUNNING),
               [PREEMPT_STUB_RUNNING] = BIT(DONE),
               [PREEMPT_STUB_TOEVICT] = BIT(READY) | BIT(RUNNING) | BIT(DONE),

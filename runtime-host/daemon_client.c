@@ -415,6 +415,23 @@ int preempt_daemon_active(preempt_runtime *runtime) {
   return runtime->daemon.registered;
 }
 
+int preempt_daemon_leased(preempt_runtime *runtime, int device_index) {
+  preempt_daemon_client *client = &runtime->daemon;
+  if (!preempt_daemon_active(runtime) || device_index < 0 || device_index >= 32)
+    return 0;
+  return (__atomic_load_n(&client->page->lease, __ATOMIC_ACQUIRE) >> device_index) & 1u;
+}
+
+int preempt_daemon_in_flight(const preempt_runtime *runtime, int device_index, int except_stub) {
+  const preempt_daemon_client *client = &runtime->daemon;
+  for (int index = 0; index < PREEMPT_STUBS_PER_CLIENT; index++) {
+    const preempt_daemon_stub_view *view = &client->stubs[index];
+    if (index != except_stub && view->owned && !view->spare && view->device == device_index)
+      return 1;
+  }
+  return 0;
+}
+
 /* A spare stub (already this process's, in PREP) first, else a FREE one. A
  * stub is only ever taken from FREE, which only the daemon moves DONE to,
  * so one is never reused before the daemon has accounted for it. */
@@ -488,7 +505,7 @@ void preempt_daemon_unhold(preempt_runtime *runtime, int stub, uint32_t epoch) {
 }
 
 int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, int device_index, uint32_t slot,
-                           preempt_launch_record *record) {
+                           preempt_launch_record *record, int started) {
   preempt_daemon_client *client = &runtime->daemon;
   if (!client->registered || epoch != client->epoch)
     return -1; /* the daemon went away while the launch was enqueued */
@@ -530,7 +547,14 @@ int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, i
   view->slot = slot;
   view->generation = record->generation;
   record->daemon_stub = (uint32_t)stub + 1;
-  record->daemon_evicted = 1;
+  record->daemon_evicted = !started;
+  if (started) {
+    /* Launched on a lease: RUNNING, so the daemon can evict it; the agent polls it for its end. */
+    __atomic_store_n(&entry->state, PREEMPT_STUB_RUNNING, __ATOMIC_RELEASE);
+    preempt_futex_ring(&client->doorbell->doorbell);
+    preempt_futex_ring(&client->page->client_wake);
+    return 0;
+  }
   /* READY only once the work queued ahead of it (in its stream, or events
    * it waits for) is done: a launch that cannot start yet, put before the
    * daemon, could be chosen to run while the launch it waits for is kept

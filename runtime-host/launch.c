@@ -437,7 +437,13 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   int scheduled = preempt_daemon_active(runtime);
   if (scheduled)
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
-  int held = stub >= 0;
+  /* On a lease nobody else has work on the GPU: the grid starts now and the
+   * stub says RUNNING, so the daemon can still evict it (docs/daemon.md,
+   * "Leases"); not beside another of this process's published launches,
+   * which holds the GPU in the daemon's books (it would send this one away). */
+  int started = stub >= 0 && preempt_daemon_leased(runtime, device_index) &&
+                !preempt_daemon_in_flight(runtime, device_index, stub);
+  int held = stub >= 0 && !started;
   int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
                                               : on_device->task_samples < PREEMPT_TASK_SAMPLES);
@@ -512,7 +518,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->unordered = failed && (launched || must_run);
   if (record->unordered)
     gpu->event_record(record->done_event, stream); /* best effort: "done" = the first wave ended */
-  if (held && (failed || preempt_daemon_publish(runtime, stub, epoch, device_index, slot, record) != 0)) {
+  if (stub >= 0 && (failed || preempt_daemon_publish(runtime, stub, epoch, device_index, slot, record, started) != 0)) {
     if (failed)
       preempt_daemon_unhold(runtime, stub, epoch);
     /* Not under the daemon after all: it runs now, unscheduled. */
@@ -541,7 +547,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
  * (launch_storm's 6,000 such launches took well over twice as long
  * converted on the H100: docs/persistent-threads.md). It is not tracked:
  * preempt_last_launch() says 0, and eviction cannot reach it. Not under
- * preemptd, which must hold and schedule every converted launch, nor with
+ * preemptd without a lease (docs/daemon.md, "Leases"), which must hold and
+ * schedule every converted launch, nor with
  * PREEMPT_ONE_WAVE=persistent, nor without a copy. The kernel's occupancy
  * for this launch is known (kernel_occupancy). Returns whether it ran: a
  * failed launch of the copy falls back to the persistent form, which runs,
@@ -550,7 +557,8 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
                            const preempt_device_state *device, preempt_grid_dims grid, preempt_dim3 block, void **args,
                            size_t shared_bytes, void *stream) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
-  if (runtime->one_wave_persistent || !on_device->original_function || preempt_daemon_active(runtime))
+  if (runtime->one_wave_persistent || !on_device->original_function ||
+      (preempt_daemon_active(runtime) && !preempt_daemon_leased(runtime, device_index)))
     return 0;
   /* With in-task points a one-wave launch can still be evicted inside its
    * tasks (a persistent-style kernel's only way): under PREEMPT_INTASK=on it

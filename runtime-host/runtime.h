@@ -338,10 +338,18 @@ int preempt_daemon_active(preempt_runtime *runtime);
 int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_device_state *device, void *stream,
                         preempt_dim3 block, uint32_t ctas_per_sm, uint32_t *epoch);
 /* After the launch was recorded without its grid: fills the stub, which goes
- * READY once the launch's start event fires. Returns -1 if the daemon went
+ * READY once the launch's start event fires; or, `started` on a lease, after
+ * its grid was launched: RUNNING at once. Returns -1 if the daemon went
  * away meanwhile: the caller runs the launch unscheduled. */
 int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, int device_index, uint32_t slot,
-                           preempt_launch_record *record);
+                           preempt_launch_record *record, int started);
+/* Whether preemptd leases this process the device (no other process has work there, daemon_protocol.h): its
+ * launches then start at once, short ones as written and long ones published RUNNING (started = 1), and the
+ * daemon can still evict those (docs/daemon.md, "Leases"). Registers at the first call, as preempt_daemon_active. */
+int preempt_daemon_leased(preempt_runtime *runtime, int device_index);
+/* Whether another launch of this process published to preemptd (any stub but `except_stub`) is unfinished on the
+ * device: a launch started on the lease then would find the GPU taken, and the daemon would send it away. */
+int preempt_daemon_in_flight(const preempt_runtime *runtime, int device_index, int except_stub);
 /* The launch that took `stub` failed before it was held: the stub stays this process's for the next one. */
 void preempt_daemon_unhold(preempt_runtime *runtime, int stub, uint32_t epoch);
 /* Stops the agent thread (the lock is released while it is joined), runs

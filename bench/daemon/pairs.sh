@@ -44,6 +44,7 @@ measure() {
   case $daemon in
   none) ;;
   hpf-temporal) start_daemon hpf "$name" --param hpf_spatial=0 || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; } ;;
+  hpf-noleases) start_daemon hpf "$name" --no-leases || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; } ;;
   *) start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; } ;;
   esac
   if [ "$pair" = 1 ]; then
@@ -95,10 +96,12 @@ shares() {
   measure alone_original original none 0
   measure alone_preempt preempt none 0
   measure alone_preempt_daemon preempt hpf 0
+  measure alone_preempt_daemon_noleases preempt hpf-noleases 0
   measure pair_original original none 1
   measure pair_preempt preempt none 1
   measure pair_preempt_daemon preempt hpf 1
   measure pair_preempt_daemon_temporal preempt hpf-temporal 1
+  measure pair_preempt_daemon_noleases preempt hpf-noleases 1
   if command -v nvidia-cuda-mps-control >/dev/null; then
     mps_dir=$work/mps
     mkdir -p "$mps_dir/pipe" "$mps_dir/log"

@@ -11,10 +11,12 @@ LABELS = {
     "alone_original": "short alone, original build",
     "alone_preempt": "short alone, converted build, no daemon",
     "alone_preempt_daemon": "short alone, converted build, preemptd (hpf)",
+    "alone_preempt_daemon_noleases": "short alone, converted build, preemptd (hpf, --no-leases)",
     "pair_original": "pair, original builds (default time-slicing)",
     "pair_preempt": "pair, converted builds, no daemon",
     "pair_preempt_daemon": "pair, converted builds, preemptd (hpf)",
     "pair_preempt_daemon_temporal": "pair, converted builds, preemptd (hpf, temporal eviction only)",
+    "pair_preempt_daemon_noleases": "pair, converted builds, preemptd (hpf, --no-leases)",
     "mps_alone_original": "MPS: short alone, original build",
     "mps_pair_original": "MPS: pair, original builds",
     "mps_alone_preempt_daemon": "MPS: short alone, converted build, preemptd (hpf)",
@@ -54,7 +56,8 @@ def main():
             continue
         turnaround = row["short"]["turnaround"]
         alone_mode = ("mps_" if mode.startswith("mps_") else "") + (
-            "alone_preempt_daemon" if mode.endswith("daemon") else
+            "alone_preempt_daemon_noleases" if mode.endswith("noleases") else
+            "alone_preempt_daemon" if mode.endswith("daemon") or mode.endswith("temporal") else
             "alone_preempt" if mode.endswith("_preempt") else "alone_original")
         alone = median(by_mode.get(alone_mode, {}))
         ratio = f"{turnaround['median_us'] / alone:.1f}" if alone else "n/a"

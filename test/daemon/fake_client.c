@@ -27,6 +27,8 @@ static const char usage[] =
     "Commands (arguments, or lines on stdin when none are given):\n"
     "  launch NAME [ctas=N] [per_sm=M] [priority=P] [gpu=I] [grid=G] [block=B] [input=BYTES] [weight=W]\n"
     "              [regs=R] [static_shared=BYTES] [shared=BYTES] [tasks=N]   (regs: the CTA footprint, 0 = unknown)\n"
+    "              [started=1]   (started: on a lease, PREP -> RUNNING instead of READY)\n"
+    "  lease                          prints the page's lease word\n"
     "  play MS NAME=RATES...          for MS ms: acknowledge every command to the named launches and write their\n"
     "                                 progress samples, RATES = tasks/us at quota 1,2,... (the last for larger ones\n"
     "                                 and for no quota); prints each quota a launch is given\n"
@@ -300,6 +302,7 @@ static int cmd_launch(fake *f, int argc, char **argv) {
   unsigned long long weight = 0; /* the stub's FFS weight; 0 reads as 1 */
   unsigned long long registers = 0, static_shared = 0, shared = 0, tasks = 0; /* the CTA footprint (protocol 4) */
   long long priority = f->priority;
+  unsigned long long started = 0; /* 1: started on a lease (PREP -> RUNNING), as the runtime does when leased */
   for (int i = 2; i < argc; i++) {
     char *eq = strchr(argv[i], '=');
     if (!eq) {
@@ -332,6 +335,8 @@ static int cmd_launch(fake *f, int argc, char **argv) {
       shared = strtoull(value, NULL, 0);
     else if (strcmp(key, "tasks") == 0)
       tasks = strtoull(value, NULL, 0);
+    else if (strcmp(key, "started") == 0)
+      started = strtoull(value, NULL, 0);
     else {
       say(f, "launch: unknown key %s", key);
       return -1;
@@ -367,9 +372,9 @@ static int cmd_launch(fake *f, int argc, char **argv) {
     stub->weight = (uint32_t)weight;
     stub->last_eviction_ns = 0;
     preempt_copy_name(f->names[i], sizeof f->names[i], argv[1]);
-    __atomic_store_n(&stub->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
+    __atomic_store_n(&stub->state, started ? PREEMPT_STUB_RUNNING : PREEMPT_STUB_READY, __ATOMIC_RELEASE);
     ring(f);
-    say(f, "launch %s stub=%d", argv[1], i);
+    say(f, "launch %s stub=%d%s", argv[1], i, started ? " started" : "");
     return 0;
   }
   say(f, "launch: no free stub");
@@ -821,6 +826,12 @@ static int run_command(fake *f, int argc, char **argv) {
   if (strcmp(c, "done") == 0) {
     NEED(2);
     return cmd_done(f, argv[1], argc > 2 && strcmp(argv[2], "quiet") == 0);
+  }
+  if (strcmp(c, "lease") == 0) {
+    if (!f->page)
+      return -1;
+    say(f, "lease 0x%x", __atomic_load_n(&f->page->lease, __ATOMIC_ACQUIRE));
+    return 0;
   }
   if (strcmp(c, "state") == 0) {
     NEED(2);

@@ -34,6 +34,7 @@ typedef struct fake_daemon {
   int accepts, registers, set_priorities, closes; /* read with __atomic loads */
   preempt_msg_register last_register;
   int32_t last_priority, limit;
+  uint32_t lease; /* the lease word a new client's page starts with */
   uint32_t client_ids;
   preempt_client_page *page; /* the current client's, as the daemon maps it */
   preempt_doorbell_page *doorbell;
@@ -103,6 +104,7 @@ static void daemon_register(fake_daemon *daemon, const preempt_msg *message) {
   preempt_client_page *client_page = page;
   client_page->page_version = PREEMPT_DAEMON_PROTOCOL_VERSION;
   client_page->client_id = reply.client_id;
+  client_page->lease = daemon->lease; /* before the reply, as preemptd writes it */
   daemon->page = client_page; /* the old one stays mapped: the test may still look at it */
   daemon->doorbell = doorbell;
   /* Counted before the reply: the client may check the count as soon as it has it. */
@@ -688,6 +690,80 @@ static void test_completion_after_partial_eviction(void) {
   daemon_stop();
 }
 
+/* On a lease (no other process has work on the GPU): a long launch starts at once (its persistent grid on the
+ * application's stream, no hold) and its stub says RUNNING, so the daemon can still evict it: TOEVICT works as for a
+ * launch it ran. A short launch runs as written and takes no stub. Without the lease a launch is held again. */
+static void test_lease(void) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  daemon_state.limit = 0;
+  daemon_state.lease = 1; /* the client's GPU 0 */
+  daemon_start(ANSWER);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
+  fake_gpu.expected_params = 0;
+  long long stream;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  CHECK(launch != 0);
+  keep_running(launch);
+  CHECK_EQ_U64(fake_launches(), 1);
+  fake_launch last = last_fake_launch();
+  CHECK(last.persistent && last.stream == &stream && last.grid.x == 8 * 132);
+  CHECK_EQ_U64(stub_state(0), PREEMPT_STUB_RUNNING);
+  CHECK(preempt_stub_validate(stub_at(0), 2, NULL) == PREEMPT_DAEMON_OK);
+  preempt_launch_state state;
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING);
+  /* Beside it a second long launch is held, lease or not: in the daemon's books the first has the GPU. */
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
+  preempt_launch_id second = preempt_last_launch();
+  keep_running(second);
+  CHECK(wait_state(1, PREEMPT_STUB_READY));
+  CHECK_EQ_U64(fake_launches(), 1);
+  /* The daemon evicts it like any running launch: READY once no CTA is left, then held until TORUN. */
+  command(0, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, 1, NULL);
+  preempt_control_block *control = fake_launch_record(launch)->control;
+  int written = 0;
+  for (int round = 0; round < 20000 && !written; round++, usleep(100))
+    written = locked_word(&control->yield_mask[0]) == 0xffffffffu;
+  CHECK(written);
+  fake_event_set_pending(fake_launch_record(launch)->wave_done_event, 0);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  command(0, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
+  CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
+  CHECK_EQ_U64(wait_launches(2), 2);
+  finish(launch);
+  CHECK(wait_state(0, PREEMPT_STUB_DONE));
+  command(1, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
+  CHECK(wait_state(1, PREEMPT_STUB_RUNNING));
+  CHECK_EQ_U64(wait_launches(3), 3);
+  finish(second);
+  CHECK(wait_state(1, PREEMPT_STUB_DONE));
+  /* A short launch on the lease (PREEMPT_LONG_US is read when the runtime starts: a new one, registered again):
+   * as written, no stub. */
+  preempt_shutdown();
+  unsetenv("PREEMPT_LONG_US");
+  fake_gpu.has_original = 1;
+  preempt_kernel_desc shorter = fake_kernel_desc(&stub_b, "_Z1sv", 0);
+  CHECK_EQ_U64(preempt_launch_kernel(&shorter, big_grid, block256, NULL, 0, &stream), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 2);
+  CHECK(last_fake_launch().as_written);
+  CHECK_EQ_U64(preempt_last_launch(), 0);
+  CHECK_EQ_U64(stub_state(0), PREEMPT_STUB_FREE);
+  /* No lease: a long launch is held (READY, no grid) as before. */
+  preempt_shutdown();
+  setenv("PREEMPT_LONG_US", "0", 1);
+  daemon_state.lease = 0;
+  int launches = fake_launches();
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
+  preempt_launch_id held = preempt_last_launch();
+  keep_running(held);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  CHECK_EQ_U64(fake_launches(), launches);
+  daemon_state.lease = 0;
+  preempt_shutdown();
+  daemon_stop();
+}
+
 /* A bad PREEMPT_PRIORITY is reported and not sent. */
 static void test_bad_priority_variable(void) {
   setenv("PREEMPT_PRIORITY", "7x", 1);
@@ -813,6 +889,7 @@ int main(void) {
   test_scheduled_launches();
   test_held_stream_limit();
   test_completion_after_partial_eviction();
+  test_lease();
   test_one_wave_launches();
   test_bad_priority_variable();
   test_unscheduled();

@@ -847,7 +847,7 @@ static void test_moves(void) {
       {PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, 1}, {PREEMPT_STUB_RUNNING, PREEMPT_STUB_TORUN, 1},
       {PREEMPT_STUB_RUNNING, PREEMPT_STUB_DONE, 0},    {PREEMPT_STUB_TOEVICT, PREEMPT_STUB_READY, 0},
       {PREEMPT_STUB_TOEVICT, PREEMPT_STUB_RUNNING, 0}, {PREEMPT_STUB_TOEVICT, PREEMPT_STUB_DONE, 0},
-      {PREEMPT_STUB_DONE, PREEMPT_STUB_FREE, 1},
+      {PREEMPT_STUB_DONE, PREEMPT_STUB_FREE, 1},       {PREEMPT_STUB_PREP, PREEMPT_STUB_RUNNING, 0},
   };
   unsigned allowed_count = 0;
   for (uint32_t from = 0; from <= PREEMPT_STUB_DONE + 1; from++)
@@ -863,7 +863,7 @@ static void test_moves(void) {
         CHECK(actual == expected);
         allowed_count += (unsigned)actual;
       }
-  CHECK_EQ_U64(allowed_count, 11);
+  CHECK_EQ_U64(allowed_count, 12);
   /* A sample of refusals, named: the wrong side, backwards, skipped states, staying, out of range. */
   CHECK(!preempt_stub_move_allowed(PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 0));   /* client may not schedule */
   CHECK(!preempt_stub_move_allowed(PREEMPT_STUB_FREE, PREEMPT_STUB_PREP, 1));     /* daemon takes no stub */

@@ -115,6 +115,7 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   for (uint32_t s = 0; s < PREEMPT_STUBS_PER_CLIENT; s++)
     client->stubs[s].running_since_us = -1;
   client->registered = true;
+  preemptd_update_leases(ctx); /* before the reply: the client's first launch may already start on it */
 
   preempt_msg_registered reply;
   memset(&reply, 0, sizeof reply);

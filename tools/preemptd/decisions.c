@@ -115,6 +115,11 @@ static preempt_daemon_status issue_run(preemptd_context *ctx, preemptd_client *c
   return PREEMPT_DAEMON_OK;
 }
 
+bool preemptd_issue_evict_all(preemptd_context *ctx, preemptd_client *client, uint32_t index) {
+  client->stubs[index].last_command_all = true;
+  return issue(ctx, client, index, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, true, NULL);
+}
+
 preempt_daemon_status preemptd_flush_pending(preemptd_context *ctx, preemptd_client *client, uint32_t index) {
   preemptd_stub_record *record = &client->stubs[index];
   if (record->seen != PREEMPT_STUB_RUNNING || record->kernel_id == 0)

@@ -13,7 +13,7 @@
 
 static const char usage[] =
     "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--memory-policy NAME] [--log FILE|-]\n"
-    "                [--param NAME=VALUE]...\n"
+    "                [--param NAME=VALUE]... [--no-leases]\n"
     "\n"
     "Schedules the preemptible kernels of every process on this node, per GPU (docs/daemon.md).\n"
     "\n"
@@ -35,10 +35,14 @@ static const char usage[] =
     "                 TIME is microseconds, or NNms. Without MPS give hpf_spatial=0: kernels of different\n"
     "                 processes never run at once then (they time-slice), so evicting some SMs makes no\n"
     "                 room for another process's kernel (docs/daemon.md)\n"
+    "  --no-leases    grant no leases: every launch waits for the policy's decision, even on a GPU where no\n"
+    "                 other process has work (default: such a process starts its launches at once and the\n"
+    "                 daemon can still evict them; docs/daemon.md, \"Leases\")\n"
     "  --help         this text\n";
 
 typedef struct options {
   bool foreground;
+  bool no_leases;
   const char *socket;
   const char *policy;
   const char *log;
@@ -87,6 +91,10 @@ static int parse_options(int argc, char **argv, options *out) {
     }
     if (strcmp(arg, "--foreground") == 0) {
       out->foreground = true;
+      continue;
+    }
+    if (strcmp(arg, "--no-leases") == 0) {
+      out->no_leases = true;
       continue;
     }
     static const char *const valued[] = {"--socket", "--policy", "--log", "--param", "--memory-policy"};
@@ -238,6 +246,7 @@ int main(int argc, char **argv) {
   for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
     ctx->clients[i].fd = -1;
   ctx->params = opts.params;
+  ctx->leases = !opts.no_leases;
   if (preempt_sched_policy_by_name(opts.policy, &ctx->default_policy) != PREEMPT_SCHED_OK)
     return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr, flexsched)", opts.policy);
   ctx->mem_policy = PREEMPT_MEM_POLICY_FIFO;

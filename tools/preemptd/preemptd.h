@@ -64,6 +64,9 @@ typedef struct preemptd_stub_record {
   double running_since_us;       /* when the client said RUNNING; < 0: not running now */
   bool deferred_logged;          /* an arrival that found the kernel table full was logged once */
   uint32_t evictions;
+  /* Started by its client on a lease the daemon had already withdrawn (another client's launch came first):
+   * told to leave every SM, outside the scheduler, until it is READY (then an arrival) or DONE (leases.c). */
+  bool unscheduled;
 } preemptd_stub_record;
 
 typedef struct preemptd_client {
@@ -78,6 +81,7 @@ typedef struct preemptd_client {
   uint32_t gpu_count;
   uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS]; /* the client's GPU index -> the daemon's */
   preempt_client_page *page;     /* mapped; NULL when not registered */
+  uint32_t lease;                /* the page's lease word as last written (leases.c) */
   uint64_t launches, evictions;
   preemptd_stub_record stubs[PREEMPT_STUBS_PER_CLIENT];
   /* Memory admission (MEM_ATTACH), independent of REGISTER: a connection may do either or both. */
@@ -161,6 +165,7 @@ typedef struct preemptd_context {
   pthread_mutex_t lock;
   bool stopping;
   bool rescan;                   /* a scan found something it could not finish: scan again at once */
+  bool leases;                   /* grant leases (leases.c); --no-leases: every launch waits for a decision */
   const preempt_sched_policy *default_policy; /* for GPUs not seen yet */
   uint32_t next_client_id, next_kernel_id;
   uint32_t gpu_count;
@@ -235,6 +240,9 @@ preempt_daemon_status preemptd_gpu_decide(preemptd_context *ctx, uint32_t gpu, p
 /* A command the stub could not take when it was decided (it was TORUN or TOEVICT): write it now that
  * the stub is RUNNING again. */
 preempt_daemon_status preemptd_flush_pending(preemptd_context *ctx, preemptd_client *client, uint32_t stub);
+/* RUNNING -> TOEVICT from every SM for a launch the scheduler does not hold (one started on a withdrawn lease).
+ * Returns whether the command is in the stub. */
+bool preemptd_issue_evict_all(preemptd_context *ctx, preemptd_client *client, uint32_t stub);
 
 /* ---- pages to events (stub_scan.c) */
 /* Scans every registered client's page; a client found breaking the protocol is reclaimed there. */
@@ -242,6 +250,13 @@ preempt_daemon_status preemptd_scan_all(preemptd_context *ctx);
 /* One client's page, e.g. a last look before reclaiming it: a launch that finished just before its
  * process exited is a completion (its time trains the model), not a reclaimed kernel. */
 preempt_daemon_status preemptd_scan_one(preemptd_context *ctx, preemptd_client *client);
+
+/* ---- leases (leases.c) */
+/* Grants each client a lease on every GPU where no other client has work, withdraws the rest, writing only
+ * words that change. Call after anything that changes who has work (a scan, a registration, a reclaim). */
+void preemptd_update_leases(preemptd_context *ctx);
+/* Whether the daemon last granted `client` a lease on its GPU index `client_gpu`. */
+bool preemptd_client_leased(const preemptd_client *client, uint32_t client_gpu);
 
 /* ---- the end of a client (reclaim.c) */
 /* Completes the client's kernels (their SMs free at once), lets each GPU's policy hand them out,

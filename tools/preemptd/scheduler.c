@@ -59,6 +59,7 @@ void *preemptd_scheduler_thread(void *context) {
       preemptd_log(ctx, "scan: some events could not be handled (see above)");
     if (fire_timers(ctx) != PREEMPT_DAEMON_OK)
       preemptd_log(ctx, "timers: some events could not be handled (see above)");
+    preemptd_update_leases(ctx); /* after every decision of this round: who is alone with work now */
     preemptd_mem_poll(ctx); /* waits of at most PREEMPTD_IDLE_WAIT_NS keep its 100 ms readings going */
     int64_t timeout = wait_ns(ctx);
     pthread_mutex_unlock(&ctx->lock);

@@ -15,6 +15,7 @@ static bool client_could_reach(uint32_t from, uint32_t to) {
   if (preempt_stub_move_allowed(from, to, 0))
     return true;
   return (from == PREEMPT_STUB_FREE && to == PREEMPT_STUB_READY) ||
+         (from == PREEMPT_STUB_FREE && to == PREEMPT_STUB_RUNNING) || /* started on a lease */
          (from == PREEMPT_STUB_TORUN && to == PREEMPT_STUB_DONE);
 }
 
@@ -42,9 +43,11 @@ static uint32_t granted_weight(const preemptd_client *client, uint32_t asked) {
   return weight < limit ? weight : limit;
 }
 
-/* PREP -> READY: a new launch. FULL leaves the stub READY for a later scan (the table frees as kernels end). */
+/* PREP -> READY: a new launch. FULL leaves the stub READY for a later scan (the table frees as kernels end).
+ * `started`: its client started it on a lease (PREP -> RUNNING) and the GPU is idle: the scheduler takes it as
+ * running on every SM before the policy hears of it (leases.c). */
 static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *client, uint32_t index,
-                                     const preempt_stub *copy, char *why, size_t why_bytes) {
+                                     const preempt_stub *copy, bool started, char *why, size_t why_bytes) {
   const char *bad = NULL;
   if (preempt_stub_validate(copy, client->gpu_count, &bad) != PREEMPT_DAEMON_OK) {
     snprintf(why, why_bytes, "stub %u: bad launch field %s", index, bad ? bad : "?");
@@ -91,8 +94,13 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   preempt_daemon_status status = preemptd_gpu_advance(ctx, gpu_index);
   if (status != PREEMPT_DAEMON_OK || preempt_sched_add_kernel(gpu->sched, &kernel) != PREEMPT_SCHED_OK)
     return PREEMPT_DAEMON_SYSTEM;
+  if (started) {
+    preempt_sched_decision run = {PREEMPT_ACTION_RUN, kernel.id, true, {{0}}, 0};
+    if (preempt_sched_apply(gpu->sched, &run) != PREEMPT_SCHED_OK)
+      return PREEMPT_DAEMON_SYSTEM;
+  }
   memset(record, 0, sizeof *record);
-  record->seen = PREEMPT_STUB_READY;
+  record->seen = started ? PREEMPT_STUB_RUNNING : PREEMPT_STUB_READY;
   record->kernel_id = kernel.id;
   record->gpu = gpu_index;
   record->command_sequence = copy->command_sequence; /* continue the stub's numbering */
@@ -102,7 +110,7 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   record->priority = kernel.priority;
   record->weight = kernel.weight;
   record->predicted_us = predicted;
-  record->running_since_us = -1;
+  record->running_since_us = started ? preemptd_now_us(ctx) : -1;
   client->launches++;
   /* weight: granted; weight_asked only when the clamp changed it. */
   char asked[32] = "";
@@ -114,10 +122,68 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
     snprintf(footprint, sizeof footprint, " threads=%u registers=%u shared=%u tasks=%u", kernel.footprint.threads,
              kernel.footprint.registers_per_thread, kernel.footprint.shared_bytes, kernel.task_count);
   preemptd_log(ctx, "arrival client=%u stub=%u kernel=%u name=%s gpu=%u priority=%d predicted_us=%.0f cost_us=%.0f "
-               "sms_needed=%u weight=%u%s%s",
+               "sms_needed=%u weight=%u%s%s%s",
                client->id, index, kernel.id, record->name, gpu_index, kernel.priority, predicted, cost,
-               kernel.sms_needed, kernel.weight, asked, footprint);
+               kernel.sms_needed, kernel.weight, asked, footprint, started ? " started=lease" : "");
   return preemptd_gpu_decide(ctx, gpu_index, PREEMPT_EVENT_ARRIVAL, kernel.id);
+}
+
+/* PREP -> RUNNING: the client started the launch itself on a lease. Taken as a running arrival while the lease
+ * still holds and the GPU is idle; otherwise (another client's launch came first and the lease was withdrawn
+ * after the client read it) it is told to leave every SM at once, outside the scheduler, and arrives as a held
+ * launch once it is READY (leases.c, docs/daemon.md "Leases"). */
+static preempt_daemon_status lease_start(preemptd_context *ctx, preemptd_client *client, uint32_t index,
+                                         const preempt_stub *copy, char *why, size_t why_bytes) {
+  const char *bad = NULL;
+  if (preempt_stub_validate(copy, client->gpu_count, &bad) != PREEMPT_DAEMON_OK) {
+    snprintf(why, why_bytes, "stub %u: bad launch field %s", index, bad ? bad : "?");
+    return PREEMPT_DAEMON_MALFORMED;
+  }
+  uint32_t gpu_index = client->gpus[copy->gpu];
+  preemptd_gpu *gpu = &ctx->gpus[gpu_index];
+  preempt_sm_set idle;
+  preempt_sched_free_sms(gpu->sched, &idle);
+  if (preemptd_client_leased(client, copy->gpu) && preempt_sm_set_count(&idle) == gpu->sched->gpu.sm_count &&
+      gpu->sched->kernel_count < PREEMPT_SCHED_MAX_KERNELS)
+    return arrival(ctx, client, index, copy, true, why, why_bytes);
+  preemptd_stub_record *record = &client->stubs[index];
+  memset(record, 0, sizeof *record);
+  record->seen = PREEMPT_STUB_RUNNING;
+  record->gpu = gpu_index;
+  record->command_sequence = copy->command_sequence;
+  record->running_since_us = -1;
+  record->unscheduled = true;
+  preemptd_log(ctx, "lease-start refused client=%u stub=%u gpu=%u: %s; evicting it", client->id, index, gpu_index,
+               preemptd_client_leased(client, copy->gpu) ? "the GPU is busy" : "no lease");
+  if (!preemptd_issue_evict_all(ctx, client, index))
+    return PREEMPT_DAEMON_OK; /* it moved on (DONE): the next pass frees it */
+  return PREEMPT_DAEMON_OK;
+}
+
+/* A launch started on a withdrawn lease, sent away: READY (it left, and now waits like any held launch) or DONE
+ * (it finished first). */
+static preempt_daemon_status unscheduled_moved(preemptd_context *ctx, preemptd_client *client, uint32_t index,
+                                               const preempt_stub *copy, char *why, size_t why_bytes) {
+  preemptd_stub_record *record = &client->stubs[index];
+  if (copy->state == PREEMPT_STUB_READY) {
+    preempt_daemon_status status = arrival(ctx, client, index, copy, false, why, why_bytes);
+    if (status == PREEMPT_DAEMON_FULL)
+      record->seen = PREEMPT_STUB_TOEVICT; /* retried at a later scan, still unscheduled */
+    return status;
+  }
+  if (copy->state == PREEMPT_STUB_DONE) {
+    preemptd_log(ctx, "completion client=%u stub=%u unscheduled", client->id, index);
+    memset(record, 0, sizeof *record);
+    record->seen = PREEMPT_STUB_FREE;
+    record->running_since_us = -1;
+    uint32_t expected = PREEMPT_STUB_DONE;
+    if (__atomic_compare_exchange_n(&client->page->stubs[index].state, &expected, PREEMPT_STUB_FREE, false,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+      preempt_futex_ring(&client->page->client_wake);
+    return PREEMPT_DAEMON_OK;
+  }
+  snprintf(why, why_bytes, "stub %u: kept running after an eviction from every SM", index);
+  return PREEMPT_DAEMON_MALFORMED;
 }
 
 static void stop_running_clock(preemptd_context *ctx, preemptd_stub_record *record) {
@@ -252,14 +318,20 @@ static preempt_daemon_status scan_stub(preemptd_context *ctx, preemptd_client *c
     record->seen = PREEMPT_STUB_PREP;
     return PREEMPT_DAEMON_OK;
   case PREEMPT_STUB_READY: {
+    if (record->unscheduled)
+      return unscheduled_moved(ctx, client, index, &copy, why, why_bytes);
     if (record->seen == PREEMPT_STUB_TOEVICT)
       return eviction_done(ctx, client, index, &copy, why, why_bytes);
-    preempt_daemon_status status = arrival(ctx, client, index, &copy, why, why_bytes);
+    preempt_daemon_status status = arrival(ctx, client, index, &copy, false, why, why_bytes);
     if (status == PREEMPT_DAEMON_FULL)
       *changed = false; /* nothing moved: retried at the next wake, not in a tight loop now */
     return status;
   }
   case PREEMPT_STUB_RUNNING:
+    if (record->unscheduled)
+      return unscheduled_moved(ctx, client, index, &copy, why, why_bytes);
+    if (record->seen == PREEMPT_STUB_FREE || record->seen == PREEMPT_STUB_PREP)
+      return lease_start(ctx, client, index, &copy, why, why_bytes);
     if (record->seen == PREEMPT_STUB_TOEVICT)
       return eviction_done(ctx, client, index, &copy, why, why_bytes);
     record->seen = PREEMPT_STUB_RUNNING; /* TORUN carried out: launched or resumed */
@@ -267,6 +339,8 @@ static preempt_daemon_status scan_stub(preemptd_context *ctx, preemptd_client *c
     preemptd_log(ctx, "running client=%u stub=%u kernel=%u", client->id, index, record->kernel_id);
     return preemptd_flush_pending(ctx, client, index);
   case PREEMPT_STUB_DONE:
+    if (record->unscheduled)
+      return unscheduled_moved(ctx, client, index, &copy, why, why_bytes);
     return completion(ctx, client, index);
   default:
     return PREEMPT_DAEMON_OK; /* unreachable: client_could_reach admits no other state */

@@ -369,6 +369,8 @@ void preempt_copy_name(char *field, size_t field_bytes, const char *text);
  * (everyone else only reads it):
  *   FREE    -> PREP     client (compare-and-swap): it takes the stub for a launch
  *   PREP    -> READY    client (release store), after filling the launch fields; then rings the doorbell
+ *   PREP    -> RUNNING  client (release store), on a lease (preempt_client_page.lease): it started the
+ *                       launch itself; then rings the doorbell
  *   READY   -> TORUN    daemon: run it (SMs in command_mask, all when command_all); then wakes the client
  *   TORUN   -> RUNNING  client, once it has launched or resumed the kernel; rings the doorbell
  *   RUNNING -> TOEVICT  daemon (compare-and-swap): leave the SMs in command_mask (all when command_all)
@@ -442,7 +444,14 @@ typedef struct preempt_client_page {
   uint32_t client_id;
   uint32_t client_wake;         /* futex: the daemon adds 1 and wakes after every command; the client's
                                    own threads may ring it too, to wake its agent (only a counter) */
-  uint32_t reserved;
+  /* Written by the daemon only (release store): bit i set = a lease on the
+   * client's GPU i: no other client has a launch there, so the client may
+   * start a launch at once and publish it RUNNING (PREP -> RUNNING) instead
+   * of READY, and run short launches without a stub. Cleared when another
+   * client's launch arrives there; a launch started on a lease the daemon
+   * had already cleared is evicted at once and then held (docs/daemon.md,
+   * "Leases"). 0 from a daemon that grants none. */
+  uint32_t lease;
   preempt_stub stubs[PREEMPT_STUBS_PER_CLIENT];
 } preempt_client_page;
 
