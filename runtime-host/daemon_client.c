@@ -756,7 +756,18 @@ static int agent_scan(preempt_runtime *runtime, int *agent_device) {
         view->spare = 1;
       } else if (gpu->event_query(record->ready_event) == 0) {
         view->waiting_start = 0;
-        __atomic_store_n(&entry->state, PREEMPT_STUB_READY, __ATOMIC_RELEASE);
+        /* Its stream has come to it: on a lease, with no other published
+         * launch of this process unfinished there, it starts now instead of
+         * waiting for a decision (docs/daemon.md, "Leases"): a loop of long
+         * kernels in one stream would otherwise pay a round trip per kernel. */
+        uint32_t next = PREEMPT_STUB_READY;
+        if (view->device < 32 && (__atomic_load_n(&client->page->lease, __ATOMIC_ACQUIRE) >> view->device & 1u) &&
+            !preempt_daemon_in_flight(runtime, view->device, index) &&
+            preempt_resume_record(runtime, device, record) == PREEMPT_OK) {
+          record->daemon_evicted = preempt_launch_suspended(record);
+          next = PREEMPT_STUB_RUNNING;
+        }
+        __atomic_store_n(&entry->state, next, __ATOMIC_RELEASE);
         moved = 1;
       } else {
         busy = 1;

@@ -738,6 +738,30 @@ static void test_lease(void) {
   CHECK_EQ_U64(wait_launches(3), 3);
   finish(second);
   CHECK(wait_state(1, PREEMPT_STUB_DONE));
+  /* A launch held beside another, whose stream reaches it once nothing else of the process is unfinished, is
+   * started by the agent on the lease (its first run, a relaunch) and said RUNNING: no decision to wait for. The
+   * fake daemon frees no stub: these take stubs 2 and 3. */
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
+  preempt_launch_id running = preempt_last_launch();
+  keep_running(running);
+  CHECK_EQ_U64(stub_state(2), PREEMPT_STUB_RUNNING);
+  fake_gpu.events_pending = 1; /* the next launch's start event is not reached yet */
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
+  preempt_launch_id queued = preempt_last_launch();
+  keep_running(queued);
+  fake_event_set_pending(fake_launch_record(queued)->ready_event, 1);
+  fake_gpu.events_pending = 0;
+  usleep(2000);
+  CHECK_EQ_U64(stub_state(3), PREEMPT_STUB_PREP);
+  int before = fake_launches();
+  finish(running);
+  CHECK(wait_state(2, PREEMPT_STUB_DONE));
+  fake_event_set_pending(fake_launch_record(queued)->ready_event, 0);
+  CHECK(wait_state(3, PREEMPT_STUB_RUNNING));
+  CHECK_EQ_U64(wait_launches(before + 1), before + 1);
+  CHECK(last_fake_launch().persistent);
+  finish(queued);
+  CHECK(wait_state(3, PREEMPT_STUB_DONE));
   /* A short launch on the lease (PREEMPT_LONG_US is read when the runtime starts: a new one, registered again):
    * as written, no stub. */
   preempt_shutdown();
