@@ -128,6 +128,19 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   return preemptd_gpu_decide(ctx, gpu_index, PREEMPT_EVENT_ARRIVAL, kernel.id);
 }
 
+/* DONE -> FREE once the daemon has accounted for the launch: the stub is the client's again. A CAS, so a client
+ * that already scribbled on it is not overwritten; the next scan judges what it wrote. */
+static void free_stub(preemptd_client *client, uint32_t index) {
+  preemptd_stub_record *record = &client->stubs[index];
+  memset(record, 0, sizeof *record);
+  record->seen = PREEMPT_STUB_FREE;
+  record->running_since_us = -1;
+  uint32_t expected = PREEMPT_STUB_DONE;
+  if (__atomic_compare_exchange_n(&client->page->stubs[index].state, &expected, PREEMPT_STUB_FREE, false,
+                                  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    preempt_futex_ring(&client->page->client_wake); /* a launch may be waiting for a free stub */
+}
+
 /* PREP -> RUNNING: the client started the launch itself on a lease. Taken as a running arrival while the lease
  * still holds and the GPU is idle; otherwise (another client's launch came first and the lease was withdrawn
  * after the client read it) it is told to leave every SM at once, outside the scheduler, and arrives as a held
@@ -173,13 +186,7 @@ static preempt_daemon_status unscheduled_moved(preemptd_context *ctx, preemptd_c
   }
   if (copy->state == PREEMPT_STUB_DONE) {
     preemptd_log(ctx, "completion client=%u stub=%u unscheduled", client->id, index);
-    memset(record, 0, sizeof *record);
-    record->seen = PREEMPT_STUB_FREE;
-    record->running_since_us = -1;
-    uint32_t expected = PREEMPT_STUB_DONE;
-    if (__atomic_compare_exchange_n(&client->page->stubs[index].state, &expected, PREEMPT_STUB_FREE, false,
-                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-      preempt_futex_ring(&client->page->client_wake);
+    free_stub(client, index);
     return PREEMPT_DAEMON_OK;
   }
   snprintf(why, why_bytes, "stub %u: kept running after an eviction from every SM", index);
@@ -278,15 +285,7 @@ static preempt_daemon_status completion(preemptd_context *ctx, preemptd_client *
     return PREEMPT_DAEMON_SYSTEM;
   preemptd_log(ctx, "completion client=%u stub=%u kernel=%u name=%s ran_us=%.0f evictions=%u", client->id, index,
                kernel_id, record->name, record->ran_us, record->evictions);
-  memset(record, 0, sizeof *record);
-  record->seen = PREEMPT_STUB_FREE;
-  record->running_since_us = -1;
-  /* DONE -> FREE: the stub is the client's again. A CAS, so a client that already scribbled on it is
-   * not overwritten; the next scan judges what it wrote. */
-  uint32_t expected = PREEMPT_STUB_DONE;
-  if (__atomic_compare_exchange_n(&client->page->stubs[index].state, &expected, PREEMPT_STUB_FREE, false,
-                                  __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-    preempt_futex_ring(&client->page->client_wake); /* a launch may be waiting for a free stub */
+  free_stub(client, index);
   return preemptd_gpu_decide(ctx, gpu_index, PREEMPT_EVENT_COMPLETION, kernel_id);
 }
 
