@@ -326,7 +326,7 @@ static void accept_connections(preemptd_context *ctx) {
     if (!slot) {
       preemptd_log_uid(ctx, uid, "connection refused pid=%d uid=%u: %s", (int)pid, (unsigned)uid, why);
       pthread_mutex_unlock(&ctx->lock);
-      preemptd_refusal_add(ctx, fd, why);
+      preemptd_refusal_add(ctx, fd, uid, why);
       continue;
     }
     memset(slot, 0, sizeof *slot);

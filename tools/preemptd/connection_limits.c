@@ -42,19 +42,25 @@ static void refusal_close(preemptd_refusal *refusal) {
   refusal->fd = -1;
 }
 
-void preemptd_refusal_add(preemptd_context *ctx, int fd, const char *why) {
-  for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++) {
+void preemptd_refusal_add(preemptd_context *ctx, int fd, uid_t uid, const char *why) {
+  uint32_t of_uid = 0;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++)
+    of_uid += ctx->refusing[i].fd >= 0 && ctx->refusing[i].uid == uid;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING && (of_uid < PREEMPTD_REFUSING_PER_UID ||
+                                                     preemptd_uid_trusted(ctx, uid)); i++) {
     preemptd_refusal *refusal = &ctx->refusing[i];
     if (refusal->fd >= 0)
       continue;
     refusal->fd = fd;
+    refusal->uid = uid;
     refusal->deadline_us = preemptd_monotonic_us() + PREEMPTD_REFUSAL_WAIT_US;
     snprintf(refusal->why, sizeof refusal->why, "%s", why);
     /* Its request may be queued already: answered at once. */
     preemptd_refusal_serve(ctx, i);
     return;
   }
-  /* Too many refusals in flight to wait for each request: answered without its id (the runtime takes any FULL). */
+  /* Too many refusals in flight (of this user, or in all) to wait for each request: answered without its id (the
+   * runtime takes any FULL). */
   (void)preemptd_send_status(fd, 0, PREEMPT_DAEMON_FULL, why);
   close(fd);
 }

@@ -23,6 +23,9 @@
 #define PREEMPTD_RESERVED_CONNECTIONS 8
 /* Refused connections kept until their first request arrives, so FULL answers that request's id. */
 #define PREEMPTD_MAX_REFUSING 16
+/* Refusal entries one user may hold at once: one user's refused connections cannot keep another's FULL from
+ * carrying its request's id. */
+#define PREEMPTD_REFUSING_PER_UID 4
 /* How long a refused connection may take to send its first request before it is closed without an answer. */
 #define PREEMPTD_REFUSAL_WAIT_US 1000000.0
 /* Default for --unregistered-timeout: a connection that neither REGISTERs nor MEM_ATTACHes within it is closed
@@ -185,6 +188,7 @@ typedef struct preemptd_gpu {
 /* A connection refused for want of a slot: answered FULL with its first request's id (connection_limits.c). */
 typedef struct preemptd_refusal {
   int fd;                        /* -1: free */
+  uid_t uid;
   double deadline_us;
   char why[PREEMPT_DAEMON_TEXT_BYTES];
 } preemptd_refusal;
@@ -266,7 +270,7 @@ preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice);
 bool preemptd_connection_allowed(const preemptd_context *ctx, uid_t uid, char *why, size_t why_bytes);
 /* Keeps a refused connection until its first request, to answer FULL with that request's id; closes it now when
  * no refusal entry is free. */
-void preemptd_refusal_add(preemptd_context *ctx, int fd, const char *why);
+void preemptd_refusal_add(preemptd_context *ctx, int fd, uid_t uid, const char *why);
 /* A refused connection sent something (or hung up): answered and closed. */
 void preemptd_refusal_serve(preemptd_context *ctx, uint32_t index);
 /* Closes refused connections past their wait and unregistered ones past --unregistered-timeout; returns the poll
