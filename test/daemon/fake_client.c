@@ -130,6 +130,9 @@ static int reply(fake *f, const char *what, preempt_msg *out, uint64_t *buffer, 
     say(f, "%s: undecodable reply: %s", what, preempt_daemon_status_name(status));
     return -1;
   }
+  /* A reply must carry its request's id: a runtime cannot match one that does not (issue 41's FULL with id 0). */
+  if (out->request_id != f->request_id)
+    say(f, "%s: answered request %u, not %u", what, out->request_id, f->request_id);
   return 0;
 }
 
@@ -213,6 +216,8 @@ static int register_once(fake *f, bool quiet) {
     say(f, "register: undecodable reply");
     return -1;
   }
+  if (message.request_id != f->request_id)
+    say(f, "register: answered request %u, not %u", message.request_id, f->request_id);
   if (message.type == PREEMPT_MSG_STATUS) {
     say_status(f, "register refused", &message.body.status);
     return -1;
