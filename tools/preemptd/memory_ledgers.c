@@ -53,6 +53,24 @@ static void claim_capacity(preemptd_context *ctx, preemptd_client *client, preem
                       (unsigned)client->uid);
 }
 
+/* Memory GPU entries in whose ledger only clients of `uid` hold a slot: one unprivileged user may be the only one in
+ * at most PREEMPTD_GPUS_PER_UID, so others' GPUs always find an entry. */
+static uint32_t entries_only_of(const preemptd_context *ctx, uid_t uid) {
+  uint32_t count = 0;
+  for (uint32_t index = 0; index < ctx->mem_gpu_count; index++) {
+    bool mine = false, others = false;
+    for (uint32_t c = 0; c < PREEMPTD_MAX_CONNECTIONS; c++) {
+      const preemptd_client *client = &ctx->clients[c];
+      if (client->fd < 0 || !client->mem_attached || client->mem_slot[index] == PREEMPT_MEM_NO_INDEX)
+        continue;
+      mine |= client->uid == uid;
+      others |= client->uid != uid;
+    }
+    count += mine && !others;
+  }
+  return count;
+}
+
 /* The ledger's entry for this GPU, added on first use: capacity from NVML when it knows the GPU, else the
  * client's reading (see claim_capacity). A full table gives the entry of a GPU nobody uses any more. NULL with
  * *result set when neither gives a size or the table is full. */
@@ -62,6 +80,12 @@ static preemptd_mem_gpu *mem_gpu_for(preemptd_context *ctx, preemptd_client *cli
   if (known) {
     claim_capacity(ctx, client, known, reading_total);
     return known;
+  }
+  if (!preemptd_uid_trusted(ctx, client->uid) && entries_only_of(ctx, client->uid) >= PREEMPTD_GPUS_PER_UID) {
+    preemptd_log_client(ctx, client, "memory gpu refused client=%u uid=%u: %d GPUs hold only its clients already",
+                        client->id, (unsigned)client->uid, PREEMPTD_GPUS_PER_UID);
+    *result = PREEMPT_MEM_REPLY_FULL;
+    return NULL;
   }
   preemptd_mem_gpu *gpu = NULL;
   if (ctx->mem_gpu_count < PREEMPTD_MAX_GPUS)
