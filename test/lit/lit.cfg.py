@@ -35,6 +35,7 @@ config.substitutions += [
     ("%daemon_bin", os.path.join(config.preempt_binary_root, "test", "daemon")),
     ("%fake_client", os.path.join(config.preempt_binary_root, "test", "daemon", "fake_client")),
     ("%fuzz_protocol", fuzz_protocol),
+    ("%fuzz_sessions", os.path.join(config.preempt_binary_root, "test", "fuzz", "fuzz_daemon_sessions")),
     ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),
     ("%python", sys.executable),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),

@@ -346,55 +346,64 @@ static void close_late(preemptd_context *ctx, preemptd_client *client, const cha
   disconnect(ctx, client, why);
 }
 
-preempt_daemon_status preemptd_serve(preemptd_context *ctx) {
+preempt_daemon_status preemptd_serve_step(preemptd_context *ctx, int max_wait_ms, bool *stop) {
   struct pollfd polled[2 + PREEMPTD_MAX_REFUSING + PREEMPTD_MAX_CONNECTIONS];
   uint32_t slot_of[2 + PREEMPTD_MAX_REFUSING + PREEMPTD_MAX_CONNECTIONS];
+  *stop = false;
+  int timeout_ms = preemptd_connection_deadlines(ctx, close_late);
+  if (max_wait_ms >= 0 && (timeout_ms < 0 || timeout_ms > max_wait_ms))
+    timeout_ms = max_wait_ms;
+  nfds_t count = 0;
+  polled[count++] = (struct pollfd){ctx->signal_fd, POLLIN, 0};
+  polled[count++] = (struct pollfd){ctx->listen_fd, POLLIN, 0};
+  nfds_t first_refusal = count;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++)
+    if (ctx->refusing[i].fd >= 0) {
+      slot_of[count] = i;
+      polled[count++] = (struct pollfd){ctx->refusing[i].fd, POLLIN, 0};
+    }
+  nfds_t first_client = count;
+  pthread_mutex_lock(&ctx->lock);
+  for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
+    if (ctx->clients[i].fd >= 0) {
+      slot_of[count] = i;
+      polled[count++] = (struct pollfd){ctx->clients[i].fd, POLLIN, 0};
+    }
+  pthread_mutex_unlock(&ctx->lock);
+  if (poll(polled, count, timeout_ms) < 0)
+    return errno == EINTR ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_SYSTEM;
+  if (polled[0].revents) {
+    struct signalfd_siginfo info;
+    if (read(ctx->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+      pthread_mutex_lock(&ctx->lock);
+      preemptd_log(ctx, "signal %u: stopping", info.ssi_signo);
+      ctx->stopping = true;
+      pthread_mutex_unlock(&ctx->lock);
+      preemptd_ring_doorbell(ctx); /* wakes the scheduler thread to see `stopping` */
+      *stop = true;
+      return PREEMPT_DAEMON_OK;
+    }
+  }
+  for (nfds_t i = first_refusal; i < first_client; i++)
+    if (polled[i].revents && ctx->refusing[slot_of[i]].fd == polled[i].fd)
+      preemptd_refusal_serve(ctx, slot_of[i]);
+  /* Connections first, then new ones: hang-ups seen in this poll free their slots before a connection that came
+   * after them asks for one (a client that waited for others to exit must find their slots free). */
+  for (nfds_t i = first_client; i < count; i++) {
+    /* Only this thread closes descriptors, so the slot still holds the fd that was polled. */
+    if (polled[i].revents && ctx->clients[slot_of[i]].fd == polled[i].fd)
+      serve_connection(ctx, slot_of[i]);
+  }
+  if (polled[1].revents)
+    accept_connections(ctx);
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_serve(preemptd_context *ctx) {
   for (;;) {
-    int timeout_ms = preemptd_connection_deadlines(ctx, close_late);
-    nfds_t count = 0;
-    polled[count++] = (struct pollfd){ctx->signal_fd, POLLIN, 0};
-    polled[count++] = (struct pollfd){ctx->listen_fd, POLLIN, 0};
-    nfds_t first_refusal = count;
-    for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++)
-      if (ctx->refusing[i].fd >= 0) {
-        slot_of[count] = i;
-        polled[count++] = (struct pollfd){ctx->refusing[i].fd, POLLIN, 0};
-      }
-    nfds_t first_client = count;
-    pthread_mutex_lock(&ctx->lock);
-    for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
-      if (ctx->clients[i].fd >= 0) {
-        slot_of[count] = i;
-        polled[count++] = (struct pollfd){ctx->clients[i].fd, POLLIN, 0};
-      }
-    pthread_mutex_unlock(&ctx->lock);
-    if (poll(polled, count, timeout_ms) < 0) {
-      if (errno == EINTR)
-        continue;
-      return PREEMPT_DAEMON_SYSTEM;
-    }
-    if (polled[0].revents) {
-      struct signalfd_siginfo info;
-      if (read(ctx->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
-        pthread_mutex_lock(&ctx->lock);
-        preemptd_log(ctx, "signal %u: stopping", info.ssi_signo);
-        ctx->stopping = true;
-        pthread_mutex_unlock(&ctx->lock);
-        preemptd_ring_doorbell(ctx); /* wakes the scheduler thread to see `stopping` */
-        return PREEMPT_DAEMON_OK;
-      }
-    }
-    for (nfds_t i = first_refusal; i < first_client; i++)
-      if (polled[i].revents && ctx->refusing[slot_of[i]].fd == polled[i].fd)
-        preemptd_refusal_serve(ctx, slot_of[i]);
-    /* Connections first, then new ones: hang-ups seen in this poll free their slots before a connection that came
-     * after them asks for one (a client that waited for others to exit must find their slots free). */
-    for (nfds_t i = first_client; i < count; i++) {
-      /* Only this thread closes descriptors, so the slot still holds the fd that was polled. */
-      if (polled[i].revents && ctx->clients[slot_of[i]].fd == polled[i].fd)
-        serve_connection(ctx, slot_of[i]);
-    }
-    if (polled[1].revents)
-      accept_connections(ctx);
+    bool stop = false;
+    preempt_daemon_status status = preemptd_serve_step(ctx, -1, &stop);
+    if (status != PREEMPT_DAEMON_OK || stop)
+      return status;
   }
 }

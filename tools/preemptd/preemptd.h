@@ -382,5 +382,11 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
 void *preemptd_scheduler_thread(void *context);
 /* The socket loop, on the main thread; returns when a signal asks the daemon to stop. */
 preempt_daemon_status preemptd_serve(preemptd_context *ctx);
+/* One round of it: waits at most max_wait_ms (-1: until the next deadline or event), serves what is ready; *stop
+ * when a signal asked the daemon to stop. The fuzz harness (test/fuzz/fuzz_daemon_sessions.c) drives it. */
+preempt_daemon_status preemptd_serve_step(preemptd_context *ctx, int max_wait_ms, bool *stop);
+/* One round of the scheduler thread, under the lock: scans, due timers, memory polls; returns how long it may
+ * sleep (ns). */
+int64_t preemptd_scheduler_step(preemptd_context *ctx);
 
 #endif
