@@ -65,8 +65,9 @@ static void test_identify(void) {
   CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
   pid_t pid = 0;
   uid_t uid = 1;
-  int nice_value = 99;
-  CHECK(preemptd_peer_identify(pair[0], &pid, &uid, &nice_value) == PREEMPT_DAEMON_OK);
+  int nice_value = 99, nice_error = -1;
+  CHECK(preemptd_peer_identify(pair[0], &pid, &uid, &nice_value, &nice_error) == PREEMPT_DAEMON_OK);
+  CHECK(nice_error == 0);
   CHECK(pid == getpid());
   CHECK(uid == geteuid());
   errno = 0;
@@ -103,7 +104,7 @@ static void test_identify(void) {
   int fds[1] = {-1}, fd_count = 0, flags = 0;
   char byte;
   CHECK(preempt_receive_packet(carrier[0], &byte, 1, 0, fds, 1, &fd_count, &flags) == 1 && fd_count == 1);
-  CHECK(preemptd_peer_identify(fds[0], &pid, &uid, &nice_value) == PREEMPT_DAEMON_SYSTEM);
+  CHECK(preemptd_peer_identify(fds[0], &pid, &uid, &nice_value, &nice_error) == PREEMPT_DAEMON_SYSTEM);
   close(fds[0]);
   close(carrier[0]);
   close(carrier[1]);

@@ -112,6 +112,11 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
     return preemptd_send_status(client->fd, request_id, status, why);
   }
   /* The nice value the process had when it connected (peer.c), not one read now under a pid it may have left. */
+  if (client->nice_error) {
+    snprintf(text, sizeof text, "cannot read the nice value of pid %d: %s", (int)client->pid,
+             strerror(client->nice_error));
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
+  }
   int nice = client->nice;
   int32_t granted = 0, limit = 0;
   preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
@@ -126,7 +131,7 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   }
   uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS];
   for (uint32_t i = 0; i < request->gpu_count; i++)
-    if ((status = preemptd_gpu_add(ctx, client, &request->gpus[i], &gpus[i])) != PREEMPT_DAEMON_OK) {
+    if ((status = preemptd_gpu_add(ctx, client, request->gpus, request->gpu_count, i, &gpus[i])) != PREEMPT_DAEMON_OK) {
       close(page_fd);
       preemptd_page_release(page);
       return preemptd_send_status(client->fd, request_id, status, "cannot add the GPU");
@@ -311,9 +316,9 @@ static void accept_connections(preemptd_context *ctx) {
       return; /* EAGAIN: all taken; anything else (EMFILE, a peer gone already) is retried at the next poll */
     pid_t pid = 0;
     uid_t uid = 0;
-    int nice = 0;
-    if (preemptd_peer_identify(fd, &pid, &uid, &nice) != PREEMPT_DAEMON_OK) {
-      close(fd); /* gone before it was accepted, or /proc unreadable: nothing to grant a priority from */
+    int nice = 0, nice_error = 0;
+    if (preemptd_peer_identify(fd, &pid, &uid, &nice, &nice_error) != PREEMPT_DAEMON_OK) {
+      close(fd); /* gone before it was accepted: nothing to answer, nobody to grant a priority */
       continue;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -334,6 +339,7 @@ static void accept_connections(preemptd_context *ctx) {
     slot->pid = pid;
     slot->uid = uid;
     slot->nice = nice;
+    slot->nice_error = nice_error;
     slot->trusted = preemptd_uid_trusted(ctx, uid);
     slot->connected_us = preemptd_monotonic_us();
     pthread_mutex_unlock(&ctx->lock);

@@ -169,7 +169,9 @@ static void gpu_release(preemptd_gpu *gpu) {
 }
 
 preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_client *client,
-                                       const preempt_msg_gpu *reported, uint32_t *index) {
+                                       const preempt_msg_gpu *all, uint32_t all_count, uint32_t which,
+                                       uint32_t *index) {
+  const preempt_msg_gpu *reported = &all[which];
   bool trusted = preemptd_uid_trusted(ctx, client->uid);
   int known = preemptd_gpu_find(ctx, reported->uuid);
   if (known >= 0 && ctx->gpus[known].sm_count == reported->sm_count) {
@@ -183,8 +185,9 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_cli
   int slot = known;
   if (slot < 0 && ctx->gpu_count < PREEMPTD_MAX_GPUS)
     slot = (int)ctx->gpu_count;
+  /* Not one the same REGISTER names: it would be freed here and wanted again for the next of its GPUs. */
   for (uint32_t g = 0; slot < 0 && g < ctx->gpu_count; g++)
-    if (gpu_unused(ctx, g))
+    if (gpu_unused(ctx, g) && !named_in(all, all_count, ctx->gpus[g].uuid))
       slot = (int)g;
   if (slot < 0 || (slot < (int)ctx->gpu_count && !gpu_unused(ctx, (uint32_t)slot)))
     return PREEMPT_DAEMON_FULL;

@@ -267,6 +267,12 @@ preempt_daemon_status preemptd_mem_attach(preemptd_context *ctx, preemptd_client
                                           const preempt_msg_mem_attach *request, uint32_t request_id) {
   if (client->mem_attached)
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_MALFORMED, "already attached");
+  if (client->nice_error) {
+    char text[PREEMPT_DAEMON_TEXT_BYTES];
+    snprintf(text, sizeof text, "cannot read the nice value of pid %d: %s", (int)client->pid,
+             strerror(client->nice_error));
+    return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
+  }
   int nice = client->nice; /* taken when it connected (peer.c) */
   int32_t granted = 0, limit = 0;
   preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);

@@ -34,7 +34,7 @@ static bool pidfd_alive(int pidfd) {
   return poll(&polled, 1, 0) == 0;
 }
 
-preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int *nice) {
+preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int *nice, int *nice_error) {
   struct ucred credentials;
   socklen_t length = sizeof credentials;
   /* The kernel's record of who called connect(): a client cannot claim another pid or uid. */
@@ -45,16 +45,13 @@ preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int
     return PREEMPT_DAEMON_SYSTEM; /* ESRCH: it is gone already */
   /* /proc/<pid> is read by number; the pidfd pins the process: if it is still alive after the read, the number
    * named it throughout (a live process's pid is never reused), so the nice is that process's. */
-  preempt_daemon_status status = preemptd_read_nice(credentials.pid, nice);
-  int saved = errno;
-  if (status == PREEMPT_DAEMON_OK && !pidfd_alive(pidfd)) {
-    status = PREEMPT_DAEMON_SYSTEM;
-    saved = ESRCH;
-  }
+  *nice_error = preemptd_read_nice(credentials.pid, nice) == PREEMPT_DAEMON_OK ? 0 : errno ? errno : EINVAL;
+  bool alive = pidfd_alive(pidfd);
   close(pidfd);
-  errno = saved;
-  if (status != PREEMPT_DAEMON_OK)
-    return status;
+  if (!alive) {
+    errno = ESRCH;
+    return PREEMPT_DAEMON_SYSTEM;
+  }
   *pid = credentials.pid;
   *uid = credentials.uid;
   return PREEMPT_DAEMON_OK;

@@ -96,6 +96,7 @@ typedef struct preemptd_client {
   bool registered;               /* has a page, stubs, scheduler kernels */
   bool trusted;                  /* root or the daemon's user: its GPU facts (SM count, memory size) are believed */
   int nice;                      /* the peer's nice when it connected (peer.c): priorities come from it */
+  int nice_error;                /* nonzero: that nice could not be read (errno); REGISTER and MEM_ATTACH refused */
   double connected_us;           /* daemon clock: an unregistered connection is closed after the timeout */
   bool broken;                   /* reclaimed by the scheduler; the socket thread closes the connection */
   uint32_t id;                   /* registered clients only */
@@ -258,8 +259,9 @@ void preemptd_ring_doorbell(preemptd_context *ctx);
 bool preemptd_uid_trusted(const preemptd_context *ctx, uid_t uid);
 /* pid, uid and nice of the process that connected, taken now: SO_PEERCRED, then a pidfd of that very process
  * (SO_PEERPIDFD, else pidfd_open) that must still be alive after /proc/<pid>/stat was read, so a pid reused by
- * another process cannot lend its nice value. SYSTEM (errno set) when the peer is gone or cannot be read. */
-preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int *nice);
+ * another process cannot lend its nice value. SYSTEM (errno set) when the peer is gone; *nice_error: the errno of a
+ * /proc read that failed (hidepid, say), 0 when *nice is set. */
+preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int *nice, int *nice_error);
 /* nice from the text of /proc/<pid>/stat: the comm field may hold spaces and ')', so the
  * fields are counted after the last ')'. */
 preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice);
@@ -290,8 +292,9 @@ uint32_t preemptd_gpu_users(const preemptd_context *ctx, uint32_t index, const p
  * kept (preemptd_gpu_add). */
 preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preemptd_client *client,
                                           const preempt_msg_gpu *gpus, uint32_t count, char *why, size_t why_bytes);
-preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_client *client, const preempt_msg_gpu *gpu,
-                                       uint32_t *index);
+/* Adds all[which] of a REGISTER that preemptd_gpus_check let through: its index in *index. */
+preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_client *client, const preempt_msg_gpu *all,
+                                       uint32_t all_count, uint32_t which, uint32_t *index);
 void preemptd_gpus_free(preemptd_context *ctx);
 /* Switches a GPU's policy: kernels stay, the policy's bookkeeping restarts, the new policy decides at once. */
 preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t gpu, const preempt_sched_policy *policy);
