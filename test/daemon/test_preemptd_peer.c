@@ -1,4 +1,4 @@
-/* test_preemptd_peer.c: unit test of preemptd's peer.c: nice from /proc/<pid>/stat text, the peer at connect, the grant.
+/* test_preemptd_peer.c: unit test of preemptd's peer.c: nice from /proc/<pid>/stat, the peer at connect, the grant.
  * EffiSha §6.4 (default priority from nice; only root above the default). */
 #include <errno.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* fuzz_daemon_sessions.c: libFuzzer target over preemptd itself: up to four connections of three users (root, 65534,
- * 65533) driving the real socket loop, packet handler, stub scans and memory ledgers. FLEP §3, EffiSha §6.4, issue 41.
+ * 65533) driving the real socket loop, packet handler, stub scans, memory ledgers. FLEP §3, EffiSha §6.4, issue 41.
  *
  * The daemon's own sources are compiled in (not main.c); the harness plays its main(): a listening socket in a private
  * directory, the doorbell, the lock, and, instead of the two threads, preemptd_serve_step and preemptd_scheduler_step

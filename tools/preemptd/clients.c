@@ -161,8 +161,10 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   int fds[2] = {page_fd, ctx->doorbell_fd};
   status = send_packet(client->fd, &reply, sizeof reply, fds, 2);
   close(page_fd); /* the client has its own descriptor now; the daemon keeps only the mapping */
-  preemptd_log_client(ctx, client, "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u", id,
-               (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit, client->gpu_count);
+  preemptd_log_client(ctx, client,
+                      "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u", id,
+                      (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit,
+                      client->gpu_count);
   if (status != PREEMPT_DAEMON_OK)
     *hang_up = true; /* it cannot use a registration it never received */
   else
@@ -175,8 +177,8 @@ static preempt_daemon_status handle_set_priority(preemptd_context *ctx, preemptd
   if (!client->registered)
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "register first");
   client->priority = preempt_clamp_priority(request->priority, client->priority_limit);
-  preemptd_log_client(ctx, client, "priority client=%u asked=%d granted=%d limit=%d", client->id, request->priority, client->priority,
-               client->priority_limit);
+  preemptd_log_client(ctx, client, "priority client=%u asked=%d granted=%d limit=%d", client->id, request->priority,
+                      client->priority, client->priority_limit);
   preempt_msg_priority reply;
   memset(&reply, 0, sizeof reply);
   preempt_msg_header_init(&reply.header, PREEMPT_MSG_PRIORITY, sizeof reply, request_id);

@@ -253,10 +253,12 @@ static void deliver_grants(preemptd_context *ctx, preemptd_mem_gpu *gpu) {
     client->mem_waiting = false;
     /* Only a grant that waited is logged: a flushed line per allocation would lengthen every round trip. */
     if (client->mem_wait_logged)
-      preemptd_log_client(ctx, client, "memory grant client=%u gpu=%u bytes=%llu waited_us=%.0f", client->id, gpu_index,
-                   (unsigned long long)client->mem_wait_bytes, preemptd_now_us(ctx) - client->mem_wait_since_us);
+      preemptd_log_client(ctx, client, "memory grant client=%u gpu=%u bytes=%llu waited_us=%.0f", client->id,
+                          gpu_index, (unsigned long long)client->mem_wait_bytes,
+                          preemptd_now_us(ctx) - client->mem_wait_since_us);
     if (send_reply(ctx, client, gpu, client->mem_wait_request_id, PREEMPT_MEM_REPLY_GRANTED) != PREEMPT_DAEMON_OK) {
-      preemptd_log_client(ctx, client, "memory client=%u pid=%d cannot take its grant: disconnecting", client->id, (int)client->pid);
+      preemptd_log_client(ctx, client, "memory client=%u pid=%d cannot take its grant: disconnecting", client->id,
+                          (int)client->pid);
       client->broken = true;
       shutdown(client->fd, SHUT_RDWR);
     }
@@ -295,8 +297,8 @@ preempt_daemon_status preemptd_mem_attach(preemptd_context *ctx, preemptd_client
   reply.priority = granted;
   reply.priority_limit = limit;
   reply.flags = ctx->nvml.library ? 0 : PREEMPT_MEM_DAEMON_WANTS_READINGS;
-  preemptd_log_client(ctx, client, "memory attach client=%u pid=%d uid=%u program=%s priority=%d limit=%d", client->id,
-               (int)client->pid, (unsigned)client->uid, request->program, granted, limit);
+  preemptd_log_client(ctx, client, "memory attach client=%u pid=%d uid=%u program=%s priority=%d limit=%d",
+                      client->id, (int)client->pid, (unsigned)client->uid, request->program, granted, limit);
   return preemptd_send(client->fd, &reply, sizeof reply);
 }
 
@@ -356,9 +358,10 @@ preempt_daemon_status preemptd_mem_reserve(preemptd_context *ctx, preemptd_clien
   client->mem_wait_since_us = preemptd_now_us(ctx);
   client->mem_wait_logged = ledger->waiters[entry].state == PREEMPT_MEM_WAITER_WAITING;
   if (client->mem_wait_logged)
-    preemptd_log_client(ctx, client, "memory wait client=%u gpu=%u bytes=%llu reserved=%llu external=%llu", client->id, gpu_index,
-                 (unsigned long long)request->bytes, (unsigned long long)preempt_mem_ledger_used_bytes(ledger),
-                 (unsigned long long)ledger->external_bytes);
+    preemptd_log_client(ctx, client, "memory wait client=%u gpu=%u bytes=%llu reserved=%llu external=%llu",
+                        client->id, gpu_index, (unsigned long long)request->bytes,
+                        (unsigned long long)preempt_mem_ledger_used_bytes(ledger),
+                        (unsigned long long)ledger->external_bytes);
   /* Granted at once, or others granted by the external reading: each told now. */
   deliver_grants(ctx, gpu);
   return PREEMPT_DAEMON_OK;
@@ -375,8 +378,8 @@ preempt_daemon_status preemptd_mem_release(preemptd_context *ctx, preemptd_clien
   uint32_t slot = gpu ? client->mem_slot[mem_gpu_index(ctx, gpu)] : PREEMPT_MEM_NO_INDEX;
   /* Giving back what it does not hold is a broken client: it would free memory that is another's. */
   if (slot == PREEMPT_MEM_NO_INDEX || preempt_mem_ledger_release(gpu->ledger, slot, request->bytes) != PREEMPT_MEM_OK) {
-    preemptd_log_client(ctx, client, "memory release refused client=%u pid=%d bytes=%llu: more than it holds", client->id,
-                 (int)client->pid, (unsigned long long)request->bytes);
+    preemptd_log_client(ctx, client, "memory release refused client=%u pid=%d bytes=%llu: more than it holds",
+                        client->id, (int)client->pid, (unsigned long long)request->bytes);
     *hang_up = true;
     return preemptd_send_status(client->fd, request->header.request_id, PREEMPT_DAEMON_MALFORMED,
                                 "MEM_RELEASE of more than the client holds");
@@ -394,7 +397,7 @@ preempt_daemon_status preemptd_mem_cancel(preemptd_context *ctx, preemptd_client
   preempt_mem_ledger_cancel(gpu->ledger, client->mem_slot[client->mem_wait_gpu], client->mem_wait_entry);
   client->mem_waiting = false;
   preemptd_log_client(ctx, client, "memory cancel client=%u gpu=%u bytes=%llu", client->id, client->mem_wait_gpu,
-               (unsigned long long)client->mem_wait_bytes);
+                      (unsigned long long)client->mem_wait_bytes);
   preempt_daemon_status status = send_reply(ctx, client, gpu, request->reserve_request_id, PREEMPT_MEM_REPLY_CANCELLED);
   deliver_grants(ctx, gpu); /* a FIFO head that leaves lets those behind it go */
   return status;
@@ -437,8 +440,8 @@ void preemptd_mem_detach(preemptd_context *ctx, preemptd_client *client) {
     uint32_t waiting = preempt_mem_ledger_waiting(gpu->ledger, slot);
     if (held || waiting) {
       gpu->ledger->dead_clients++;
-      preemptd_log_client(ctx, client, "memory reclaim client=%u pid=%d gpu=%u bytes=%llu waiting=%u", client->id, (int)client->pid,
-                   index, (unsigned long long)held, waiting);
+      preemptd_log_client(ctx, client, "memory reclaim client=%u pid=%d gpu=%u bytes=%llu waiting=%u", client->id,
+                          (int)client->pid, index, (unsigned long long)held, waiting);
     }
     preempt_mem_ledger_detach(gpu->ledger, slot);
     client->mem_slot[index] = PREEMPT_MEM_NO_INDEX;
