@@ -192,8 +192,7 @@ static int register_with_daemon(const char *path, const preempt_msg_register *re
 
 /* FULL: the next attempt after a growing wait; said once per process, not at every attempt. Context locked. */
 static void retry_busy(preempt_daemon_client *client, const char *why) {
-  client->busy_backoff_ns =
-      client->busy_backoff_ns ? client->busy_backoff_ns * 2 : BUSY_RETRY_FIRST_NS;
+  client->busy_backoff_ns = client->busy_backoff_ns ? client->busy_backoff_ns * 2 : BUSY_RETRY_FIRST_NS;
   if (client->busy_backoff_ns > BUSY_RETRY_MAX_NS)
     client->busy_backoff_ns = BUSY_RETRY_MAX_NS;
   client->absent_retry_ns = preempt_monotonic_ns() + client->busy_backoff_ns;
