@@ -26,6 +26,12 @@ _Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemo
 #define RETRY_PERIOD_MS 500
 /* How often a launch looks again for a daemon that was not there. */
 #define ABSENT_RETRY_NS 1000000000ull
+/* A daemon that answered FULL (its connections taken, perhaps by another user): asked again after this, doubled
+ * at each refusal up to BUSY_RETRY_MAX_NS, so a lock-out that ends leaves no program unscheduled for good. */
+#define BUSY_RETRY_FIRST_NS 100000000ull
+#define BUSY_RETRY_MAX_NS 10000000000ull
+/* register_with_daemon: the daemon refused for want of room, not for what was asked: try again later. */
+#define LINK_BUSY 2
 /* The agent's futex timeouts: short while a launch runs, is being evicted or
  * waits for its start (completion and eviction end are seen only by event
  * queries); long otherwise, when only the daemon's death (on the socket) and
@@ -130,7 +136,7 @@ static void explain_refused_reply(const preempt_reply_buffer *buffer, size_t len
 
 /* Connects, sends REGISTER and waits (REPLY_TIMEOUT_MS at most) for
  * REGISTERED. Touches no runtime state, so the agent calls it unlocked.
- * PREEMPT_LINK_ABSENT: nobody listens at `path`. */
+ * PREEMPT_LINK_ABSENT: nobody listens at `path`; LINK_BUSY: it answered FULL. */
 static int register_with_daemon(const char *path, const preempt_msg_register *request, daemon_link *link, char *why,
                                 size_t why_bytes) {
   memset(link, 0, sizeof *link);
@@ -159,6 +165,10 @@ static int register_with_daemon(const char *path, const preempt_msg_register *re
     snprintf(why, why_bytes, "receiving preemptd's answer to REGISTER: %s", strerror(errno));
   } else if ((decoded = preempt_msg_decode(buffer.bytes, length, &reply)) != PREEMPT_DAEMON_OK) {
     explain_refused_reply(&buffer, length, decoded, why, why_bytes);
+  } else if (reply.type == PREEMPT_MSG_STATUS && reply.body.status.status == PREEMPT_DAEMON_FULL) {
+    /* Before issue 41 a daemon out of connections answered with request id 0: FULL is taken from either. */
+    snprintf(why, why_bytes, "preemptd at %s is full: %s", path, reply.body.status.message);
+    result = LINK_BUSY;
   } else if (reply.request_id != request->header.request_id) {
     snprintf(why, why_bytes, "preemptd answered request %u, not REGISTER's %u", reply.request_id,
              request->header.request_id);
@@ -178,6 +188,18 @@ static int register_with_daemon(const char *path, const preempt_msg_register *re
   if (result != PREEMPT_LINK_OK)
     close_link(link);
   return result;
+}
+
+/* FULL: the next attempt after a growing wait; said once per process, not at every attempt. Context locked. */
+static void retry_busy(preempt_daemon_client *client, const char *why) {
+  client->busy_backoff_ns = client->busy_backoff_ns ? client->busy_backoff_ns * 2 : BUSY_RETRY_FIRST_NS;
+  if (client->busy_backoff_ns > BUSY_RETRY_MAX_NS)
+    client->busy_backoff_ns = BUSY_RETRY_MAX_NS;
+  client->absent_retry_ns = preempt_monotonic_ns() + client->busy_backoff_ns;
+  if (!client->told_busy)
+    preempt_report("%s: kernels run unscheduled until a registration succeeds (retrying, at most every %llu s)", why,
+                   BUSY_RETRY_MAX_NS / 1000000000ull);
+  client->told_busy = 1;
 }
 
 static uint32_t next_request_id(preempt_daemon_client *client) {
@@ -379,6 +401,10 @@ static void daemon_start(preempt_runtime *runtime) {
     client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
     return;
   }
+  if (result == LINK_BUSY) {
+    retry_busy(client, why);
+    return;
+  }
   if (result != PREEMPT_LINK_OK) {
     preempt_report("%s: kernels run unscheduled", why);
     return;
@@ -386,10 +412,11 @@ static void daemon_start(preempt_runtime *runtime) {
   install(runtime, &link);
 }
 
-/* No daemon was there at the first launch: one may have started since.
- * Looked for again at a launch, at most once per ABSENT_RETRY_NS; finding
- * nobody costs a failed connect (microseconds). A daemon that is there but
- * refuses or does not answer is not asked again. Context locked. */
+/* No daemon was there at the first launch: one may have started since; or it
+ * was full. Looked for again at a launch, at most once per ABSENT_RETRY_NS
+ * (full: the backoff); finding nobody costs a failed connect (microseconds).
+ * A daemon that refuses otherwise or does not answer is not asked again.
+ * Context locked. */
 static void look_again(preempt_runtime *runtime) {
   preempt_daemon_client *client = &runtime->daemon;
   client->absent_retry_ns = 0;
@@ -400,10 +427,18 @@ static void look_again(preempt_runtime *runtime) {
   int result = register_with_daemon(client->socket_path, &request, &link, why, sizeof why);
   if (result == PREEMPT_LINK_ABSENT)
     client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
+  else if (result == LINK_BUSY)
+    retry_busy(client, why);
   else if (result != PREEMPT_LINK_OK)
     preempt_report("%s: kernels run unscheduled", why);
-  else
+  else {
+    if (client->told_busy)
+      preempt_report("registered with preemptd at %s after it was full: kernels are scheduled from now on",
+                     client->socket_path);
+    client->busy_backoff_ns = 0;
+    client->told_busy = 0;
     install(runtime, &link);
+  }
 }
 
 int preempt_daemon_active(preempt_runtime *runtime) {
@@ -932,7 +967,8 @@ preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
   }
   /* Launches after shutdown start afresh: environment, registration. */
   client->started = client->lost = 0;
-  client->absent_retry_ns = 0;
+  client->absent_retry_ns = client->busy_backoff_ns = 0;
+  client->told_busy = 0;
   client->socket = -1;
   client->priority_requested = client->priority_from_api = 0;
   client->priority = client->granted = client->limit = 0;

@@ -57,18 +57,58 @@ static int liveness_byte_held(int fd, uint64_t key) {
   return byte.l_type != F_UNLCK;
 }
 
+/* Names tried in turn: the shared one, then ".1" to ".7". Every process of a user tries the same names in the same
+ * order, so they meet at the first one that user owns or can create; a name another user squats is passed over. */
+#define SEGMENT_NAMES 8
+
+/* An open descriptor of `name` that this user owns, created 0600 here if nobody had it; -1 with errno (EACCES for
+ * a name someone else holds). Checked before any lock: a file of another user is never locked, so a squatter that
+ * holds a lock on it cannot make this process wait. */
+static int open_own_segment(const char *name) {
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0 || errno != EEXIST)
+    return fd;
+  fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  struct stat status;
+  if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode) || status.st_uid != geteuid() ||
+      (status.st_mode & 077) != 0) {
+    close(fd);
+    errno = EACCES;
+    return -1;
+  }
+  return fd;
+}
+
 int preempt_mem_segment_open(preempt_mem_segment *segment, const char *name, uint64_t capacity_bytes,
                              preempt_mem_policy policy, int32_t priority, char *why, size_t why_bytes) {
   memset(segment, 0, sizeof *segment);
   segment->fd = -1;
   segment->client = PREEMPT_MEM_NO_INDEX;
   segment->priority = priority;
-  snprintf(segment->name, sizeof segment->name, "%s", name);
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = -1, squatted = 0;
+  for (int attempt = 0; attempt < SEGMENT_NAMES && fd < 0; attempt++) {
+    if (attempt == 0)
+      snprintf(segment->name, sizeof segment->name, "%s", name);
+    else
+      snprintf(segment->name, sizeof segment->name, "%s.%d", name, attempt);
+    fd = open_own_segment(segment->name);
+    if (fd < 0 && errno != EACCES) {
+      SAY("cannot open the memory ledger /dev/shm%s: %s", segment->name, strerror(errno));
+      return -1;
+    }
+    squatted += fd < 0;
+  }
   if (fd < 0) {
-    SAY("cannot open the memory ledger /dev/shm%s: %s", name, strerror(errno));
+    SAY("the memory ledger /dev/shm%s and its %d alternatives belong to other users or have other users' "
+        "permissions", name, SEGMENT_NAMES - 1);
     return -1;
   }
+  if (squatted)
+    fprintf(stderr, "preempt: /dev/shm%s is another user's: this user's memory ledger is /dev/shm%s\n", name,
+            segment->name);
+  name = segment->name;
   /* Whoever finds the segment empty initializes it under an exclusive flock; the others wait on a shared
    * one. A creator killed halfway leaves no magic: the next process does the work again. */
   if (flock(fd, LOCK_EX) != 0) {
@@ -78,12 +118,6 @@ int preempt_mem_segment_open(preempt_mem_segment *segment, const char *name, uin
   }
   struct stat status;
   int failed = fstat(fd, &status) != 0;
-  if (!failed && status.st_uid != geteuid()) {
-    SAY("the memory ledger /dev/shm%s belongs to uid %u, not to this user", name, (unsigned)status.st_uid);
-    flock(fd, LOCK_UN);
-    close(fd);
-    return -1;
-  }
   if (!failed && (size_t)status.st_size < sizeof(preempt_mem_shared))
     failed = ftruncate(fd, sizeof(preempt_mem_shared)) != 0;
   void *mapping = failed ? MAP_FAILED

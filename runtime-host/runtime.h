@@ -182,6 +182,8 @@ typedef struct preempt_daemon_client {
   int told_no_stub, told_held_streams, told_lost;
   int exit_hook; /* the at-exit stop of the agent is registered */
   uint64_t absent_retry_ns; /* no daemon at the first launch: when a launch looks again (0: never) */
+  uint64_t busy_backoff_ns; /* the daemon answered FULL: the wait before the next attempt (doubles) */
+  int told_busy;            /* that FULL was reported (once) */
   int request_in_flight;         /* a SET_PRIORITY reply is due: the agent leaves the socket alone */
   pthread_mutex_t request_lock;  /* one SET_PRIORITY round trip at a time; taken before the runtime lock */
   struct {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "preempt/byte_count.h"
 #include "preempt/daemon_protocol.h"
 
 static const char usage[] =
@@ -41,7 +42,14 @@ static const char usage[] =
     "  illegal-move NAME STATE|NUMBER writes a state the client may not write\n"
     "  register [TIMEOUT_MS]          (re)connects and registers, retrying until the daemon answers\n"
     "  wait-closed TIMEOUT_MS | sleep MS | touch PATH | wait-file PATH TIMEOUT_MS\n"
-    "  pidfile PATH | kill PIDFILE (SIGKILL; later waits also print the time since) | exit [CODE]\n";
+    "  pidfile PATH | kill PIDFILE (SIGKILL; later waits also print the time since) | exit [CODE]\n"
+    "  register-here                  REGISTER on the connection as it is (after --no-register; no reconnect)\n"
+    "  detach PIDFILE                 writes this pid, forks; the parent exits, the child runs the rest\n"
+    "  connect-many N                 opens N more connections that never speak (kept until exit)\n"
+    "  flood-garbage N                N connections, each sending 3 bytes and closing\n"
+    "  mem-attach | mem-query UUIDHEX TOTAL USED | mem-reading UUIDHEX TOTAL USED [COUNT INTERVAL_MS]\n"
+    "  mem-reserve UUIDHEX BYTES TOTAL USED TIMEOUT_MS   (waits for the answer; BYTES etc. take K, M, G)\n"
+    "  mem-release UUIDHEX BYTES\n";
 
 typedef struct fake {
   const char *socket_path;
@@ -124,6 +132,9 @@ static int reply(fake *f, const char *what, preempt_msg *out, uint64_t *buffer, 
     say(f, "%s: undecodable reply: %s", what, preempt_daemon_status_name(status));
     return -1;
   }
+  /* A reply must carry its request's id: a runtime cannot match one that does not (issue 41's FULL with id 0). */
+  if (out->request_id != f->request_id)
+    say(f, "%s: answered request %u, not %u", what, out->request_id, f->request_id);
   return 0;
 }
 
@@ -207,6 +218,8 @@ static int register_once(fake *f, bool quiet) {
     say(f, "register: undecodable reply");
     return -1;
   }
+  if (message.request_id != f->request_id)
+    say(f, "register: answered request %u, not %u", message.request_id, f->request_id);
   if (message.type == PREEMPT_MSG_STATUS) {
     say_status(f, "register refused", &message.body.status);
     return -1;
@@ -783,6 +796,178 @@ static int cmd_wait_closed(fake *f, int timeout_ms) {
   }
 }
 
+/* ---------------------------------------------------------------- hostile users and memory admission */
+
+static int parse_bytes(fake *f, const char *text, uint64_t *bytes) {
+  if (preempt_parse_byte_count(text, bytes) != 0) {
+    say(f, "bad byte count %s", text);
+    return -1;
+  }
+  return 0;
+}
+
+static int cmd_detach(fake *f, const char *pidfile) {
+  FILE *file = fopen(pidfile, "w");
+  if (!file || fprintf(file, "%d\n", (int)getpid()) < 0 || fclose(file) != 0) {
+    say(f, "detach: cannot write %s", pidfile);
+    return -1;
+  }
+  fflush(stdout);
+  pid_t child = fork();
+  if (child < 0)
+    return -1;
+  if (child > 0)
+    _exit(0); /* the connecting process is gone; its child keeps the connection */
+  return 0;
+}
+
+static int cmd_connect_many(fake *f, int count) {
+  int saved = f->fd, opened = 0;
+  for (int i = 0; i < count; i++) {
+    if (connect_daemon(f) != 0)
+      break;
+    opened++; /* kept open, never written: the daemon's slot or refusal holds it */
+  }
+  f->fd = saved;
+  say(f, "connected %d", opened);
+  return 0;
+}
+
+static int cmd_flood_garbage(fake *f, int count) {
+  int saved = f->fd, sent = 0;
+  for (int i = 0; i < count; i++) {
+    if (connect_daemon(f) != 0)
+      break;
+    static const char junk[3] = {1, 2, 3};
+    sent += send_bytes(f, junk, sizeof junk) == 0;
+    /* The refusal is read so that the daemon finds the peer there when it answers. */
+    uint64_t in[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+    (void)receive(f, in, sizeof in, NULL, 1000);
+    close(f->fd);
+  }
+  f->fd = saved;
+  say(f, "flooded %d", sent);
+  return 0;
+}
+
+static const char *mem_result_name(uint32_t result) {
+  static const char *const names[] = {"granted", "cancelled", "never-fits", "full", "unknown-gpu", "ledger"};
+  return result < sizeof names / sizeof names[0] ? names[result] : "?";
+}
+
+static void say_mem_reply(fake *f, const char *what, const preempt_msg_mem_reply *r, double ms) {
+  say(f, "%s: %s capacity=%llu external=%llu reserved=%llu held=%llu waiting=%u (%.0f ms)", what,
+      mem_result_name(r->result), (unsigned long long)r->capacity_bytes, (unsigned long long)r->external_bytes,
+      (unsigned long long)r->reserved_bytes, (unsigned long long)r->held_bytes, r->waiting, ms);
+}
+
+/* The next reply to request `id` within timeout_ms (other replies are skipped): 0, or -1 said. */
+static int mem_answer(fake *f, const char *what, uint32_t id, int timeout_ms) {
+  double start = now_ms();
+  for (;;) {
+    double left = timeout_ms - (now_ms() - start);
+    if (left <= 0) {
+      say(f, "%s: no answer within %d ms", what, timeout_ms);
+      return -1;
+    }
+    uint64_t in[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+    ssize_t got = receive(f, in, sizeof in, NULL, (int)left);
+    if (got <= 0) {
+      say(f, "%s: %s", what, got == 0 ? "socket closed" : "no answer");
+      return -1;
+    }
+    preempt_msg message;
+    if (preempt_msg_decode(in, (size_t)got, &message) != PREEMPT_DAEMON_OK || message.request_id != id)
+      continue;
+    if (message.type == PREEMPT_MSG_STATUS)
+      say_status(f, what, &message.body.status);
+    else if (message.type == PREEMPT_MSG_MEM_ATTACHED)
+      say(f, "%s: attached client=%u priority=%d flags=%u", what, message.body.mem_attached.client_id,
+          message.body.mem_attached.priority, message.body.mem_attached.flags);
+    else if (message.type == PREEMPT_MSG_MEM_REPLY)
+      say_mem_reply(f, what, &message.body.mem_reply, now_ms() - start);
+    else
+      say(f, "%s: reply type %u", what, (unsigned)message.type);
+    return 0;
+  }
+}
+
+static int cmd_mem(fake *f, int argc, char **argv) {
+  const char *c = argv[0];
+  uint64_t bytes = 0, total = 0, used = 0;
+  uint8_t uuid[16];
+  if (strcmp(c, "mem-attach") == 0) {
+    preempt_msg_mem_attach request;
+    memset(&request, 0, sizeof request);
+    preempt_msg_header_init(&request.header, PREEMPT_MSG_MEM_ATTACH, sizeof request, ++f->request_id);
+    preempt_copy_name(request.program, sizeof request.program, f->program);
+    if (send_bytes(f, &request, sizeof request) != 0)
+      return -1;
+    return mem_answer(f, c, f->request_id, 5000);
+  }
+  if (argc < 2 || parse_uuid(argv[1], uuid) != 0) {
+    say(f, "%s: UUIDHEX first", c);
+    return -1;
+  }
+  if (strcmp(c, "mem-release") == 0) {
+    if (argc < 3 || parse_bytes(f, argv[2], &bytes) != 0)
+      return -1;
+    preempt_msg_mem_release request;
+    memset(&request, 0, sizeof request);
+    preempt_msg_header_init(&request.header, PREEMPT_MSG_MEM_RELEASE, sizeof request, ++f->request_id);
+    memcpy(request.uuid, uuid, 16);
+    request.bytes = bytes;
+    return send_bytes(f, &request, sizeof request);
+  }
+  int first = strcmp(c, "mem-reserve") == 0 ? 3 : 2;
+  if (argc < first + 2 || parse_bytes(f, argv[first], &total) != 0 || parse_bytes(f, argv[first + 1], &used) != 0)
+    return -1;
+  if (strcmp(c, "mem-query") == 0) {
+    preempt_msg_mem_query request;
+    memset(&request, 0, sizeof request);
+    preempt_msg_header_init(&request.header, PREEMPT_MSG_MEM_QUERY, sizeof request, ++f->request_id);
+    memcpy(request.uuid, uuid, 16);
+    request.device_total_bytes = total;
+    request.device_used_bytes = used;
+    if (send_bytes(f, &request, sizeof request) != 0)
+      return -1;
+    return mem_answer(f, c, f->request_id, 5000);
+  }
+  if (strcmp(c, "mem-reading") == 0) {
+    int count = argc > 4 ? atoi(argv[4]) : 1;
+    double interval = argc > 5 ? atof(argv[5]) : 0;
+    for (int i = 0; i < count; i++) {
+      preempt_msg_mem_reading request;
+      memset(&request, 0, sizeof request);
+      preempt_msg_header_init(&request.header, PREEMPT_MSG_MEM_READING, sizeof request, ++f->request_id);
+      memcpy(request.uuid, uuid, 16);
+      request.device_total_bytes = total;
+      request.device_used_bytes = used;
+      if (send_bytes(f, &request, sizeof request) != 0)
+        return -1;
+      if (interval > 0)
+        sleep_ms(interval);
+    }
+    return 0;
+  }
+  if (strcmp(c, "mem-reserve") == 0) {
+    if (argc < 6 || parse_bytes(f, argv[2], &bytes) != 0)
+      return -1;
+    preempt_msg_mem_reserve request;
+    memset(&request, 0, sizeof request);
+    preempt_msg_header_init(&request.header, PREEMPT_MSG_MEM_RESERVE, sizeof request, ++f->request_id);
+    memcpy(request.uuid, uuid, 16);
+    request.bytes = bytes;
+    request.device_total_bytes = total;
+    request.device_used_bytes = used;
+    if (send_bytes(f, &request, sizeof request) != 0)
+      return -1;
+    return mem_answer(f, c, f->request_id, atoi(argv[5]));
+  }
+  say(f, "unknown command %s", c);
+  return -1;
+}
+
 /* ---------------------------------------------------------------- the script */
 
 static int wait_file(fake *f, const char *path, int timeout_ms) {
@@ -861,6 +1046,22 @@ static int run_command(fake *f, int argc, char **argv) {
   }
   if (strcmp(c, "register") == 0)
     return do_register(f, argc > 1 ? atoi(argv[1]) : 0);
+  if (strcmp(c, "register-here") == 0)
+    return register_once(f, false) == 0 ? 0 : -1;
+  if (strcmp(c, "detach") == 0) {
+    NEED(2);
+    return cmd_detach(f, argv[1]);
+  }
+  if (strcmp(c, "connect-many") == 0) {
+    NEED(2);
+    return cmd_connect_many(f, atoi(argv[1]));
+  }
+  if (strcmp(c, "flood-garbage") == 0) {
+    NEED(2);
+    return cmd_flood_garbage(f, atoi(argv[1]));
+  }
+  if (strncmp(c, "mem-", 4) == 0)
+    return cmd_mem(f, argc, argv);
   if (strcmp(c, "wait-closed") == 0) {
     NEED(2);
     return cmd_wait_closed(f, atoi(argv[1]));

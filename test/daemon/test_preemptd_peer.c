@@ -1,6 +1,9 @@
-/* test_preemptd_peer.c: unit test of preemptd's peer.c: nice from /proc/<pid>/stat text, and the priority grant.
+/* test_preemptd_peer.c: unit test of preemptd's peer.c: nice from /proc/<pid>/stat, the peer at connect, the grant.
  * EffiSha §6.4 (default priority from nice; only root above the default). */
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../unit/check.h"
@@ -55,8 +58,61 @@ static void test_grant(void) {
   CHECK(preempt_clamp_priority(-3, 0) == -3);
 }
 
+/* At connect: pid, uid and nice of the peer, here this very process (a socketpair's credentials are its
+ * creator's); and a peer that has exited is refused, not read under a pid that may belong to another process. */
+static void test_identify(void) {
+  int pair[2];
+  CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  pid_t pid = 0;
+  uid_t uid = 1;
+  int nice_value = 99, nice_error = -1;
+  CHECK(preemptd_peer_identify(pair[0], &pid, &uid, &nice_value, &nice_error) == PREEMPT_DAEMON_OK);
+  CHECK(nice_error == 0);
+  CHECK(pid == getpid());
+  CHECK(uid == geteuid());
+  errno = 0;
+  int own = nice(0);
+  CHECK(errno == 0 && nice_value == own);
+  close(pair[0]);
+  close(pair[1]);
+  /* A child creates the pair, hands one end over and exits: the peer is gone. */
+  int carrier[2];
+  CHECK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, carrier) == 0);
+  pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    int inner[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, inner) != 0)
+      _exit(1);
+    char byte = 0;
+    struct iovec vector = {&byte, 1};
+    union {
+      char buffer[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } control;
+    struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer,
+                             .msg_controllen = sizeof control.buffer};
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &inner[0], sizeof(int));
+    _exit(sendmsg(carrier[1], &message, 0) == 1 ? 0 : 1);
+  }
+  int status = 0;
+  CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int fds[1] = {-1}, fd_count = 0, flags = 0;
+  char byte;
+  CHECK(preempt_receive_packet(carrier[0], &byte, 1, 0, fds, 1, &fd_count, &flags) == 1 && fd_count == 1);
+  CHECK(preemptd_peer_identify(fds[0], &pid, &uid, &nice_value, &nice_error) == PREEMPT_DAEMON_SYSTEM);
+  close(fds[0]);
+  close(carrier[0]);
+  close(carrier[1]);
+}
+
 int main(void) {
   test_parse_nice();
   test_grant();
+  test_identify();
   CHECK_DONE("test_preemptd_peer");
 }

@@ -35,6 +35,7 @@ config.substitutions += [
     ("%daemon_bin", os.path.join(config.preempt_binary_root, "test", "daemon")),
     ("%fake_client", os.path.join(config.preempt_binary_root, "test", "daemon", "fake_client")),
     ("%fuzz_protocol", fuzz_protocol),
+    ("%fuzz_sessions", os.path.join(config.preempt_binary_root, "test", "fuzz", "fuzz_daemon_sessions")),
     ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),
     ("%python", sys.executable),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
@@ -51,5 +52,8 @@ config.substitutions += [
 ]
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
+# The hostile-user tests run clients as other uids (setpriv), which needs root, as CI has.
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    config.available_features.add("root")
 if os.path.exists(fuzz_protocol):
     config.available_features.add("fuzzer")

@@ -20,7 +20,7 @@
 
 /* ---------------------------------------------------------------- the in-test daemon */
 
-enum { ANSWER, SILENT, WRONG_SIZES };
+enum { ANSWER, SILENT, WRONG_SIZES, FULL_TWICE };
 
 /* What a real preemptd does for one client, through the real codec: REGISTER
  * -> memfd pages + REGISTERED with their fds, SET_PRIORITY -> PRIORITY. The
@@ -74,6 +74,8 @@ static void daemon_send(fake_daemon *daemon, const void *message, size_t length,
     fprintf(stderr, "fake daemon: sendmsg: %s\n", strerror(errno));
 }
 
+static int load(int *counter) { return __atomic_load_n(counter, __ATOMIC_ACQUIRE); }
+
 static int32_t clamp_priority(const fake_daemon *daemon, int32_t priority) {
   return priority < PREEMPT_PRIORITY_MIN ? PREEMPT_PRIORITY_MIN : priority > daemon->limit ? daemon->limit : priority;
 }
@@ -82,6 +84,17 @@ static void daemon_register(fake_daemon *daemon, const preempt_msg *message) {
   daemon->last_register = message->body.register_request;
   if (daemon->mode == SILENT) {
     __atomic_add_fetch(&daemon->registers, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  if (daemon->mode == FULL_TWICE && load(&daemon->registers) < 2) {
+    /* As a daemon before issue 41 did: FULL with request id 0 (today's carries the REGISTER's). */
+    preempt_msg_status full;
+    memset(&full, 0, sizeof full);
+    preempt_msg_header_init(&full.header, PREEMPT_MSG_STATUS, sizeof full, 0);
+    full.status = PREEMPT_DAEMON_FULL;
+    preempt_copy_name(full.message, sizeof full.message, "too many connections");
+    __atomic_add_fetch(&daemon->registers, 1, __ATOMIC_RELEASE);
+    daemon_send(daemon, &full, sizeof full, NULL, 0);
     return;
   }
   void *page = NULL, *doorbell = NULL;
@@ -196,8 +209,6 @@ static void daemon_stop(void) {
   daemon->connection = -1;
   unlink(daemon->path);
 }
-
-static int load(int *counter) { return __atomic_load_n(counter, __ATOMIC_ACQUIRE); }
 
 /* ---------------------------------------------------------------- the scheduler's part, played by the test */
 
@@ -891,6 +902,33 @@ static void test_unscheduled(void) {
   CHECK(strstr(preempt_last_error(), "different versions") != NULL);
   CHECK(strstr(preempt_last_error(), "-byte page") != NULL);
   CHECK_EQ_U64(preempt_get_priority(NULL, NULL), PREEMPT_ERROR_UNSUPPORTED);
+  daemon_stop();
+  preempt_shutdown();
+
+  /* A daemon that is full (another user holds its connections: issue 41) answers FULL: said once, asked again
+   * after a backoff (100 ms, then 200 ms), and a launch after the lock-out registers and is scheduled. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  daemon_start(FULL_TWICE);
+  fake_gpu.expected_params = 0;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(fake_launches(), 1);
+  CHECK_EQ_U64(load(&daemon_state.registers), 1);
+  CHECK(strstr(preempt_last_error(), "is full: too many connections") != NULL);
+  CHECK(strstr(preempt_last_error(), "retrying") != NULL);
+  mark_last_error();
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 1); /* within the backoff: not asked */
+  usleep(150000);
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 2);
+  CHECK(last_error_is_mark()); /* the second FULL is not said again */
+  CHECK_EQ_U64(fake_launches(), 3);
+  usleep(250000);
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 3);
+  CHECK(strstr(preempt_last_error(), "after it was full") != NULL);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  CHECK_EQ_U64(fake_launches(), 3);
   daemon_stop();
   preempt_shutdown();
 }

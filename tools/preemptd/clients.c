@@ -1,9 +1,10 @@
-/* clients.c: the socket thread: connections, SO_PEERCRED, REGISTER, SET_PRIORITY, LIST, SET_POLICY, hang-ups.
+/* clients.c: the socket thread: connections, peer identity, REGISTER, SET_PRIORITY, LIST, SET_POLICY, hang-ups.
  * EffiSha §6.4 (priorities and who may raise them; policy switches by root or the daemon's user); FLEP §3 (registration). */
 #include "preemptd.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -58,11 +59,38 @@ static void disconnect(preemptd_context *ctx, preemptd_client *client, const cha
     preemptd_log(ctx, "reclaim of client=%u was incomplete", client->id);
   preemptd_mem_detach(ctx, client);
   if (client->id != 0 || client->broken)
-    preemptd_log(ctx, "disconnect client=%u pid=%d: %s", client->id, (int)client->pid, why);
+    preemptd_log_client(ctx, client, "disconnect client=%u pid=%d: %s", client->id, (int)client->pid, why);
   close(client->fd);
   memset(client, 0, sizeof *client);
   client->fd = -1;
   preemptd_ring_doorbell(ctx); /* the scheduler rescans without the client */
+}
+
+/* Root or the daemon's user reports another SM count for a GPU whose count only other users gave: it is believed,
+ * and the clients registered on the old count are disconnected (their SM masks meant another GPU), so the entry
+ * is free to take the trusted count. */
+static void overrule_client_facts(preemptd_context *ctx, preemptd_client *client, const preempt_msg_register *request) {
+  if (!preemptd_uid_trusted(ctx, client->uid))
+    return;
+  for (uint32_t i = 0; i < request->gpu_count; i++) {
+    int known = preemptd_gpu_find(ctx, request->gpus[i].uuid);
+    if (known < 0 || ctx->gpus[known].sm_trusted || ctx->gpus[known].sm_count == request->gpus[i].sm_count)
+      continue;
+    for (uint32_t c = 0; c < PREEMPTD_MAX_CONNECTIONS; c++) {
+      preemptd_client *other = &ctx->clients[c];
+      if (other == client || other->fd < 0 || !other->registered)
+        continue;
+      for (uint32_t g = 0; g < other->gpu_count; g++)
+        if (other->gpus[g] == (uint32_t)known) {
+          char text[PREEMPT_DAEMON_TEXT_BYTES];
+          snprintf(text, sizeof text, "disconnected: sm_count %u of gpu %d is overruled by uid %u's %u",
+                   ctx->gpus[known].sm_count, known, (unsigned)client->uid, request->gpus[i].sm_count);
+          (void)preemptd_send_status(other->fd, 0, PREEMPT_DAEMON_MALFORMED, text);
+          disconnect(ctx, other, text);
+          break;
+        }
+    }
+  }
 }
 
 static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_client *client,
@@ -73,18 +101,23 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
     *hang_up = true;
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_MALFORMED, "already registered");
   }
-  const char *why = NULL;
-  preempt_daemon_status status = preemptd_gpus_check(ctx, request->gpus, request->gpu_count, &why);
+  overrule_client_facts(ctx, client, request);
+  char why[PREEMPT_DAEMON_TEXT_BYTES];
+  preempt_daemon_status status =
+      preemptd_gpus_check(ctx, client, request->gpus, request->gpu_count, why, sizeof why);
   if (status != PREEMPT_DAEMON_OK) {
     *hang_up = status == PREEMPT_DAEMON_MALFORMED;
-    preemptd_log(ctx, "register refused pid=%d: %s", (int)client->pid, why);
+    preemptd_log_client(ctx, client, "register refused pid=%d uid=%u: %s", (int)client->pid, (unsigned)client->uid,
+                        why);
     return preemptd_send_status(client->fd, request_id, status, why);
   }
-  int nice = 0;
-  if (preemptd_read_nice(client->pid, &nice) != PREEMPT_DAEMON_OK) {
-    snprintf(text, sizeof text, "cannot read the nice value of pid %d: %s", (int)client->pid, strerror(errno));
+  /* The nice value the process had when it connected (peer.c), not one read now under a pid it may have left. */
+  if (client->nice_error) {
+    snprintf(text, sizeof text, "cannot read the nice value of pid %d: %s", (int)client->pid,
+             strerror(client->nice_error));
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
   }
+  int nice = client->nice;
   int32_t granted = 0, limit = 0;
   preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
   uint32_t id = ctx->next_client_id + 1;
@@ -98,7 +131,7 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   }
   uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS];
   for (uint32_t i = 0; i < request->gpu_count; i++)
-    if ((status = preemptd_gpu_add(ctx, &request->gpus[i], &gpus[i])) != PREEMPT_DAEMON_OK) {
+    if ((status = preemptd_gpu_add(ctx, client, request->gpus, request->gpu_count, i, &gpus[i])) != PREEMPT_DAEMON_OK) {
       close(page_fd);
       preemptd_page_release(page);
       return preemptd_send_status(client->fd, request_id, status, "cannot add the GPU");
@@ -129,8 +162,10 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   int fds[2] = {page_fd, ctx->doorbell_fd};
   status = send_packet(client->fd, &reply, sizeof reply, fds, 2);
   close(page_fd); /* the client has its own descriptor now; the daemon keeps only the mapping */
-  preemptd_log(ctx, "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u", id,
-               (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit, client->gpu_count);
+  preemptd_log_client(ctx, client,
+                      "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u", id,
+                      (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit,
+                      client->gpu_count);
   if (status != PREEMPT_DAEMON_OK)
     *hang_up = true; /* it cannot use a registration it never received */
   else
@@ -143,8 +178,8 @@ static preempt_daemon_status handle_set_priority(preemptd_context *ctx, preemptd
   if (!client->registered)
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_REGISTERED, "register first");
   client->priority = preempt_clamp_priority(request->priority, client->priority_limit);
-  preemptd_log(ctx, "priority client=%u asked=%d granted=%d limit=%d", client->id, request->priority, client->priority,
-               client->priority_limit);
+  preemptd_log_client(ctx, client, "priority client=%u asked=%d granted=%d limit=%d", client->id, request->priority,
+                      client->priority, client->priority_limit);
   preempt_msg_priority reply;
   memset(&reply, 0, sizeof reply);
   preempt_msg_header_init(&reply.header, PREEMPT_MSG_PRIORITY, sizeof reply, request_id);
@@ -157,7 +192,7 @@ static preempt_daemon_status handle_set_policy(preemptd_context *ctx, preemptd_c
                                                const preempt_msg_set_policy *request, uint32_t request_id) {
   /* EffiSha §6.4 leaves the policy to the administrator: root, or whoever runs the daemon. */
   if (client->uid != 0 && client->uid != ctx->euid) {
-    preemptd_log(ctx, "policy switch refused uid=%u", (unsigned)client->uid);
+    preemptd_log_client(ctx, client, "policy switch refused uid=%u", (unsigned)client->uid);
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_NOT_PERMITTED,
                                 "only root or the daemon's user may switch policies");
   }
@@ -187,11 +222,19 @@ static preempt_daemon_status handle_set_policy(preemptd_context *ctx, preemptd_c
 static void handle_packet(preemptd_context *ctx, preemptd_client *client, const void *bytes, size_t length,
                           bool truncated, bool *hang_up) {
   preempt_msg message;
-  preempt_daemon_status status = truncated ? PREEMPT_DAEMON_MALFORMED : preempt_msg_decode(bytes, length, &message);
+  const char *field = "longer than any message";
+  preempt_daemon_status status =
+      truncated ? PREEMPT_DAEMON_MALFORMED : preempt_msg_decode_why(bytes, length, &message, &field);
   if (status != PREEMPT_DAEMON_OK) {
-    preemptd_log(ctx, "malformed message from pid=%d client=%u (%zu bytes): %s", (int)client->pid, client->id, length,
-                 preempt_daemon_status_name(status));
-    (void)preemptd_send_status(client->fd, 0, status, preempt_daemon_status_name(status)); /* closing anyway */
+    /* What the decoder found wrong, so that whoever wrote the client can tell which field. */
+    const char *text = field ? field : preempt_daemon_status_name(status);
+    preemptd_log_client(ctx, client, "malformed message from pid=%d uid=%u client=%u (%zu bytes): %s", (int)client->pid,
+                        (unsigned)client->uid, client->id, length, text);
+    /* The id of a header that got that far, so the sender can match the refusal to its request. */
+    uint32_t request_id = 0;
+    if (length >= sizeof(preempt_msg_header))
+      memcpy(&request_id, (const char *)bytes + offsetof(preempt_msg_header, request_id), sizeof request_id);
+    (void)preemptd_send_status(client->fd, request_id, status, text); /* closing anyway */
     *hang_up = true;
     return;
   }
@@ -234,8 +277,8 @@ static void handle_packet(preemptd_context *ctx, preemptd_client *client, const 
   }
   default:
     /* A reply type sent to the daemon: well-formed bytes, but not a request. */
-    preemptd_log(ctx, "malformed message from pid=%d: type %u is not a request", (int)client->pid,
-                 (unsigned)message.type);
+    preemptd_log_client(ctx, client, "malformed message from pid=%d: type %u is not a request", (int)client->pid,
+                        (unsigned)message.type);
     (void)preemptd_send_status(client->fd, message.request_id, PREEMPT_DAEMON_MALFORMED, "not a request");
     *hang_up = true;
     return;
@@ -276,66 +319,100 @@ static void accept_connections(preemptd_context *ctx) {
       return; /* EAGAIN: all taken; anything else (EMFILE, a peer gone already) is retried at the next poll */
     pid_t pid = 0;
     uid_t uid = 0;
-    if (preemptd_peer_credentials(fd, &pid, &uid) != PREEMPT_DAEMON_OK) {
-      close(fd);
+    int nice = 0, nice_error = 0;
+    if (preemptd_peer_identify(fd, &pid, &uid, &nice, &nice_error) != PREEMPT_DAEMON_OK) {
+      close(fd); /* gone before it was accepted: nothing to answer, nobody to grant a priority */
       continue;
     }
     pthread_mutex_lock(&ctx->lock);
+    char why[PREEMPT_DAEMON_TEXT_BYTES];
     preemptd_client *slot = NULL;
-    for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS && !slot; i++)
-      if (ctx->clients[i].fd < 0)
-        slot = &ctx->clients[i];
+    if (preemptd_connection_allowed(ctx, uid, why, sizeof why))
+      for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS && !slot; i++)
+        if (ctx->clients[i].fd < 0)
+          slot = &ctx->clients[i];
     if (!slot) {
-      preemptd_log(ctx, "connection refused pid=%d: %d connections", (int)pid, PREEMPTD_MAX_CONNECTIONS);
+      preemptd_log_uid(ctx, uid, "connection refused pid=%d uid=%u: %s", (int)pid, (unsigned)uid, why);
       pthread_mutex_unlock(&ctx->lock);
-      (void)preemptd_send_status(fd, 0, PREEMPT_DAEMON_FULL, "too many connections"); /* closing anyway */
-      close(fd);
+      preemptd_refusal_add(ctx, fd, uid, why);
       continue;
     }
     memset(slot, 0, sizeof *slot);
     slot->fd = fd;
     slot->pid = pid;
     slot->uid = uid;
+    slot->nice = nice;
+    slot->nice_error = nice_error;
+    slot->trusted = preemptd_uid_trusted(ctx, uid);
+    slot->connected_us = preemptd_monotonic_us();
     pthread_mutex_unlock(&ctx->lock);
   }
 }
 
+/* For the deadlines (connection_limits.c), which close under the lock as a hang-up does. */
+static void close_late(preemptd_context *ctx, preemptd_client *client, const char *why) {
+  (void)preemptd_send_status(client->fd, 0, PREEMPT_DAEMON_FULL, "closed: no REGISTER or MEM_ATTACH in time");
+  disconnect(ctx, client, why);
+}
+
+preempt_daemon_status preemptd_serve_step(preemptd_context *ctx, int max_wait_ms, bool *stop) {
+  struct pollfd polled[2 + PREEMPTD_MAX_REFUSING + PREEMPTD_MAX_CONNECTIONS];
+  uint32_t slot_of[2 + PREEMPTD_MAX_REFUSING + PREEMPTD_MAX_CONNECTIONS];
+  *stop = false;
+  int timeout_ms = preemptd_connection_deadlines(ctx, close_late);
+  if (max_wait_ms >= 0 && (timeout_ms < 0 || timeout_ms > max_wait_ms))
+    timeout_ms = max_wait_ms;
+  nfds_t count = 0;
+  polled[count++] = (struct pollfd){ctx->signal_fd, POLLIN, 0};
+  polled[count++] = (struct pollfd){ctx->listen_fd, POLLIN, 0};
+  nfds_t first_refusal = count;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++)
+    if (ctx->refusing[i].fd >= 0) {
+      slot_of[count] = i;
+      polled[count++] = (struct pollfd){ctx->refusing[i].fd, POLLIN, 0};
+    }
+  nfds_t first_client = count;
+  pthread_mutex_lock(&ctx->lock);
+  for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
+    if (ctx->clients[i].fd >= 0) {
+      slot_of[count] = i;
+      polled[count++] = (struct pollfd){ctx->clients[i].fd, POLLIN, 0};
+    }
+  pthread_mutex_unlock(&ctx->lock);
+  if (poll(polled, count, timeout_ms) < 0)
+    return errno == EINTR ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_SYSTEM;
+  if (polled[0].revents) {
+    struct signalfd_siginfo info;
+    if (read(ctx->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+      pthread_mutex_lock(&ctx->lock);
+      preemptd_log(ctx, "signal %u: stopping", info.ssi_signo);
+      ctx->stopping = true;
+      pthread_mutex_unlock(&ctx->lock);
+      preemptd_ring_doorbell(ctx); /* wakes the scheduler thread to see `stopping` */
+      *stop = true;
+      return PREEMPT_DAEMON_OK;
+    }
+  }
+  for (nfds_t i = first_refusal; i < first_client; i++)
+    if (polled[i].revents && ctx->refusing[slot_of[i]].fd == polled[i].fd)
+      preemptd_refusal_serve(ctx, slot_of[i]);
+  /* Connections first, then new ones: hang-ups seen in this poll free their slots before a connection that came
+   * after them asks for one (a client that waited for others to exit must find their slots free). */
+  for (nfds_t i = first_client; i < count; i++) {
+    /* Only this thread closes descriptors, so the slot still holds the fd that was polled. */
+    if (polled[i].revents && ctx->clients[slot_of[i]].fd == polled[i].fd)
+      serve_connection(ctx, slot_of[i]);
+  }
+  if (polled[1].revents)
+    accept_connections(ctx);
+  return PREEMPT_DAEMON_OK;
+}
+
 preempt_daemon_status preemptd_serve(preemptd_context *ctx) {
-  struct pollfd polled[2 + PREEMPTD_MAX_CONNECTIONS];
-  uint32_t slot_of[2 + PREEMPTD_MAX_CONNECTIONS];
   for (;;) {
-    nfds_t count = 0;
-    polled[count++] = (struct pollfd){ctx->signal_fd, POLLIN, 0};
-    polled[count++] = (struct pollfd){ctx->listen_fd, POLLIN, 0};
-    pthread_mutex_lock(&ctx->lock);
-    for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
-      if (ctx->clients[i].fd >= 0) {
-        slot_of[count] = i;
-        polled[count++] = (struct pollfd){ctx->clients[i].fd, POLLIN, 0};
-      }
-    pthread_mutex_unlock(&ctx->lock);
-    if (poll(polled, count, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      return PREEMPT_DAEMON_SYSTEM;
-    }
-    if (polled[0].revents) {
-      struct signalfd_siginfo info;
-      if (read(ctx->signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
-        pthread_mutex_lock(&ctx->lock);
-        preemptd_log(ctx, "signal %u: stopping", info.ssi_signo);
-        ctx->stopping = true;
-        pthread_mutex_unlock(&ctx->lock);
-        preemptd_ring_doorbell(ctx); /* wakes the scheduler thread to see `stopping` */
-        return PREEMPT_DAEMON_OK;
-      }
-    }
-    if (polled[1].revents)
-      accept_connections(ctx);
-    for (nfds_t i = 2; i < count; i++) {
-      /* Only this thread closes descriptors, so the slot still holds the fd that was polled. */
-      if (polled[i].revents && ctx->clients[slot_of[i]].fd == polled[i].fd)
-        serve_connection(ctx, slot_of[i]);
-    }
+    bool stop = false;
+    preempt_daemon_status status = preemptd_serve_step(ctx, -1, &stop);
+    if (status != PREEMPT_DAEMON_OK || stop)
+      return status;
   }
 }

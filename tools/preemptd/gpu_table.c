@@ -12,35 +12,100 @@ int preemptd_gpu_find(const preemptd_context *ctx, const uint8_t uuid[16]) {
   return -1;
 }
 
-preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preempt_msg_gpu *gpus, uint32_t count,
-                                          const char **why) {
+uint32_t preemptd_gpu_users(const preemptd_context *ctx, uint32_t index, const preemptd_client *except) {
+  uint32_t users = 0;
+  for (uint32_t c = 0; c < PREEMPTD_MAX_CONNECTIONS; c++) {
+    const preemptd_client *client = &ctx->clients[c];
+    if (client->fd < 0 || !client->registered || client == except)
+      continue;
+    for (uint32_t g = 0; g < client->gpu_count; g++)
+      if (client->gpus[g] == index) {
+        users++;
+        break;
+      }
+  }
+  return users;
+}
+
+/* No client names it and the scheduler holds none of its kernels: its facts may be replaced, its slot reused. */
+static bool gpu_unused(const preemptd_context *ctx, uint32_t index) {
+  return preemptd_gpu_users(ctx, index, NULL) == 0 && ctx->gpus[index].sched->kernel_count == 0;
+}
+
+/* Whether every connected client naming the GPU is of user `uid`. */
+static bool gpu_only_of(const preemptd_context *ctx, uint32_t index, uid_t uid) {
+  for (uint32_t c = 0; c < PREEMPTD_MAX_CONNECTIONS; c++) {
+    const preemptd_client *client = &ctx->clients[c];
+    if (client->fd < 0 || !client->registered || client->uid == uid)
+      continue;
+    for (uint32_t g = 0; g < client->gpu_count; g++)
+      if (client->gpus[g] == index)
+        return false;
+  }
+  return preemptd_gpu_users(ctx, index, NULL) > 0;
+}
+
+static bool named_in(const preempt_msg_gpu *gpus, uint32_t count, const uint8_t uuid[16]) {
+  for (uint32_t i = 0; i < count; i++)
+    if (memcmp(gpus[i].uuid, uuid, 16) == 0)
+      return true;
+  return false;
+}
+
+preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preemptd_client *client,
+                                          const preempt_msg_gpu *gpus, uint32_t count, char *why, size_t why_bytes) {
+  bool trusted = preemptd_uid_trusted(ctx, client->uid);
   uint32_t new_ones = 0;
   for (uint32_t i = 0; i < count; i++) {
     if (gpus[i].sm_count == 0 || gpus[i].sm_count > PREEMPT_SCHED_MAX_SMS) {
-      *why = "sm_count out of range";
-      return PREEMPT_DAEMON_MALFORMED;
-    }
-    int known = preemptd_gpu_find(ctx, gpus[i].uuid);
-    if (known >= 0 && ctx->gpus[known].sm_count != gpus[i].sm_count) {
-      /* Two clients disagree about one GPU: one of them lies, and SM masks would mean different things. */
-      *why = "sm_count differs from an earlier client's for this GPU";
+      snprintf(why, why_bytes, "gpus[%u].sm_count %u out of range 1..%u", i, gpus[i].sm_count, PREEMPT_SCHED_MAX_SMS);
       return PREEMPT_DAEMON_MALFORMED;
     }
     bool repeated = false;
     for (uint32_t j = 0; j < i; j++)
       if (memcmp(gpus[j].uuid, gpus[i].uuid, 16) == 0) {
         if (gpus[j].sm_count != gpus[i].sm_count) {
-          *why = "one GPU reported twice with different sm_count";
+          snprintf(why, why_bytes, "gpus[%u] and gpus[%u] name one GPU with different sm_count", j, i);
           return PREEMPT_DAEMON_MALFORMED;
         }
         repeated = true;
       }
-    if (known < 0 && !repeated)
-      new_ones++;
+    int known = preemptd_gpu_find(ctx, gpus[i].uuid);
+    if (known < 0) {
+      new_ones += !repeated;
+      continue;
+    }
+    const preemptd_gpu *gpu = &ctx->gpus[known];
+    if (gpu->sm_count == gpus[i].sm_count)
+      continue;
+    /* Two reports disagree about one GPU: SM masks would mean different things. Who is believed: root or the
+     * daemon's user over anyone else; among the others, the clients already scheduled on it, but only while one
+     * is left (an entry nobody names takes the next report). The refusal is this client's alone. */
+    if (gpu_unused(ctx, (uint32_t)known) && (!gpu->sm_trusted || trusted))
+      continue;
+    snprintf(why, why_bytes, "gpus[%u].sm_count %u differs from the %u %s for this GPU", i, gpus[i].sm_count,
+             gpu->sm_count, gpu->sm_trusted ? "root or the daemon's user reported" : "its connected clients reported");
+    return PREEMPT_DAEMON_MALFORMED;
   }
-  if (ctx->gpu_count + new_ones > PREEMPTD_MAX_GPUS) {
-    *why = "too many GPUs";
+  /* Room: never-used slots, and entries nobody names any more (their slots are reused). */
+  uint32_t room = PREEMPTD_MAX_GPUS - ctx->gpu_count;
+  for (uint32_t g = 0; g < ctx->gpu_count; g++)
+    if (gpu_unused(ctx, g) && !named_in(gpus, count, ctx->gpus[g].uuid))
+      room++;
+  if (new_ones > room) {
+    snprintf(why, why_bytes, "too many GPUs: %u new, room for %u (connected clients name the other %u)", new_ones,
+             room, PREEMPTD_MAX_GPUS - room);
     return PREEMPT_DAEMON_FULL;
+  }
+  if (!trusted) {
+    uint32_t own = new_ones;
+    for (uint32_t g = 0; g < ctx->gpu_count; g++)
+      own += gpu_only_of(ctx, g, client->uid);
+    if (own > PREEMPTD_GPUS_PER_UID) {
+      snprintf(why, why_bytes, "too many GPUs named only by uid %u: %u, at most %u", (unsigned)client->uid, own,
+               PREEMPTD_GPUS_PER_UID);
+      return PREEMPT_DAEMON_FULL;
+    }
   }
   return PREEMPT_DAEMON_OK;
 }
@@ -77,16 +142,8 @@ static void merge_limits(preemptd_context *ctx, uint32_t index, const preempt_ms
   gpu->limits_conflict_logged = true;
 }
 
-preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *reported, uint32_t *index) {
-  int known = preemptd_gpu_find(ctx, reported->uuid);
-  if (known >= 0) {
-    *index = (uint32_t)known;
-    merge_limits(ctx, *index, reported);
-    return PREEMPT_DAEMON_OK;
-  }
-  if (ctx->gpu_count == PREEMPTD_MAX_GPUS)
-    return PREEMPT_DAEMON_FULL;
-  preemptd_gpu *gpu = &ctx->gpus[ctx->gpu_count];
+/* A fresh scheduler state and model table for `gpu`: a new entry, or one whose facts are replaced. */
+static preempt_daemon_status gpu_init(preemptd_context *ctx, preemptd_gpu *gpu, const preempt_msg_gpu *reported) {
   memset(gpu, 0, sizeof *gpu);
   gpu->sched = malloc(sizeof *gpu->sched);
   bool models = preemptd_models_init(&gpu->models) == PREEMPT_DAEMON_OK;
@@ -102,11 +159,58 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_
   memcpy(gpu->uuid, reported->uuid, 16);
   gpu->sm_count = reported->sm_count;
   gpu->policy = ctx->default_policy;
-  *index = ctx->gpu_count++;
+  return PREEMPT_DAEMON_OK;
+}
+
+static void gpu_release(preemptd_gpu *gpu) {
+  free(gpu->sched);
+  preemptd_models_free(&gpu->models);
+  memset(gpu, 0, sizeof *gpu);
+}
+
+preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_client *client,
+                                       const preempt_msg_gpu *all, uint32_t all_count, uint32_t which,
+                                       uint32_t *index) {
+  const preempt_msg_gpu *reported = &all[which];
+  bool trusted = preemptd_uid_trusted(ctx, client->uid);
+  int known = preemptd_gpu_find(ctx, reported->uuid);
+  if (known >= 0 && ctx->gpus[known].sm_count == reported->sm_count) {
+    *index = (uint32_t)known;
+    ctx->gpus[known].sm_trusted |= trusted;
+    merge_limits(ctx, *index, reported);
+    return PREEMPT_DAEMON_OK;
+  }
+  /* preemptd_gpus_check let it through: a known entry that differs is unused (its facts are replaced in place, its
+   * index stays); else a never-used slot, else the first entry nobody names any more. */
+  int slot = known;
+  if (slot < 0 && ctx->gpu_count < PREEMPTD_MAX_GPUS)
+    slot = (int)ctx->gpu_count;
+  /* Not one the same REGISTER names: it would be freed here and wanted again for the next of its GPUs. */
+  for (uint32_t g = 0; slot < 0 && g < ctx->gpu_count; g++)
+    if (gpu_unused(ctx, g) && !named_in(all, all_count, ctx->gpus[g].uuid))
+      slot = (int)g;
+  if (slot < 0 || (slot < (int)ctx->gpu_count && !gpu_unused(ctx, (uint32_t)slot)))
+    return PREEMPT_DAEMON_FULL;
+  preemptd_gpu fresh;
+  preempt_daemon_status status = gpu_init(ctx, &fresh, reported);
+  if (status != PREEMPT_DAEMON_OK)
+    return status;
+  preemptd_gpu *gpu = &ctx->gpus[slot];
+  if (slot < (int)ctx->gpu_count) {
+    preemptd_log(ctx, "gpu %d freed: no client names it (was sms=%u)", slot, gpu->sm_count);
+    gpu_release(gpu);
+  }
+  *gpu = fresh;
+  gpu->sm_trusted = trusted;
+  gpu->creator = client->uid;
+  *index = (uint32_t)slot;
+  if (slot == (int)ctx->gpu_count)
+    ctx->gpu_count++;
   char uuid[33];
   for (int i = 0; i < 16; i++)
     snprintf(uuid + 2 * i, 3, "%02x", reported->uuid[i]);
-  preemptd_log(ctx, "gpu %u uuid=%s sms=%u policy=%s", *index, uuid, gpu->sm_count, gpu->policy->name);
+  preemptd_log(ctx, "gpu %u uuid=%s sms=%u policy=%s from=%s", *index, uuid, gpu->sm_count, gpu->policy->name,
+               trusted ? "trusted" : "client");
   merge_limits(ctx, *index, reported);
   return PREEMPT_DAEMON_OK;
 }

@@ -25,7 +25,11 @@ static const char usage[] =
     "                 how memory requests that do not fit are served: fifo, mmu, priority-fifo or priority-mmu\n"
     "                 (default fifo; docs/memory.md). GPU sizes come from NVML (libnvidia-ml.so.1), else from\n"
     "                 the clients' own readings\n"
-    "  --log FILE|-   decision log, one line per event and decision with a CLOCK_MONOTONIC time\n"
+    "  --log FILE|-   decision log, one line per event and decision with a CLOCK_MONOTONIC time; lines other\n"
+    "                 users' clients cause are limited to 20/s per user (the dropped ones are counted)\n"
+    "  --unregistered-timeout SECONDS\n"
+    "                 close a connection that neither registers nor attaches for memory within this (default 10;\n"
+    "                 0: never). Connections: 128 in all, 32 per user other than root and the daemon's user\n"
     "  --param NAME=VALUE\n"
     "                 a scheduler tunable for every GPU (repeatable; preempt-sim's names and ranges):\n"
     "                 max_overhead (0..1, FFS; 0.1), ffs_min_epoch (TIME; 100us), hpf_spatial (0|1; 1),\n"
@@ -47,6 +51,7 @@ typedef struct options {
   const char *policy;
   const char *log;
   const char *memory_policy;
+  const char *unregistered_timeout;
   preempt_sched_params params;
 } options;
 
@@ -97,11 +102,13 @@ static int parse_options(int argc, char **argv, options *out) {
       out->no_leases = true;
       continue;
     }
-    static const char *const valued[] = {"--socket", "--policy", "--log", "--param", "--memory-policy"};
+    static const char *const valued[] = {"--socket", "--policy", "--log", "--param", "--memory-policy",
+                                         "--unregistered-timeout"};
     const char *param = NULL;
-    const char **targets[] = {&out->socket, &out->policy, &out->log, &param, &out->memory_policy};
+    const char **targets[] = {&out->socket,        &out->policy, &out->log, &param, &out->memory_policy,
+                              &out->unregistered_timeout};
     bool matched = false;
-    for (int v = 0; v < 5 && !matched; v++) {
+    for (int v = 0; v < 6 && !matched; v++) {
       size_t n = strlen(valued[v]);
       if (strncmp(arg, valued[v], n) != 0 || (arg[n] != '\0' && arg[n] != '='))
         continue;
@@ -245,8 +252,18 @@ int main(int argc, char **argv) {
   ctx->listen_fd = ctx->signal_fd = ctx->doorbell_fd = -1;
   for (uint32_t i = 0; i < PREEMPTD_MAX_CONNECTIONS; i++)
     ctx->clients[i].fd = -1;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++)
+    ctx->refusing[i].fd = -1;
   ctx->params = opts.params;
   ctx->leases = !opts.no_leases;
+  ctx->unregistered_timeout_us = PREEMPTD_UNREGISTERED_TIMEOUT_US;
+  if (opts.unregistered_timeout) {
+    char *end = NULL;
+    double seconds = strtod(opts.unregistered_timeout, &end);
+    if (end == opts.unregistered_timeout || *end != '\0' || !(seconds >= 0 && seconds <= 86400))
+      return bad_usage("--unregistered-timeout takes seconds from 0 to 86400, got '%s'", opts.unregistered_timeout);
+    ctx->unregistered_timeout_us = seconds * 1e6;
+  }
   if (preempt_sched_policy_by_name(opts.policy, &ctx->default_policy) != PREEMPT_SCHED_OK)
     return bad_usage("unknown policy '%s' (fifo, hpf, ffs, piv, dprr, flexsched)", opts.policy);
   ctx->mem_policy = PREEMPT_MEM_POLICY_FIFO;

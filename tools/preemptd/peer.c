@@ -1,20 +1,57 @@
-/* peer.c: who is on the other end of a connection (SO_PEERCRED, nice) and what priority it may have.
+/* peer.c: who is on the other end of a connection (SO_PEERCRED, a pidfd, nice, all at connect time).
  * EffiSha §6.4: a user other than root cannot raise its kernels above the default; priorities follow nice. */
 #include "preemptd.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-preempt_daemon_status preemptd_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
+/* Linux 6.5's pidfd of the process that called connect(); older headers lack the name. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+bool preemptd_uid_trusted(const preemptd_context *ctx, uid_t uid) { return uid == 0 || uid == ctx->euid; }
+
+/* A pidfd of the connecting process itself (SO_PEERPIDFD); before Linux 6.5 one opened by pid, which names the
+ * same process unless it exited between connect() and accept() and its pid was handed out again in that time. */
+static int peer_pidfd(int fd, pid_t pid) {
+  int pidfd = -1;
+  socklen_t length = sizeof pidfd;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) == 0 && length == sizeof pidfd && pidfd >= 0)
+    return pidfd;
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* A pidfd polls readable once its process has exited. */
+static bool pidfd_alive(int pidfd) {
+  struct pollfd polled = {pidfd, POLLIN, 0};
+  return poll(&polled, 1, 0) == 0;
+}
+
+preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int *nice, int *nice_error) {
   struct ucred credentials;
   socklen_t length = sizeof credentials;
   /* The kernel's record of who called connect(): a client cannot claim another pid or uid. */
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0 || length != sizeof credentials)
     return PREEMPT_DAEMON_SYSTEM;
+  int pidfd = peer_pidfd(fd, credentials.pid);
+  if (pidfd < 0)
+    return PREEMPT_DAEMON_SYSTEM; /* ESRCH: it is gone already */
+  /* /proc/<pid> is read by number; the pidfd pins the process: if it is still alive after the read, the number
+   * named it throughout (a live process's pid is never reused), so the nice is that process's. */
+  *nice_error = preemptd_read_nice(credentials.pid, nice) == PREEMPT_DAEMON_OK ? 0 : errno ? errno : EINVAL;
+  bool alive = pidfd_alive(pidfd);
+  close(pidfd);
+  if (!alive) {
+    errno = ESRCH;
+    return PREEMPT_DAEMON_SYSTEM;
+  }
   *pid = credentials.pid;
   *uid = credentials.uid;
   return PREEMPT_DAEMON_OK;

@@ -16,6 +16,31 @@
 
 /* Connections, registered or not (preemptctl's too). More get FULL. */
 #define PREEMPTD_MAX_CONNECTIONS 128
+/* Connections one user other than root and the daemon's own may hold (connection_limits.c): one user's idle
+ * sockets cannot take every slot. */
+#define PREEMPTD_MAX_CONNECTIONS_PER_UID 32
+/* Slots only root and the daemon's user may take: several users together still leave the administrator in. */
+#define PREEMPTD_RESERVED_CONNECTIONS 8
+/* Refused connections kept until their first request arrives, so FULL answers that request's id. */
+#define PREEMPTD_MAX_REFUSING 16
+/* Refusal entries one user may hold at once: one user's refused connections cannot keep another's FULL from
+ * carrying its request's id. */
+#define PREEMPTD_REFUSING_PER_UID 4
+/* How long a refused connection may take to send its first request before it is closed without an answer. */
+#define PREEMPTD_REFUSAL_WAIT_US 1000000.0
+/* Default for --unregistered-timeout: a connection that neither REGISTERs nor MEM_ATTACHes within it is closed
+ * (preemptctl's LIST takes milliseconds; a socket that never speaks holds a slot for nothing). */
+#define PREEMPTD_UNREGISTERED_TIMEOUT_US 10000000.0
+/* Log lines per second one unprivileged user's connections may cause, and the burst allowed (log_budget.c). */
+#define PREEMPTD_LOG_LINES_PER_S 20.0
+#define PREEMPTD_LOG_BURST 200.0
+/* Users whose log budgets are tracked at once; a new one takes the slot of the longest idle. */
+#define PREEMPTD_LOG_USERS 32
+/* GPU table entries that one unprivileged user may be the only one to name (gpu_table.c): enough for a node of 8
+ * GPUs, half the table, so the GPUs of other users always find room. */
+#define PREEMPTD_GPUS_PER_UID (PREEMPTD_MAX_GPUS / 2)
+/* Users whose latest memory reading a ledger keeps (memory_ledgers.c): external is the lowest recent one. */
+#define PREEMPTD_MEM_READERS 8
 /* Distinct GPUs: the LISTING carries at most this many. */
 #define PREEMPTD_MAX_GPUS PREEMPT_DAEMON_MAX_GPUS
 /* Kernel models (duration, eviction cost) kept per GPU, one per (user, kernel); a full table replaces the least
@@ -72,6 +97,10 @@ typedef struct preemptd_stub_record {
 typedef struct preemptd_client {
   int fd;                        /* -1: a free slot */
   bool registered;               /* has a page, stubs, scheduler kernels */
+  bool trusted;                  /* root or the daemon's user: its GPU facts (SM count, memory size) are believed */
+  int nice;                      /* the peer's nice when it connected (peer.c): priorities come from it */
+  int nice_error;                /* nonzero: that nice could not be read (errno); REGISTER and MEM_ATTACH refused */
+  double connected_us;           /* daemon clock: an unregistered connection is closed after the timeout */
   bool broken;                   /* reclaimed by the scheduler; the socket thread closes the connection */
   uint32_t id;                   /* registered clients only */
   pid_t pid;
@@ -104,8 +133,17 @@ typedef struct preemptd_nvml {
 
 /* One GPU's memory ledger (memory_ledgers.c), keyed by UUID like the schedulers' GPUs but kept apart from
  * them: a memory client need not register kernels, nor say how many SMs its GPU has. */
+/* One user's latest reading of a GPU without NVML (memory_ledgers.c). */
+typedef struct preemptd_mem_sample {
+  uid_t uid;
+  uint64_t total_bytes, used_bytes;
+  double at_us;                  /* 0: an empty entry */
+} preemptd_mem_sample;
+
 typedef struct preemptd_mem_gpu {
   uint8_t uuid[16];
+  bool capacity_trusted;         /* from NVML or from a client of root or the daemon's user */
+  preemptd_mem_sample readings[PREEMPTD_MEM_READERS];
   preempt_mem_ledger *ledger;    /* malloc'd */
   void *nvml_device;             /* NULL: capacity and external come from the clients' readings */
   double last_reading_us;
@@ -138,6 +176,8 @@ typedef struct preemptd_model_table {
 typedef struct preemptd_gpu {
   uint8_t uuid[16];
   uint32_t sm_count;
+  bool sm_trusted;               /* sm_count came from root or the daemon's user, not only from other users */
+  uid_t creator;                 /* the user whose REGISTER created (or last re-created) the entry */
   bool limits_conflict_logged;   /* a client reported other SM limits than the ones kept: said once */
   /* flexsched's measurement, settle and alone-rate counters (preempt_flexsched_data) already logged */
   uint64_t flexsched_measurements_logged, flexsched_settles_logged, flexsched_alones_logged;
@@ -150,6 +190,22 @@ typedef struct preemptd_gpu {
 
 /* Everything the daemon has. Fields above `lock` are set before the threads start and only read after;
  * the rest is shared by the socket thread and the scheduler thread under `lock`. */
+/* A connection refused for want of a slot: answered FULL with its first request's id (connection_limits.c). */
+typedef struct preemptd_refusal {
+  int fd;                        /* -1: free */
+  uid_t uid;
+  double deadline_us;
+  char why[PREEMPT_DAEMON_TEXT_BYTES];
+} preemptd_refusal;
+
+/* One user's budget of log lines (log_budget.c): a token bucket. */
+typedef struct preemptd_log_budget {
+  uid_t uid;
+  bool in_use;
+  double tokens, refilled_us;
+  uint64_t suppressed;           /* lines dropped since the last one written */
+} preemptd_log_budget;
+
 typedef struct preemptd_context {
   char socket_path[108];
   int listen_fd;
@@ -159,6 +215,7 @@ typedef struct preemptd_context {
   const char *log_name;
   double start_us;               /* CLOCK_MONOTONIC at start: the schedulers' clock starts at 0 */
   preempt_sched_params params;   /* --param: every GPU's scheduler state starts with these */
+  double unregistered_timeout_us; /* --unregistered-timeout */
   int doorbell_fd;
   preempt_doorbell_page *doorbell;
 
@@ -171,6 +228,8 @@ typedef struct preemptd_context {
   uint32_t gpu_count;
   preemptd_gpu gpus[PREEMPTD_MAX_GPUS];
   preemptd_client clients[PREEMPTD_MAX_CONNECTIONS];
+  preemptd_refusal refusing[PREEMPTD_MAX_REFUSING]; /* socket thread only */
+  preemptd_log_budget log_budgets[PREEMPTD_LOG_USERS];
   preemptd_nvml nvml;            /* opened before the threads start */
   preempt_mem_policy mem_policy; /* --memory-policy: for ledgers created from now on */
   uint32_t mem_gpu_count;
@@ -183,6 +242,11 @@ double preemptd_monotonic_us(void);
 double preemptd_now_us(const preemptd_context *ctx);
 /* One line, prefixed with the CLOCK_MONOTONIC time in seconds; flushed at once (tests read it live). */
 void preemptd_log(preemptd_context *ctx, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* A line caused by a client: written while its user's budget lasts (root and the daemon's user: always); dropped
+ * lines are counted and said in the next line written for that user (log_budget.c). */
+void preemptd_log_client(preemptd_context *ctx, preemptd_client *client, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+void preemptd_log_uid(preemptd_context *ctx, uid_t uid, const char *format, ...) __attribute__((format(printf, 3, 4)));
 /* "all" or "0-3,7" into `text`. */
 void preemptd_format_sms(const preempt_sm_set *sms, bool all, char *text, size_t text_bytes);
 
@@ -196,21 +260,46 @@ void preemptd_page_release(preempt_client_page *page);
 void preemptd_ring_doorbell(preemptd_context *ctx);
 
 /* ---- who the peer is (peer.c) */
-preempt_daemon_status preemptd_peer_credentials(int fd, pid_t *pid, uid_t *uid);
+/* Root or the daemon's user: believed about GPUs, never capped. */
+bool preemptd_uid_trusted(const preemptd_context *ctx, uid_t uid);
+/* pid, uid and nice of the process that connected, taken now: SO_PEERCRED, then a pidfd of that very process
+ * (SO_PEERPIDFD, else pidfd_open) that must still be alive after /proc/<pid>/stat was read, so a pid reused by
+ * another process cannot lend its nice value. SYSTEM (errno set) when the peer is gone; *nice_error: the errno of a
+ * /proc read that failed (hidepid, say), 0 when *nice is set. */
+preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int *nice, int *nice_error);
 /* nice from the text of /proc/<pid>/stat: the comm field may hold spaces and ')', so the
  * fields are counted after the last ')'. */
 preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice);
 preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice);
 
+/* ---- connection limits (connection_limits.c), socket thread, under the lock */
+/* Whether a new connection of `uid` may take a slot; if not, `why` says which limit, for its FULL. */
+bool preemptd_connection_allowed(const preemptd_context *ctx, uid_t uid, char *why, size_t why_bytes);
+/* Keeps a refused connection until its first request, to answer FULL with that request's id; closes it now when
+ * no refusal entry is free. */
+void preemptd_refusal_add(preemptd_context *ctx, int fd, uid_t uid, const char *why);
+/* A refused connection sent something (or hung up): answered and closed. */
+void preemptd_refusal_serve(preemptd_context *ctx, uint32_t index);
+/* Closes refused connections past their wait and unregistered ones past --unregistered-timeout; returns the poll
+ * timeout in ms until the next such deadline (-1: none). */
+int preemptd_connection_deadlines(preemptd_context *ctx, void (*close_client)(preemptd_context *, preemptd_client *,
+                                                                              const char *));
+
 /* ---- GPUs and kernel models (gpu_table.c) */
 /* Index of the GPU with this UUID, or -1. */
 int preemptd_gpu_find(const preemptd_context *ctx, const uint8_t uuid[16]);
-/* Whether every GPU of a REGISTER can be taken: MALFORMED (sm_count differs from an earlier
- * client's for that UUID, or out of range), FULL (too many distinct GPUs). SM limits never refuse a client: the
- * first nonzero ones reported for a UUID are kept (preemptd_gpu_add). */
-preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preempt_msg_gpu *gpus, uint32_t count,
-                                          const char **why);
-preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preempt_msg_gpu *gpu, uint32_t *index);
+/* Registered clients naming GPU `index`, `except` left out (NULL: none). */
+uint32_t preemptd_gpu_users(const preemptd_context *ctx, uint32_t index, const preemptd_client *except);
+/* Whether every GPU of this client's REGISTER can be taken, `why` saying the field otherwise: MALFORMED (sm_count
+ * out of range, or differing from what root or the daemon's user, or the clients still connected on that GPU,
+ * reported), FULL (no room: entries nobody names are reused; or an unprivileged user would be the only one to name
+ * more than PREEMPTD_GPUS_PER_UID). SM limits never refuse a client: the first nonzero ones reported for a UUID are
+ * kept (preemptd_gpu_add). */
+preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const preemptd_client *client,
+                                          const preempt_msg_gpu *gpus, uint32_t count, char *why, size_t why_bytes);
+/* Adds all[which] of a REGISTER that preemptd_gpus_check let through: its index in *index. */
+preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_client *client, const preempt_msg_gpu *all,
+                                       uint32_t all_count, uint32_t which, uint32_t *index);
 void preemptd_gpus_free(preemptd_context *ctx);
 /* Switches a GPU's policy: kernels stay, the policy's bookkeeping restarts, the new policy decides at once. */
 preempt_daemon_status preemptd_gpu_set_policy(preemptd_context *ctx, uint32_t gpu, const preempt_sched_policy *policy);
@@ -311,5 +400,11 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
 void *preemptd_scheduler_thread(void *context);
 /* The socket loop, on the main thread; returns when a signal asks the daemon to stop. */
 preempt_daemon_status preemptd_serve(preemptd_context *ctx);
+/* One round of it: waits at most max_wait_ms (-1: until the next deadline or event), serves what is ready; *stop
+ * when a signal asked the daemon to stop. The fuzz harness (test/fuzz/fuzz_daemon_sessions.c) drives it. */
+preempt_daemon_status preemptd_serve_step(preemptd_context *ctx, int max_wait_ms, bool *stop);
+/* One round of the scheduler thread, under the lock: scans, due timers, memory polls; returns how long it may
+ * sleep (ns). */
+int64_t preemptd_scheduler_step(preemptd_context *ctx);
 
 #endif

@@ -43,6 +43,16 @@ static int64_t wait_ns(const preemptd_context *ctx) {
   return wait;
 }
 
+int64_t preemptd_scheduler_step(preemptd_context *ctx) {
+  if (preemptd_scan_all(ctx) != PREEMPT_DAEMON_OK)
+    preemptd_log(ctx, "scan: some events could not be handled (see above)");
+  if (fire_timers(ctx) != PREEMPT_DAEMON_OK)
+    preemptd_log(ctx, "timers: some events could not be handled (see above)");
+  preemptd_update_leases(ctx); /* after every decision of this round: who is alone with work now */
+  preemptd_mem_poll(ctx); /* waits of at most PREEMPTD_IDLE_WAIT_NS keep its 100 ms readings going */
+  return wait_ns(ctx);
+}
+
 void *preemptd_scheduler_thread(void *context) {
   preemptd_context *ctx = context;
   /* Policy timers (FFS epochs, DPRR slices) to the microsecond, not the default 50 us timer slack. */
@@ -55,13 +65,7 @@ void *preemptd_scheduler_thread(void *context) {
       pthread_mutex_unlock(&ctx->lock);
       return NULL;
     }
-    if (preemptd_scan_all(ctx) != PREEMPT_DAEMON_OK)
-      preemptd_log(ctx, "scan: some events could not be handled (see above)");
-    if (fire_timers(ctx) != PREEMPT_DAEMON_OK)
-      preemptd_log(ctx, "timers: some events could not be handled (see above)");
-    preemptd_update_leases(ctx); /* after every decision of this round: who is alone with work now */
-    preemptd_mem_poll(ctx); /* waits of at most PREEMPTD_IDLE_WAIT_NS keep its 100 ms readings going */
-    int64_t timeout = wait_ns(ctx);
+    int64_t timeout = preemptd_scheduler_step(ctx);
     pthread_mutex_unlock(&ctx->lock);
     if (timeout == 0)
       continue;

@@ -76,6 +76,13 @@ as_user() {
   fi
 }
 
+# Runs a command as a given uid (and gid): the hostile-user tests (REQUIRES: root) need two users besides root.
+as_uid() {
+  local uid=$1
+  shift
+  setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@"
+}
+
 # Waits up to 5 s for a file a client touches: orders clients (and so their client ids) without fixed sleeps.
 wait_for_file() {
   for _ in $(seq 1000); do
