@@ -268,8 +268,6 @@ static const char *check_listing_client(const preempt_listing_client *c) {
     return "LISTING client client_id 0";
   if (!grant_ok(c->priority, c->priority_limit))
     return "LISTING client priority out of range or above its limit";
-  if (c->reserved != 0)
-    return "LISTING client reserved field not 0";
   return terminated(c->program, sizeof c->program) ? NULL : "LISTING client program not NUL-terminated";
 }
 
@@ -309,8 +307,8 @@ static preempt_daemon_status decode_listing(const unsigned char *bytes, size_t l
   }
   preempt_msg_listing *fixed = &out->body.listing;
   memcpy(fixed, bytes, sizeof *fixed);
-  if (fixed->reserved != 0)
-    *why = "LISTING reserved field not 0";
+  if (fixed->sharing != PREEMPT_SHARING_TIMESLICE && fixed->sharing != PREEMPT_SHARING_MPS)
+    *why = "LISTING sharing neither time-slicing (1) nor MPS (2)";
   else if (fixed->gpu_count > PREEMPT_DAEMON_MAX_GPUS || fixed->client_count > PREEMPT_LISTING_MAX_CLIENTS ||
            fixed->kernel_count > PREEMPT_LISTING_MAX_KERNELS)
     *why = "LISTING count over its maximum";

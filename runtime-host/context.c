@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "preempt/mps_detect.h"
 #include "runtime.h"
 
 static preempt_runtime runtime_context = {
@@ -40,14 +41,6 @@ typedef enum eviction_outlook {
   EVICTIONS_MANY_STREAMS, /* and 32 hardware queues */
 } eviction_outlook;
 
-/* An MPS control daemon is up: its pipe directory has its control socket. */
-static int mps_running(void) {
-  const char *pipes = getenv("CUDA_MPS_PIPE_DIRECTORY");
-  char path[4096];
-  int length = snprintf(path, sizeof path, "%s/control", pipes && *pipes ? pipes : "/tmp/nvidia-mps");
-  return length > 0 && (size_t)length < sizeof path && access(path, F_OK) == 0;
-}
-
 static eviction_outlook evictions_expected(void) {
   const char *ready = getenv("PREEMPT_EVICT_READY");
   if (ready && strcmp(ready, "1") == 0)
@@ -62,7 +55,7 @@ static eviction_outlook evictions_expected(void) {
     evicts = access(socket && *socket ? socket : PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) == 0;
   if (!evicts)
     return EVICTIONS_NONE;
-  return mps_running() ? EVICTIONS_MANY_STREAMS : EVICTIONS_FEW_STREAMS;
+  return preempt_mps_running() ? EVICTIONS_MANY_STREAMS : EVICTIONS_FEW_STREAMS;
 }
 
 __attribute__((constructor)) static void prepare_for_eviction(void) {

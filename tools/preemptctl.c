@@ -214,12 +214,15 @@ static void json_string(const char *text) {
   putchar('"');
 }
 
+/* The decoder admits only these two. */
+static const char *sharing_name(uint32_t sharing) { return sharing == PREEMPT_SHARING_MPS ? "MPS" : "time-slicing"; }
+
 static void print_tables(const preempt_msg *listing) {
   const preempt_msg_listing *l = &listing->body.listing;
   char uuid[33], text[PREEMPT_DAEMON_TEXT_BYTES];
-  printf("preemptd up %.1f s: %" PRIu32 " GPU%s, %" PRIu32 " client%s, %" PRIu32 " kernel%s\n",
-         (double)l->uptime_us / 1e6, l->gpu_count, l->gpu_count == 1 ? "" : "s", l->client_count,
-         l->client_count == 1 ? "" : "s", l->kernel_count, l->kernel_count == 1 ? "" : "s");
+  printf("preemptd up %.1f s, %s: %" PRIu32 " GPU%s, %" PRIu32 " client%s, %" PRIu32 " kernel%s\n",
+         (double)l->uptime_us / 1e6, sharing_name(l->sharing), l->gpu_count, l->gpu_count == 1 ? "" : "s",
+         l->client_count, l->client_count == 1 ? "" : "s", l->kernel_count, l->kernel_count == 1 ? "" : "s");
 
   printf("\n%-4s %-32s %4s %-8s %7s %10s %9s\n", "GPU", "UUID", "SMS", "POLICY", "KERNELS", "DECISIONS", "EVICTIONS");
   for (uint32_t i = 0; i < l->gpu_count; i++) {
@@ -229,12 +232,16 @@ static void print_tables(const preempt_msg *listing) {
            printable(g->policy, text, sizeof text), g->kernels, g->decisions, g->evictions);
   }
 
-  printf("\n%-6s %-8s %-6s %8s %5s %9s %9s %s\n", "CLIENT", "PID", "UID", "PRIORITY", "LIMIT", "LAUNCHES",
-         "EVICTIONS", "PROGRAM");
+  /* LEASE: the client's GPUs (its own indices) it may start launches on without a decision, "-" for none. */
+  printf("\n%-6s %-8s %-6s %8s %5s %9s %9s %-10s %s\n", "CLIENT", "PID", "UID", "PRIORITY", "LIMIT", "LAUNCHES",
+         "EVICTIONS", "LEASE", "PROGRAM");
   for (uint32_t i = 0; i < l->client_count; i++) {
     const preempt_listing_client *c = &listing->listing_clients[i];
-    printf("%-6" PRIu32 " %-8" PRIu32 " %-6" PRIu32 " %8" PRId32 " %5" PRId32 " %9" PRIu64 " %9" PRIu64 " %s\n",
-           c->client_id, c->pid, c->uid, c->priority, c->priority_limit, c->launches, c->evictions,
+    char lease[16] = "-";
+    if (c->lease != 0)
+      snprintf(lease, sizeof lease, "0x%" PRIx32, c->lease);
+    printf("%-6" PRIu32 " %-8" PRIu32 " %-6" PRIu32 " %8" PRId32 " %5" PRId32 " %9" PRIu64 " %9" PRIu64 " %-10s %s\n",
+           c->client_id, c->pid, c->uid, c->priority, c->priority_limit, c->launches, c->evictions, lease,
            printable(c->program, text, sizeof text));
   }
 
@@ -258,7 +265,8 @@ static void print_tables(const preempt_msg *listing) {
 static void print_json(const preempt_msg *listing) {
   const preempt_msg_listing *l = &listing->body.listing;
   char uuid[33];
-  printf("{\"uptime_us\":%" PRIu64 ",\"gpus\":[", l->uptime_us);
+  printf("{\"uptime_us\":%" PRIu64 ",\"sharing\":\"%s\",\"gpus\":[", l->uptime_us,
+         l->sharing == PREEMPT_SHARING_MPS ? "mps" : "time-slicing");
   for (uint32_t i = 0; i < l->gpu_count; i++) {
     const preempt_listing_gpu *g = &listing->listing_gpus[i];
     uuid_hex(g->uuid, uuid);
@@ -275,8 +283,8 @@ static void print_json(const preempt_msg *listing) {
            c->client_id, c->pid, c->uid);
     json_string(c->program);
     printf(",\"priority\":%" PRId32 ",\"priority_limit\":%" PRId32 ",\"launches\":%" PRIu64 ",\"evictions\":%" PRIu64
-           "}",
-           c->priority, c->priority_limit, c->launches, c->evictions);
+           ",\"lease\":%" PRIu32 "}",
+           c->priority, c->priority_limit, c->launches, c->evictions, c->lease);
   }
   printf("],\"kernels\":[");
   for (uint32_t i = 0; i < l->kernel_count; i++) {

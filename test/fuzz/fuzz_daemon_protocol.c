@@ -57,7 +57,7 @@ static void check_listing(const unsigned char *packet, size_t length, const pree
   REQUIRE(fixed->gpu_count <= PREEMPT_DAEMON_MAX_GPUS);
   REQUIRE(fixed->client_count <= PREEMPT_LISTING_MAX_CLIENTS);
   REQUIRE(fixed->kernel_count <= PREEMPT_LISTING_MAX_KERNELS);
-  REQUIRE(fixed->reserved == 0);
+  REQUIRE(fixed->sharing == PREEMPT_SHARING_TIMESLICE || fixed->sharing == PREEMPT_SHARING_MPS);
   size_t gpu_bytes = fixed->gpu_count * sizeof(preempt_listing_gpu);
   size_t client_bytes = fixed->client_count * sizeof(preempt_listing_client);
   size_t kernel_bytes = fixed->kernel_count * sizeof(preempt_listing_kernel);
@@ -81,7 +81,7 @@ static void check_listing(const unsigned char *packet, size_t length, const pree
   }
   for (uint32_t i = 0; i < fixed->client_count; i++) {
     const preempt_listing_client *c = &msg->listing_clients[i];
-    REQUIRE(c->client_id != 0 && c->reserved == 0 && terminated(c->program, sizeof c->program));
+    REQUIRE(c->client_id != 0 && terminated(c->program, sizeof c->program));
     REQUIRE(priority_ok(c->priority) && priority_ok(c->priority_limit) && c->priority <= c->priority_limit);
   }
   for (uint32_t i = 0; i < fixed->kernel_count; i++) {

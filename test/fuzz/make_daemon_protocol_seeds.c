@@ -42,6 +42,7 @@ static size_t make_listing(unsigned char *packet, uint32_t gpus, uint32_t client
   m.gpu_count = gpus;
   m.client_count = clients;
   m.kernel_count = kernels;
+  m.sharing = PREEMPT_SHARING_TIMESLICE;
   m.uptime_us = 5000000;
   memcpy(packet, &m, sizeof m);
   size_t at = sizeof m;

@@ -121,6 +121,7 @@ static size_t make_listing(uint32_t gpus, uint32_t clients, uint32_t kernels) {
   m.gpu_count = gpus;
   m.client_count = clients;
   m.kernel_count = kernels;
+  m.sharing = PREEMPT_SHARING_TIMESLICE;
   m.uptime_us = UINT64_C(123456789);
   memcpy(packet, &m, sizeof m);
   for (uint32_t i = 0; i < gpus; i++) {
@@ -261,7 +262,7 @@ static void test_round_trips(void) {
  * (version 4, in version 2's reserved word) the CTA quota after evictions, the times 8-byte aligned behind them,
  * 104 bytes in all. */
 static void test_listing_layout(void) {
-  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 4);
+  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 5);
   CHECK_EQ_U64(sizeof(preempt_listing_kernel), 104);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, evictions), 20);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, weight), 24);
@@ -474,9 +475,14 @@ static void test_listing_malformations(void) {
   CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
   length = make_listing(1, 0, PREEMPT_LISTING_MAX_KERNELS + 1);
   CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
-  length = make_listing(gpus, clients, kernels);
-  put_u32(offsetof(preempt_msg_listing, reserved), 1);
-  CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
+  /* Sharing: time-slicing (1) or MPS (2), nothing else (0 is what a version 4 daemon sent). */
+  for (uint32_t sharing = 0; sharing < 4; sharing++) {
+    length = make_listing(gpus, clients, kernels);
+    put_u32(offsetof(preempt_msg_listing, sharing), sharing);
+    preempt_daemon_status expected =
+        sharing == PREEMPT_SHARING_TIMESLICE || sharing == PREEMPT_SHARING_MPS ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_MALFORMED;
+    CHECK(decode_packet(length) == expected);
+  }
 
   /* GPU entries */
   length = make_listing(gpus, clients, kernels);
@@ -487,9 +493,11 @@ static void test_listing_malformations(void) {
   CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
 
   /* Client entries */
+  /* A client's lease word is any set of its GPUs. */
   length = make_listing(gpus, clients, kernels);
-  put_u32(c0 + 2 * sizeof(preempt_listing_client) + offsetof(preempt_listing_client, reserved), 1);
-  CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);
+  put_u32(c0 + 2 * sizeof(preempt_listing_client) + offsetof(preempt_listing_client, lease), 0xffffffffu);
+  CHECK(decode_packet(length) == PREEMPT_DAEMON_OK);
+  CHECK_EQ_U64(decoded.listing_clients[2].lease, 0xffffffffu);
   length = make_listing(gpus, clients, kernels);
   put_i32(c0 + offsetof(preempt_listing_client, priority), 1); /* above its limit 0 */
   CHECK(decode_packet(length) == PREEMPT_DAEMON_MALFORMED);

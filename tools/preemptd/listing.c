@@ -2,6 +2,8 @@
  * FLEP §5.1 (T_e, T_w per kernel), §5.2.2 (FFS weights) and EffiSha §6.1 (states) as preemptctl shows them. */
 #include "preemptd.h"
 
+#include "preempt/mps_detect.h"
+
 #include <string.h>
 
 preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t request_id, void *buffer,
@@ -30,6 +32,7 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
   listing->gpu_count = ctx->gpu_count;
   listing->client_count = clients;
   listing->kernel_count = kernels;
+  listing->sharing = preempt_mps_running() ? PREEMPT_SHARING_MPS : PREEMPT_SHARING_TIMESLICE;
   double now = preemptd_now_us(ctx);
   listing->uptime_us = (uint64_t)now;
   preempt_listing_gpu *gpus = (preempt_listing_gpu *)(listing + 1);
@@ -56,6 +59,7 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
     entry->uid = (uint32_t)client->uid;
     entry->priority = client->priority;
     entry->priority_limit = client->priority_limit;
+    entry->lease = client->lease;
     entry->launches = client->launches;
     entry->evictions = client->evictions;
     preempt_copy_name(entry->program, sizeof entry->program, client->program);

@@ -29,7 +29,7 @@ extern "C" {
  * carry the launch's CTA footprint, task count, the daemon's CTA quota and the client's progress samples (216
  * bytes, were 176), LISTING kernels the quota. Every message's header, and the shared page, carry the version, so
  * a daemon and a client or preemptctl of another version refuse each other at once. */
-#define PREEMPT_DAEMON_PROTOCOL_VERSION 4u
+#define PREEMPT_DAEMON_PROTOCOL_VERSION 5u
 #define PREEMPT_DAEMON_MAGIC 0x544d5250u /* "PRMT" */
 /* Clients and preemptctl use $PREEMPT_DAEMON_SOCKET when set, else this. */
 #define PREEMPT_DAEMON_SOCKET_DEFAULT "/run/preemptd/preemptd.sock"
@@ -191,9 +191,18 @@ typedef struct preempt_msg_list {
 
 /* LISTING: this fixed part, then gpu_count preempt_listing_gpu, client_count
  * preempt_listing_client and kernel_count preempt_listing_kernel, in that order. */
+/* How the node's GPUs are shared between processes, as the daemon finds it (version 5, in version 4's reserved
+ * word of LISTING): under MPS kernels of different processes run at once; without it the driver time-slices the
+ * GPU between their contexts, and evicting some SMs makes no room for another process (docs/daemon.md). */
+typedef enum preempt_sharing {
+  PREEMPT_SHARING_TIMESLICE = 1,
+  PREEMPT_SHARING_MPS = 2,
+} preempt_sharing;
+
 typedef struct preempt_msg_listing {
   preempt_msg_header header;
-  uint32_t gpu_count, client_count, kernel_count, reserved;
+  uint32_t gpu_count, client_count, kernel_count;
+  uint32_t sharing;             /* preempt_sharing */
   uint64_t uptime_us;
 } preempt_msg_listing;
 
@@ -208,7 +217,7 @@ typedef struct preempt_listing_gpu {
 typedef struct preempt_listing_client {
   uint32_t client_id, pid, uid;
   int32_t priority, priority_limit;
-  uint32_t reserved;
+  uint32_t lease;               /* version 5: the client page's lease word (bit i: its GPU i; docs/daemon.md, "Leases") */
   uint64_t launches, evictions;
   char program[PREEMPT_DAEMON_PROGRAM_BYTES];
 } preempt_listing_client;

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-MAGIC, VERSION = 0x544D5250, 4
+MAGIC, VERSION = 0x544D5250, 5
 LIST, SET_POLICY, STATUS, LISTING = 10, 11, 22, 23
 TYPE_NAMES = {1: "REGISTER", 2: "SET_PRIORITY", 10: "LIST", 11: "SET_POLICY"}
 
@@ -35,13 +35,14 @@ def kernel(client_id, stub, gpu, state, priority, evictions, weight, waited_us, 
                        ran_us, predicted_us, name)
 
 
-def listing(request_id, bad_weight=None):
+def listing(request_id, bad_weight=None, sharing=1):
     gpus = [
         struct.pack("<16sIIQQ16s", bytes(range(16)), 132, 2, 1234, 7, b"hpf"),
         struct.pack("<16sIIQQ16s", bytes([0xAB] * 16), 108, 1, 0, 0, b"ffs"),
     ]
     clients = [
-        struct.pack("<IIIiiIQQ32s", 1, 4242, 1000, -3, 0, 0, 17, 2, b"train\n\x1b[31mred\"q\\"),
+        # Version 5: the lease word (bit i: the client's GPU i) in version 4's reserved word.
+        struct.pack("<IIIiiIQQ32s", 1, 4242, 1000, -3, 0, 1, 17, 2, b"train\n\x1b[31mred\"q\\"),
         struct.pack("<IIIiiIQQ32s", 2, 4343, 0, 20, 20, 0, 5, 0, "caf\u00e9".encode() + b"\xff"),
     ]
     kernels = [
@@ -51,7 +52,8 @@ def listing(request_id, bad_weight=None):
         kernel(2, 0, 1, 5, 20, 1, 64 if bad_weight is None else bad_weight, 0.0, 3.5, 4.0, b"tab\there"),
     ]
     parts = b"".join(gpus + clients + kernels)
-    fixed = struct.pack("<IIIIQ", len(gpus), len(clients), len(kernels), 0, 5_250_000)
+    # Version 5: how the GPUs are shared (1 time-slicing, 2 MPS) in version 4's reserved word.
+    fixed = struct.pack("<IIIIQ", len(gpus), len(clients), len(kernels), sharing, 5_250_000)
     return header(LISTING, 40 + len(parts), request_id) + fixed + parts
 
 
@@ -73,10 +75,14 @@ def reply_for(mode, request):
     request_id = struct.unpack_from("<I", request, 12)[0] if len(request) >= 16 else 0
     if mode == "listing":
         return listing(request_id)
+    if mode == "mps-listing":
+        return listing(request_id, sharing=2)
+    if mode == "bad-sharing":  # 0: what a version 4 daemon sent
+        return listing(request_id, sharing=0)
     if mode.startswith("bad-weight-"):  # bad-weight-0, bad-weight-65: a weight no daemon grants
         return listing(request_id, bad_weight=int(mode[len("bad-weight-"):]))
     if mode == "empty-listing":
-        return header(LISTING, 40, request_id) + struct.pack("<IIIIQ", 0, 0, 0, 0, 0)
+        return header(LISTING, 40, request_id) + struct.pack("<IIIIQ", 0, 0, 0, 1, 0)
     if mode == "ok":
         return status(0, "policy hpf on 2 GPUs", request_id)
     if mode == "refused":
