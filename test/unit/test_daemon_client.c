@@ -712,10 +712,14 @@ static void test_lease(void) {
   preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
   fake_gpu.expected_params = 0;
   long long stream;
+  /* Every event pending until the launch is known to be running: the agent polls a RUNNING stub at once, and would
+   * answer DONE for a launch whose completion event the fake says has fired. */
+  fake_gpu.events_pending = 1;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
   preempt_launch_id launch = preempt_last_launch();
   CHECK(launch != 0);
   keep_running(launch);
+  fake_gpu.events_pending = 0;
   CHECK_EQ_U64(fake_launches(), 1);
   fake_launch last = last_fake_launch();
   CHECK(last.persistent && last.stream == &stream && last.grid.x == 8 * 132);
@@ -752,11 +756,12 @@ static void test_lease(void) {
   /* A launch held beside another, whose stream reaches it once nothing else of the process is unfinished, is
    * started by the agent on the lease (its first run, a relaunch) and said RUNNING: no decision to wait for. The
    * fake daemon frees no stub: these take stubs 2 and 3. */
+  fake_gpu.events_pending = 1; /* as above: running until the test says otherwise */
   CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
   preempt_launch_id running = preempt_last_launch();
   keep_running(running);
   CHECK_EQ_U64(stub_state(2), PREEMPT_STUB_RUNNING);
-  fake_gpu.events_pending = 1; /* the next launch's start event is not reached yet */
+  /* Still all pending: the next launch's start event is not reached yet. */
   CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream), 0);
   preempt_launch_id queued = preempt_last_launch();
   keep_running(queued);
