@@ -78,7 +78,7 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
   /* As written unless predicted long (or PREEMPT_LONG_US=0); under
    * preemptd every launch is converted, held and scheduled, but on a lease
    * (no other process has work on the GPU: docs/daemon.md, "Leases"). */
-  if (runtime->long_launch_ns <= 0 || (preempt_daemon_active(runtime) && !preempt_daemon_leased(runtime, device)))
+  if (runtime->long_launch_ns <= 0 || preempt_daemon_schedules(runtime, device))
     return -1;
   take_length_sample(gpu, on_device);
   preempt_grid_dims dims = {grid.x, grid.y, grid.z};

@@ -450,21 +450,28 @@ int preempt_daemon_active(preempt_runtime *runtime) {
   return runtime->daemon.registered;
 }
 
-int preempt_daemon_leased(preempt_runtime *runtime, int device_index) {
-  preempt_daemon_client *client = &runtime->daemon;
-  if (!preempt_daemon_active(runtime) || device_index < 0 || device_index >= 32)
-    return 0;
-  return (__atomic_load_n(&client->page->lease, __ATOMIC_ACQUIRE) >> device_index) & 1u;
+/* The page's lease bit for the device (daemon_protocol.h): registered clients only. */
+static int lease_held(const preempt_daemon_client *client, int device_index) {
+  return client->registered && device_index >= 0 && device_index < 32 &&
+         (__atomic_load_n(&client->page->lease, __ATOMIC_ACQUIRE) >> device_index & 1u);
 }
 
-int preempt_daemon_in_flight(const preempt_runtime *runtime, int device_index, int except_stub) {
+int preempt_daemon_schedules(preempt_runtime *runtime, int device_index) {
+  return preempt_daemon_active(runtime) && !lease_held(&runtime->daemon, device_index);
+}
+
+int preempt_daemon_may_start(const preempt_runtime *runtime, int device_index, int except_stub) {
   const preempt_daemon_client *client = &runtime->daemon;
+  if (!lease_held(client, device_index))
+    return 0;
+  /* Another published launch of this process unfinished there holds the GPU in the daemon's books: it would send
+   * this one away. */
   for (int index = 0; index < PREEMPT_STUBS_PER_CLIENT; index++) {
     const preempt_daemon_stub_view *view = &client->stubs[index];
     if (index != except_stub && view->owned && !view->spare && view->device == device_index)
-      return 1;
+      return 0;
   }
-  return 0;
+  return 1;
 }
 
 /* A spare stub (already this process's, in PREP) first, else a FREE one. A
@@ -796,8 +803,7 @@ static int agent_scan(preempt_runtime *runtime, int *agent_device) {
          * waiting for a decision (docs/daemon.md, "Leases"): a loop of long
          * kernels in one stream would otherwise pay a round trip per kernel. */
         uint32_t next = PREEMPT_STUB_READY;
-        if (view->device < 32 && (__atomic_load_n(&client->page->lease, __ATOMIC_ACQUIRE) >> view->device & 1u) &&
-            !preempt_daemon_in_flight(runtime, view->device, index) &&
+        if (preempt_daemon_may_start(runtime, view->device, index) &&
             preempt_resume_record(runtime, device, record) == PREEMPT_OK) {
           record->daemon_evicted = preempt_launch_suspended(record);
           next = PREEMPT_STUB_RUNNING;

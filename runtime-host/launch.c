@@ -438,11 +438,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (scheduled)
     stub = preempt_daemon_hold(runtime, device_index, device, stream, block, on_device->ctas_per_sm, &epoch);
   /* On a lease nobody else has work on the GPU: the grid starts now and the
-   * stub says RUNNING, so the daemon can still evict it (docs/daemon.md,
-   * "Leases"); not beside another of this process's published launches,
-   * which holds the GPU in the daemon's books (it would send this one away). */
-  int started = stub >= 0 && preempt_daemon_leased(runtime, device_index) &&
-                !preempt_daemon_in_flight(runtime, device_index, stub);
+   * stub says RUNNING, so the daemon can still evict it (docs/daemon.md, "Leases"). */
+  int started = stub >= 0 && preempt_daemon_may_start(runtime, device_index, stub);
   int held = stub >= 0 && !started;
   int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
@@ -558,7 +555,7 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
                            size_t shared_bytes, void *stream) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
   if (runtime->one_wave_persistent || !on_device->original_function ||
-      (preempt_daemon_active(runtime) && !preempt_daemon_leased(runtime, device_index)))
+      preempt_daemon_schedules(runtime, device_index))
     return 0;
   /* With in-task points a one-wave launch can still be evicted inside its
    * tasks (a persistent-style kernel's only way): under PREEMPT_INTASK=on it

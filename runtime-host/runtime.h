@@ -345,13 +345,14 @@ int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_devi
  * away meanwhile: the caller runs the launch unscheduled. */
 int preempt_daemon_publish(preempt_runtime *runtime, int stub, uint32_t epoch, int device_index, uint32_t slot,
                            preempt_launch_record *record, int started);
-/* Whether preemptd leases this process the device (no other process has work there, daemon_protocol.h): its
- * launches then start at once, short ones as written and long ones published RUNNING (started = 1), and the
- * daemon can still evict those (docs/daemon.md, "Leases"). Registers at the first call, as preempt_daemon_active. */
-int preempt_daemon_leased(preempt_runtime *runtime, int device_index);
-/* Whether another launch of this process published to preemptd (any stub but `except_stub`) is unfinished on the
- * device: a launch started on the lease then would find the GPU taken, and the daemon would send it away. */
-int preempt_daemon_in_flight(const preempt_runtime *runtime, int device_index, int except_stub);
+/* Whether preemptd decides this process's launches on the device: registered (at the first call, as
+ * preempt_daemon_active) and without a lease there. On a lease (no other process has work on the GPU,
+ * daemon_protocol.h) launches start at once: short ones as written, long ones published RUNNING, still evictable
+ * (docs/daemon.md, "Leases"). */
+int preempt_daemon_schedules(preempt_runtime *runtime, int device_index);
+/* Whether a launch holding `except_stub` may start on the device's lease: the lease is held and no other published
+ * launch of this process is unfinished there (the daemon would send this one away). */
+int preempt_daemon_may_start(const preempt_runtime *runtime, int device_index, int except_stub);
 /* The launch that took `stub` failed before it was held: the stub stays this process's for the next one. */
 void preempt_daemon_unhold(preempt_runtime *runtime, int stub, uint32_t epoch);
 /* Stops the agent thread (the lock is released while it is joined), runs

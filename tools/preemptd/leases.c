@@ -2,15 +2,17 @@
  * FLEP §3 and EffiSha §7 schedule kernels that compete; with nobody competing every policy runs a launch at once. */
 #include "preemptd.h"
 
-/* A client has work on a daemon GPU while one of its stubs holds a launch there: scheduled, or started on a lease
- * and being sent away (stub_scan.c). */
-static bool has_work_on(const preemptd_client *client, uint32_t gpu) {
+/* The daemon GPUs (bit per index) where a client has work: one of its stubs holds a launch there, scheduled or
+ * started on a lease and being sent away (stub_scan.c). One pass over its stubs: this runs at every wake-up. */
+static uint32_t gpus_with_work(const preemptd_client *client) {
+  _Static_assert(PREEMPTD_MAX_GPUS <= 32, "a GPU mask is 32 bits");
+  uint32_t gpus = 0;
   for (uint32_t s = 0; s < PREEMPT_STUBS_PER_CLIENT; s++) {
     const preemptd_stub_record *record = &client->stubs[s];
-    if ((record->kernel_id != 0 || record->unscheduled) && record->gpu == gpu)
-      return true;
+    if (record->kernel_id != 0 || record->unscheduled)
+      gpus |= 1u << record->gpu;
   }
-  return false;
+  return gpus;
 }
 
 static bool leasable(const preemptd_client *client) {
@@ -24,8 +26,9 @@ void preemptd_update_leases(preemptd_context *ctx) {
     const preemptd_client *client = &ctx->clients[c];
     if (!leasable(client))
       continue;
-    for (uint32_t gpu = 0; gpu < ctx->gpu_count; gpu++)
-      if (has_work_on(client, gpu)) {
+    uint32_t gpus = gpus_with_work(client);
+    for (uint32_t gpu = 0; gpus != 0; gpu++, gpus >>= 1)
+      if (gpus & 1u) {
         busy_clients[gpu]++;
         only_client[gpu] = client->id;
       }

@@ -43,16 +43,21 @@ static uint32_t granted_weight(const preemptd_client *client, uint32_t asked) {
   return weight < limit ? weight : limit;
 }
 
-/* PREP -> READY: a new launch. FULL leaves the stub READY for a later scan (the table frees as kernels end).
- * `started`: its client started it on a lease (PREP -> RUNNING) and the GPU is idle: the scheduler takes it as
- * running on every SM before the policy hears of it (leases.c). */
-static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *client, uint32_t index,
-                                     const preempt_stub *copy, bool started, char *why, size_t why_bytes) {
+/* A new launch's stub, as copied: MALFORMED (with `why`) naming the first bad field. */
+static preempt_daemon_status check_stub(const preemptd_client *client, uint32_t index, const preempt_stub *copy,
+                                        char *why, size_t why_bytes) {
   const char *bad = NULL;
-  if (preempt_stub_validate(copy, client->gpu_count, &bad) != PREEMPT_DAEMON_OK) {
-    snprintf(why, why_bytes, "stub %u: bad launch field %s", index, bad ? bad : "?");
-    return PREEMPT_DAEMON_MALFORMED;
-  }
+  if (preempt_stub_validate(copy, client->gpu_count, &bad) == PREEMPT_DAEMON_OK)
+    return PREEMPT_DAEMON_OK;
+  snprintf(why, why_bytes, "stub %u: bad launch field %s", index, bad ? bad : "?");
+  return PREEMPT_DAEMON_MALFORMED;
+}
+
+/* A checked new launch into the scheduler. FULL leaves the stub as it is for a later scan (the table frees as
+ * kernels end). `started`: its client started it on a lease (PREP -> RUNNING) and the GPU is idle: the scheduler
+ * takes it as running on every SM before the policy hears of it (leases.c). */
+static preempt_daemon_status admit(preemptd_context *ctx, preemptd_client *client, uint32_t index,
+                                   const preempt_stub *copy, bool started, char *why, size_t why_bytes) {
   preemptd_stub_record *record = &client->stubs[index];
   uint32_t gpu_index = client->gpus[copy->gpu];
   preemptd_gpu *gpu = &ctx->gpus[gpu_index];
@@ -128,6 +133,13 @@ static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *cli
   return preemptd_gpu_decide(ctx, gpu_index, PREEMPT_EVENT_ARRIVAL, kernel.id);
 }
 
+/* PREP -> READY: a new launch. */
+static preempt_daemon_status arrival(preemptd_context *ctx, preemptd_client *client, uint32_t index,
+                                     const preempt_stub *copy, char *why, size_t why_bytes) {
+  preempt_daemon_status status = check_stub(client, index, copy, why, why_bytes);
+  return status == PREEMPT_DAEMON_OK ? admit(ctx, client, index, copy, false, why, why_bytes) : status;
+}
+
 /* DONE -> FREE once the daemon has accounted for the launch: the stub is the client's again. A CAS, so a client
  * that already scribbled on it is not overwritten; the next scan judges what it wrote. */
 static void free_stub(preemptd_client *client, uint32_t index) {
@@ -147,18 +159,16 @@ static void free_stub(preemptd_client *client, uint32_t index) {
  * launch once it is READY (leases.c, docs/daemon.md "Leases"). */
 static preempt_daemon_status lease_start(preemptd_context *ctx, preemptd_client *client, uint32_t index,
                                          const preempt_stub *copy, char *why, size_t why_bytes) {
-  const char *bad = NULL;
-  if (preempt_stub_validate(copy, client->gpu_count, &bad) != PREEMPT_DAEMON_OK) {
-    snprintf(why, why_bytes, "stub %u: bad launch field %s", index, bad ? bad : "?");
-    return PREEMPT_DAEMON_MALFORMED;
-  }
+  preempt_daemon_status status = check_stub(client, index, copy, why, why_bytes);
+  if (status != PREEMPT_DAEMON_OK)
+    return status;
   uint32_t gpu_index = client->gpus[copy->gpu];
   preemptd_gpu *gpu = &ctx->gpus[gpu_index];
   preempt_sm_set idle;
   preempt_sched_free_sms(gpu->sched, &idle);
   if (preemptd_client_leased(client, copy->gpu) && preempt_sm_set_count(&idle) == gpu->sched->gpu.sm_count &&
       gpu->sched->kernel_count < PREEMPT_SCHED_MAX_KERNELS)
-    return arrival(ctx, client, index, copy, true, why, why_bytes);
+    return admit(ctx, client, index, copy, true, why, why_bytes);
   preemptd_stub_record *record = &client->stubs[index];
   memset(record, 0, sizeof *record);
   record->seen = PREEMPT_STUB_RUNNING;
@@ -168,8 +178,8 @@ static preempt_daemon_status lease_start(preemptd_context *ctx, preemptd_client 
   record->unscheduled = true;
   preemptd_log(ctx, "lease-start refused client=%u stub=%u gpu=%u: %s; evicting it", client->id, index, gpu_index,
                preemptd_client_leased(client, copy->gpu) ? "the GPU is busy" : "no lease");
-  if (!preemptd_issue_evict_all(ctx, client, index))
-    return PREEMPT_DAEMON_OK; /* it moved on (DONE): the next pass frees it */
+  /* A lost command means it moved on (DONE): the next pass frees it. */
+  (void)preemptd_issue_evict_all(ctx, client, index);
   return PREEMPT_DAEMON_OK;
 }
 
@@ -179,7 +189,7 @@ static preempt_daemon_status unscheduled_moved(preemptd_context *ctx, preemptd_c
                                                const preempt_stub *copy, char *why, size_t why_bytes) {
   preemptd_stub_record *record = &client->stubs[index];
   if (copy->state == PREEMPT_STUB_READY) {
-    preempt_daemon_status status = arrival(ctx, client, index, copy, false, why, why_bytes);
+    preempt_daemon_status status = arrival(ctx, client, index, copy, why, why_bytes);
     if (status == PREEMPT_DAEMON_FULL)
       record->seen = PREEMPT_STUB_TOEVICT; /* retried at a later scan, still unscheduled */
     return status;
@@ -321,7 +331,7 @@ static preempt_daemon_status scan_stub(preemptd_context *ctx, preemptd_client *c
       return unscheduled_moved(ctx, client, index, &copy, why, why_bytes);
     if (record->seen == PREEMPT_STUB_TOEVICT)
       return eviction_done(ctx, client, index, &copy, why, why_bytes);
-    preempt_daemon_status status = arrival(ctx, client, index, &copy, false, why, why_bytes);
+    preempt_daemon_status status = arrival(ctx, client, index, &copy, why, why_bytes);
     if (status == PREEMPT_DAEMON_FULL)
       *changed = false; /* nothing moved: retried at the next wake, not in a tight loop now */
     return status;
