@@ -19,22 +19,24 @@ static preempt_runtime runtime_context = {
 /* The hardware-queue trap (docs/preemption.md): an application stream held
  * by the wait for done_generation blocks every stream mapped to the same
  * hardware queue. CUDA maps streams onto CUDA_DEVICE_MAX_CONNECTIONS queues
- * (8 unless set), and the runtime holds at most half of them (eviction.c).
- * Measured on the H100: with 1 connection a resume deadlocks, with 8 or 32
- * it did not. Under MPS every client's queues come from the one server: on
- * the H100, with 8 each, held streams shared queues with the runtime's own
- * and eviction stalled (a 13 ms turnaround instead of 0.24 ms) or deadlocked
- * (docs/daemon.md), so there a process that will evict asks for 32. Asking
- * for 32 costs every process 0.6 s at start on the H200 (0.32 -> 0.94 s,
- * bench/results/2026-11-28-h200-stream-slots-probe/) and 32 processes could
- * not all start: a process that evicts without MPS (PREEMPT_STRESS, a
- * preemptd socket) keeps CUDA's 8. Lazy module loading blocked a launch of a
- * not-yet-loaded kernel while a stream was held (the H100, driver 580): an
- * evicting process loads every module at start (no cost measured at start on
- * the H200 for the programs tried). PREEMPT_EVICT_READY=1, for programs that
- * evict their own launches through the API and may hold many streams, asks
- * for 32 queues too; PREEMPT_EVICT_READY=0 for neither. Values the user set
- * are kept. Evicting without eager loading is refused (eviction.c). */
+ * (8 unless set, without MPS), and the runtime holds at most half of them
+ * (eviction.c). Measured on the H100: with 1 connection a resume deadlocks,
+ * with 8 or 32 it did not. Asking for 32 costs every process 0.6 s at start
+ * on the H200 (0.32 -> 0.94 s, bench/results/2026-11-28-h200-stream-slots-probe/)
+ * and, under MPS, the clients of a server share one pool of connections: on
+ * the H200 with preemptd, 3 of 8 processes asking 32 started, 15 of 32 asking
+ * 8, and all 32 (48 of 64, MPS's client limit) leaving CUDA's choice
+ * (bench/results/2026-11-28-h200-node-be7e1b9/). So the runtime asks for no
+ * queues unless PREEMPT_EVICT_READY=1 (for programs that evict their own
+ * launches through the API and may hold many streams: 32 queues). Under MPS
+ * CUDA's own choice is taken as 2 queues (128 connections in the pool, 48
+ * clients), so at most one stream is held (eviction.c). Lazy module loading
+ * blocked a launch of a not-yet-loaded kernel while a stream was held (the
+ * H100, driver 580): a process that will evict (PREEMPT_STRESS, a preemptd
+ * socket, PREEMPT_EVICT_READY=1) loads every module at start (no cost
+ * measured at start on the H200 for the programs tried);
+ * PREEMPT_EVICT_READY=0 asks for neither. Values the user set are kept.
+ * Evicting without eager loading is refused (eviction.c). */
 typedef enum eviction_outlook {
   EVICTIONS_NONE = 0,
   EVICTIONS_FEW_STREAMS, /* eager loading only */
@@ -53,9 +55,7 @@ static eviction_outlook evictions_expected(void) {
   const char *socket = getenv("PREEMPT_DAEMON_SOCKET");
   if (!evicts && !(daemon && strcmp(daemon, "off") == 0))
     evicts = access(socket && *socket ? socket : PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) == 0;
-  if (!evicts)
-    return EVICTIONS_NONE;
-  return preempt_mps_running() ? EVICTIONS_MANY_STREAMS : EVICTIONS_FEW_STREAMS;
+  return evicts ? EVICTIONS_FEW_STREAMS : EVICTIONS_NONE;
 }
 
 __attribute__((constructor)) static void prepare_for_eviction(void) {
@@ -140,7 +140,12 @@ static void configure(preempt_runtime *runtime) {
     preempt_report("PREEMPT_EVICT_READY='%s' is none of 'auto', '1', '0': auto", ready);
   runtime->lazy_loading = -1; /* asked at the first eviction (eviction.c) */
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : 8;
+  int mps = !connections && preempt_mps_running();
+  runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : mps ? PREEMPT_MPS_DEFAULT_QUEUES : 8;
+  runtime->hardware_queues_from = connections ? "CUDA_DEVICE_MAX_CONNECTIONS"
+                                  : mps       ? "CUDA_DEVICE_MAX_CONNECTIONS unset under MPS: a client's share of the "
+                                                "server's pool, taken as 2"
+                                              : "CUDA's default";
   /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */
   const char *time_evictions = getenv("PREEMPT_TIME_EVICTIONS");
   runtime->time_evictions = time_evictions && strcmp(time_evictions, "1") == 0;

@@ -522,8 +522,8 @@ int preempt_daemon_hold(preempt_runtime *runtime, int device_index, preempt_devi
     if (!client->told_held_streams) {
       client->told_held_streams = 1;
       preempt_report("holding one more stream for preemptd would risk the hardware-queue deadlock "
-                     "(CUDA_DEVICE_MAX_CONNECTIONS=%u): such launches run unscheduled (said once)",
-                     runtime->hardware_queues);
+                     "(%u hardware queues, %s): such launches run unscheduled (said once)",
+                     runtime->hardware_queues, runtime->hardware_queues_from);
     }
     return -1;
   }

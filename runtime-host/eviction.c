@@ -117,9 +117,9 @@ preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_
   }
   if (!preempt_may_hold_stream(runtime, device, record->stream)) {
     uint32_t held = preempt_held_streams(device, record->stream);
-    preempt_report("%s refused for kernel '%s': %u streams already held by evicted launches, and "
-                   "CUDA_DEVICE_MAX_CONNECTIONS=%u hardware queues: more would deadlock",
-                   what, record->desc->name, held, runtime->hardware_queues);
+    preempt_report("%s refused for kernel '%s': %u streams already held by evicted launches, and %u hardware "
+                   "queues (%s): more would deadlock",
+                   what, record->desc->name, held, runtime->hardware_queues, runtime->hardware_queues_from);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
   return PREEMPT_OK;

@@ -207,6 +207,7 @@ typedef struct preempt_runtime {
   preempt_intask_shape intask_shape; /* PREEMPT_INTASK_SHAPE (intask.c) */
   uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
+  const char *hardware_queues_from; /* where that number comes from, for messages */
   int lazy_loading;              /* CUDA loads modules lazily: 1, 0, or -1 not asked yet (eviction.c) */
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
   int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */

@@ -106,11 +106,12 @@ static void stop_at_exit(void) {
   fprintf(stderr,
           "preempt: stress: %llu evictions (%llu spatial, %llu of drained launches), %llu resumptions, %llu one-wave "
           "launches run as written, %llu short launches run as written (PREEMPT_LONG_US), %llu captured launches "
-          "run as written, %llu evictions not tried (held-stream limit, CUDA_DEVICE_MAX_CONNECTIONS=%u)\n",
+          "run as written, %llu evictions not tried (held-stream limit, %u hardware queues: %s)\n",
           (unsigned long long)runtime->stress.evictions, (unsigned long long)runtime->stress.spatial_evictions,
           (unsigned long long)runtime->stress.drained_evictions,
           (unsigned long long)runtime->stress.resumptions, one_wave, short_launches, captured,
-          (unsigned long long)runtime->stress.skipped_held_streams, runtime->hardware_queues);
+          (unsigned long long)runtime->stress.skipped_held_streams, runtime->hardware_queues,
+          runtime->hardware_queues_from);
 }
 
 void preempt_stress_start_if_requested(preempt_runtime *runtime) {

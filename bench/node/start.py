@@ -14,7 +14,9 @@ Settings (NODE_SETUPS, comma-separated; default all):
   preempt         the converted build, no daemon (PREEMPT_DAEMON=off);
   preempt_hpf     the converted build under a preemptd (policy hpf) this script starts on a private socket;
   preempt_hpf_q8  the same with CUDA_DEVICE_MAX_CONNECTIONS=8 set by the caller (under MPS the runtime asks 32
-                  for a process that may be evicted: this tells whether that request is what stops processes).
+                  for a process that may be evicted: this tells whether that request is what stops processes);
+  original_eager, preempt_eager  as original and preempt, with CUDA_MODULE_LOADING=EAGER set by the caller.
+NODE_KEEP_MPS_LOG=DIR keeps the MPS control daemon's and server's logs.
 Modes (NODE_MODES, default "timeslice,mps"): without MPS (the driver time-slices the contexts), and under an MPS
 control daemon this script starts with private pipe and log directories. NODE_COUNTS (default 1,8,32,64),
 NODE_ROUNDS (1), NODE_TIMEOUT_S (one run's limit, 120), NODE_BUDGET_S (stop starting runs after this, 400).
@@ -34,13 +36,15 @@ def environment(setup, sock):
     env = dict(os.environ)
     for name in ("PREEMPT_STRESS", "PREEMPT_EVICT_READY", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_MODULE_LOADING"):
         env.pop(name, None)
-    if setup in ("original", "preempt"):
+    if setup in ("original", "preempt", "original_eager", "preempt_eager"):
         env["PREEMPT_DAEMON"] = "off"
         env.pop("PREEMPT_DAEMON_SOCKET", None)
     else:
         env["PREEMPT_DAEMON_SOCKET"] = sock
     if setup == "preempt_hpf_q8":
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "8"
+    if setup.endswith("_eager"):
+        env["CUDA_MODULE_LOADING"] = "EAGER"
     return env
 
 
@@ -101,8 +105,11 @@ def start_mps(work):
     subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True, timeout=30)
 
 
-def stop_mps():
+def stop_mps(work):
     subprocess.run(["nvidia-cuda-mps-control"], input=b"quit\n", timeout=30)
+    keep = os.environ.get("NODE_KEEP_MPS_LOG")
+    if keep:
+        shutil.copytree(os.path.join(work, "mps-log"), keep, dirs_exist_ok=True)
     os.environ.pop("CUDA_MPS_PIPE_DIRECTORY", None)
     os.environ.pop("CUDA_MPS_LOG_DIRECTORY", None)
 
@@ -137,7 +144,7 @@ def main():
     timeout_s = float(os.environ.get("NODE_TIMEOUT_S", "120"))
     budget_s = float(os.environ.get("NODE_BUDGET_S", "400"))
     for setup in setups:
-        if setup not in ("original", "preempt", "preempt_hpf", "preempt_hpf_q8"):
+        if setup not in ("original", "preempt", "preempt_hpf", "preempt_hpf_q8", "original_eager", "preempt_eager"):
             sys.exit("start.py: unknown setup '%s'" % setup)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.splitlines()[0]
@@ -193,7 +200,7 @@ def main():
                     if os.path.exists(sock):
                         os.unlink(sock)
                 if mode == "mps":
-                    stop_mps()
+                    stop_mps(work)
     shutil.rmtree(work, ignore_errors=True)
     summarize(out_path)
     print("node: %d passed, %d failed" % (passed, failed))

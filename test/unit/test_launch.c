@@ -1778,6 +1778,41 @@ int main(int argc, char **argv) {
   }
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 
+  /* Under MPS with CUDA_DEVICE_MAX_CONNECTIONS unset (what the runtime now leaves it), a client's queues are its
+   * share of the server's pool, taken as 2: one stream may be held, a second eviction is refused and says why. */
+  {
+    char mps_directory[] = "/tmp/test_launch_mps.XXXXXX";
+    CHECK(mkdtemp(mps_directory) != NULL);
+    char control[sizeof mps_directory + 16];
+    snprintf(control, sizeof control, "%s/control", mps_directory);
+    FILE *socket_stand_in = fopen(control, "w");
+    CHECK(socket_stand_in != NULL);
+    fclose(socket_stand_in);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", mps_directory, 1);
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
+    fake_gpu.expected_params = 0;
+    fake_gpu.events_pending = 1;
+    long long stream_handles[2];
+    preempt_launch_id launches[2];
+    for (int index = 0; index < 2; index++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0,
+                                         &stream_handles[index]), 0);
+      launches[index] = preempt_last_launch();
+    }
+    CHECK_EQ_U64(preempt_evict(launches[0], NULL), PREEMPT_OK);
+    CHECK_EQ_U64(preempt_evict(launches[1], NULL), PREEMPT_ERROR_UNSUPPORTED);
+    CHECK(strstr(preempt_last_error(), "1 streams already held") != NULL);
+    CHECK(strstr(preempt_last_error(), "unset under MPS") != NULL);
+    CHECK_EQ_U64(preempt_resume(launches[0]), PREEMPT_OK);
+    fake_gpu.events_pending = 0;
+    wait_for_relauncher();
+    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+    unlink(control);
+    rmdir(mps_directory);
+  }
+
   /* One hardware queue for every stream: a resume would deadlock, so eviction is refused. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
