@@ -128,6 +128,9 @@ typedef struct preempt_mem_device {
   unsigned char uuid[16];
   uint64_t capacity_bytes;  /* the GPU's memory, as the API said when the device was opened */
   uint64_t daemon_held_bytes; /* what this process holds in preemptd's ledger: carried into the segment if it goes */
+  uint64_t daemon_spare_bytes; /* of daemon_held_bytes, admitted ahead and not allocated (lib/mem_ahead.c) */
+  uint64_t daemon_free_seen;   /* the daemon's last answer: capacity - external - reserved */
+  uint32_t daemon_waiting_seen; /* and the requests waiting then */
   preempt_mem_segment segment;
   uint64_t budget_bytes;    /* reserved in the ledger by preempt_mem_budget / PREEMPT_MEM_BUDGET */
   uint64_t budget_used_bytes;
@@ -142,6 +145,10 @@ typedef struct preempt_mem_allocation {
 } preempt_mem_allocation;
 
 /* The memory module's one context object. */
+/* PREEMPT_MEM_AHEAD's default, and how long a request with some ahead may wait before it goes again without. */
+#define PREEMPT_MEM_DEFAULT_AHEAD_BYTES (32ull << 20)
+#define PREEMPT_MEM_AHEAD_WAIT_NS 2000000ull
+
 typedef struct preempt_memory {
   pthread_mutex_t lock;     /* this struct; the segments' own locks are taken inside it */
   int configured;
@@ -150,6 +157,7 @@ typedef struct preempt_memory {
   preempt_mem_policy policy;/* PREEMPT_MEM_POLICY: for ledgers this process creates */
   int32_t priority;         /* PREEMPT_PRIORITY, clamped as preemptd would */
   uint64_t environment_budget; /* PREEMPT_MEM_BUDGET */
+  uint64_t ahead_bytes;     /* PREEMPT_MEM_AHEAD: reserve-ahead through preemptd (lib/mem_ahead.c); 0 off */
   char segment_prefix[64];  /* PREEMPT_MEM_SEGMENT, default "/preempt-mem" */
   int priority_requested;   /* PREEMPT_PRIORITY was given: preemptd is asked for priority_asked */
   int32_t priority_asked;

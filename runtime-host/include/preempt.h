@@ -242,6 +242,7 @@ typedef struct preempt_mem_info {
   uint32_t lost_wakeups;      /* grants a waiter found only at its next poll (every 100 ms): nobody woke it */
   char policy[16];
   char ledger[16];            /* who keeps it: "preemptd" (its socket answered) or "shared" (daemonless segment) */
+  uint64_t ahead_bytes;       /* of held_bytes, admitted ahead and not allocated (preemptd only; PREEMPT_MEM_AHEAD) */
 } preempt_mem_info;
 
 /* The current device's ledger as this process sees it. Under preemptd, lock_owner_deaths, lost_wakeups and

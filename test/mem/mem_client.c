@@ -12,6 +12,9 @@
  *       ITERATIONS times: cudaMalloc of a random size in [MIN, MAX] ("want NAME I BYTES"), holds it a random
  *       0..MAX_HOLD_MS ms ("granted NAME I T"), cudaFree ("freed NAME I"). A failed allocation prints
  *       "oom NAME I <error>" and counts. Ends with "done NAME iterations=N oom=K", exit 0.
+ *   mem_client steps STEP...
+ *       Each STEP "+BYTES" (cudaMalloc) or "-" (cudaFree of the latest allocation held), then one line
+ *       "step STEP held=... ahead=... reserved=... ledger=..." from preempt_mem_get_info.
  *   mem_client info [--loop]
  *       preempt_mem_get_info (found with dlsym: defined only when libpreempt_mem.so is preloaded), one line
  *       "info key=value ..." with every field; --loop: one such line per line read from stdin.
@@ -83,7 +86,7 @@ static preempt_status say_info(preempt_status (*get_info)(preempt_mem_info *)) {
 
 static int usage(void) {
   fprintf(stderr, "usage: mem_client hold NAME BYTES | loop NAME ITERATIONS MIN MAX MAX_HOLD_MS SEED | "
-                  "info [--loop] | gpu | apis\n");
+                  "steps (+BYTES | -)... | info [--loop] | gpu | apis\n");
   return 2;
 }
 
@@ -131,6 +134,40 @@ static uint64_t next_random(uint64_t *state) {
   *state ^= *state << 25;
   *state ^= *state >> 27;
   return *state * 0x2545f4914f6cdd1dull;
+}
+
+/* steps: "+BYTES" allocates, "-" frees the latest allocation still held; after each, what the process holds, how
+ * much of it was admitted ahead, and what the ledger has reserved (lib/mem_ahead.c). */
+static int steps(int count, char **step) {
+  preempt_status (*get_info)(preempt_mem_info *) = find_get_info();
+  void *held[64];
+  int depth = 0;
+  for (int index = 0; index < count; index++) {
+    uint64_t bytes = 0;
+    if (step[index][0] == '+' && preempt_parse_byte_count(step[index] + 1, &bytes) == 0 && depth < 64) {
+      cudaError_t status = cudaMalloc(&held[depth], bytes);
+      if (status != cudaSuccess) {
+        say("oom %s %s", step[index], cudaGetErrorString(status));
+        return 3;
+      }
+      depth++;
+    } else if (strcmp(step[index], "-") == 0 && depth > 0) {
+      if (cudaFree(held[--depth]) != cudaSuccess) {
+        say("free failed %s", step[index]);
+        return 4;
+      }
+    } else {
+      return usage();
+    }
+    preempt_mem_info info;
+    if (!get_info || get_info(&info) != PREEMPT_OK) {
+      say("info failed after %s", step[index]);
+      return 5;
+    }
+    say("step %s held=%llu ahead=%llu reserved=%llu ledger=%s", step[index], (unsigned long long)info.held_bytes,
+        (unsigned long long)info.ahead_bytes, (unsigned long long)info.reserved_bytes, info.ledger);
+  }
+  return 0;
 }
 
 static int loop(const char *name, long iterations, uint64_t min_bytes, uint64_t max_bytes, long max_hold_ms,
@@ -305,6 +342,8 @@ int main(int argc, char **argv) {
       return usage();
     return loop(argv[2], atol(argv[3]), min_bytes, max_bytes, atol(argv[6]), seed);
   }
+  if (argc >= 3 && strcmp(argv[1], "steps") == 0)
+    return steps(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "info") == 0)
     return info(argc == 3 && strcmp(argv[2], "--loop") == 0);
   if (argc == 2 && strcmp(argv[1], "gpu") == 0)
