@@ -9,7 +9,7 @@ to a reference run of the original build, the distinct error lines of the others
 start to the last exit, and each process's own elapsed time (median, max). Settings are run in rounds that
 alternate them, so that drift hits all alike.
 
-Settings (NODE_SETUPS, comma-separated; default all):
+Settings (NODE_SETUPS, comma-separated; default original,preempt,preempt_hpf):
   original        the original build;
   preempt         the converted build, no daemon (PREEMPT_DAEMON=off);
   preempt_hpf     the converted build under a preemptd (policy hpf) this script starts on a private socket;
@@ -137,7 +137,7 @@ def main():
         sys.exit(__doc__)
     bin_dir, out_path = sys.argv[1], sys.argv[2]
     program = os.environ.get("NODE_PROGRAM", "vector_add_2e23")
-    setups = os.environ.get("NODE_SETUPS", "original,preempt,preempt_hpf,preempt_hpf_q8").split(",")
+    setups = os.environ.get("NODE_SETUPS", "original,preempt,preempt_hpf").split(",")
     modes = os.environ.get("NODE_MODES", "timeslice,mps").split(",")
     counts = [int(c) for c in os.environ.get("NODE_COUNTS", "1,8,32,64").split(",")]
     rounds = int(os.environ.get("NODE_ROUNDS", "1"))
