@@ -17,9 +17,10 @@
 # default: the runs under an MPS server this script starts; timeslice: without MPS, the driver's time-slicing
 # between processes, EffiSha §8's setting on its K40m).
 set -uo pipefail
-# These programs evict (API, preemptd, stress): every launch converted, and what eviction needs asked of CUDA at
-# start (docs/preemption.md, "Launches as written" and "What a process asks of CUDA").
-export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1
+# Every launch converted (docs/preemption.md, "Launches as written"); what eviction needs is asked of CUDA as a user's
+# process would: eager loading under preemptd, nothing without it (PREEMPT_EVICT_READY=auto, whatever the caller
+# set: 1 asked for 32 hardware queues, and under MPS only 3 processes could start; "What a process asks of CUDA").
+export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=auto
 dry_run=0
 if [ "${1:-}" = --dry-run ]; then dry_run=1; shift; [ $# -eq 1 ] && set -- none "$1"; fi
 [ $# -eq 2 ] || { echo "usage: mix.sh BIN_DIR OUT_JSONL | mix.sh --dry-run [BIN_DIR] OUT_JSONL" >&2; exit 2; }

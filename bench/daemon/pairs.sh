@@ -4,9 +4,10 @@
 # Usage: bench/daemon/pairs.sh BIN_DIR OUT_JSON [TRIALS [LOG_DIR]]   (BIN_DIR = build/bench from bench/build_suite.sh;
 #        LOG_DIR keeps preemptd's decision logs; PAIRS_ONLY=REGEX runs only the modes it matches)
 set -uo pipefail
-# These programs evict (API, preemptd, stress): every launch converted, and what eviction needs asked of CUDA at
-# start (docs/preemption.md, "Launches as written" and "What a process asks of CUDA").
-export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1
+# Every launch converted (docs/preemption.md, "Launches as written"); what eviction needs is asked of CUDA as a user's
+# process would: eager loading under preemptd, nothing without it (PREEMPT_EVICT_READY=auto, whatever the caller
+# set: 1 asked for 32 hardware queues, and under MPS only 3 processes could start; "What a process asks of CUDA").
+export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=auto
 bin=$1 out=$2 trials=${3:-40} logs=${4:-}
 work=$(mktemp -d)
 daemon_pid=""
