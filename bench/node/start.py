@@ -16,7 +16,7 @@ Settings (NODE_SETUPS, comma-separated; default original,preempt,preempt_hpf):
   preempt_hpf_q8  the same with CUDA_DEVICE_MAX_CONNECTIONS=8 set by the caller (under MPS the runtime asks 32
                   for a process that may be evicted: this tells whether that request is what stops processes);
   original_eager, preempt_eager  as original and preempt, with CUDA_MODULE_LOADING=EAGER set by the caller.
-NODE_KEEP_MPS_LOG=DIR keeps the MPS control daemon's and server's logs.
+NODE_HPF_QUEUES=N sets CUDA_DEVICE_MAX_CONNECTIONS=N for preempt_hpf. NODE_KEEP_MPS_LOG=DIR keeps the MPS control daemon's and server's logs.
 Modes (NODE_MODES, default "timeslice,mps"): without MPS (the driver time-slices the contexts), and under an MPS
 control daemon this script starts with private pipe and log directories. NODE_COUNTS (default 1,8,32,64),
 NODE_ROUNDS (1), NODE_TIMEOUT_S (one run's limit, 120), NODE_BUDGET_S (stop starting runs after this, 400).
@@ -43,6 +43,8 @@ def environment(setup, sock):
         env["PREEMPT_DAEMON_SOCKET"] = sock
     if setup == "preempt_hpf_q8":
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "8"
+    elif setup == "preempt_hpf" and os.environ.get("NODE_HPF_QUEUES"):
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = os.environ["NODE_HPF_QUEUES"]
     if setup.endswith("_eager"):
         env["CUDA_MODULE_LOADING"] = "EAGER"
     return env
