@@ -2,7 +2,8 @@
 # pairs.sh: on the GPU machine, FLEP §6.3.1's pairs across two processes: a low-priority process runs long kernels,
 # a high-priority one times short kernels arriving at random moments; without and with preemptd (HPF), and under MPS.
 # Usage: bench/daemon/pairs.sh BIN_DIR OUT_JSON [TRIALS [LOG_DIR]]   (BIN_DIR = build/bench from bench/build_suite.sh;
-#        LOG_DIR keeps preemptd's decision logs; PAIRS_ONLY=REGEX runs only the modes it matches)
+#        LOG_DIR keeps preemptd's decision logs; PAIRS_ONLY=REGEX runs only the modes it matches; PAIRS_LONG_GPU and
+#        PAIRS_SHORT_GPU set each side's CUDA_VISIBLE_DEVICES in pairs, e.g. 0 and 1 on a two-GPU machine)
 set -uo pipefail
 # Every launch converted (docs/preemption.md, "Launches as written"); what eviction needs is asked of CUDA as a user's
 # process would: eager loading under preemptd, nothing without it (PREEMPT_EVICT_READY=auto, whatever the caller
@@ -49,10 +50,12 @@ measure() {
   *) start_daemon "$daemon" "$name" || { echo "{\"mode\": \"$name\", \"failed\": \"daemon\"}"; return; } ;;
   esac
   if [ "$pair" = 1 ]; then
-    PREEMPT_PRIORITY=-10 timeout -s KILL 120 "$bin/$build/pair_bench" long 60 "$ready" "$stop" \
+    PREEMPT_PRIORITY=-10 env ${PAIRS_LONG_GPU:+CUDA_VISIBLE_DEVICES=$PAIRS_LONG_GPU} timeout -s KILL 120 \
+      "$bin/$build/pair_bench" long 60 "$ready" "$stop" \
       > "$work/$name.long" 2> "$work/$name.long.err" &
     local long_pid=$!
-    short_json=$(PREEMPT_PRIORITY=10 timeout -s KILL 90 "$bin/$build/pair_bench" short "$trials" "$ready" 2> "$work/$name.short.err")
+    short_json=$(PREEMPT_PRIORITY=10 env ${PAIRS_SHORT_GPU:+CUDA_VISIBLE_DEVICES=$PAIRS_SHORT_GPU} timeout -s KILL 90 \
+      "$bin/$build/pair_bench" short "$trials" "$ready" 2> "$work/$name.short.err")
     touch "$stop"
     wait "$long_pid"
     long_json=$(cat "$work/$name.long")

@@ -16,7 +16,7 @@ Settings (NODE_SETUPS, comma-separated; default original,preempt,preempt_hpf):
   preempt_hpf_q8  the same with CUDA_DEVICE_MAX_CONNECTIONS=8 set by the caller (under MPS the runtime asks 32
                   for a process that may be evicted: this tells whether that request is what stops processes);
   original_eager, preempt_eager  as original and preempt, with CUDA_MODULE_LOADING=EAGER set by the caller.
-NODE_HPF_QUEUES=N sets CUDA_DEVICE_MAX_CONNECTIONS=N for preempt_hpf. NODE_KEEP_MPS_LOG=DIR keeps the MPS control daemon's and server's logs.
+NODE_GPUS=G puts copy i on GPU i % G (CUDA_VISIBLE_DEVICES). NODE_HPF_QUEUES=N sets CUDA_DEVICE_MAX_CONNECTIONS=N for preempt_hpf. NODE_KEEP_MPS_LOG=DIR keeps the MPS control daemon's and server's logs.
 Modes (NODE_MODES, default "timeslice,mps"): without MPS (the driver time-slices the contexts), and under an MPS
 control daemon this script starts with private pipe and log directories. NODE_COUNTS (default 1,8,32,64),
 NODE_ROUNDS (1), NODE_TIMEOUT_S (one run's limit, 120), NODE_BUDGET_S (stop starting runs after this, 400).
@@ -50,11 +50,13 @@ def environment(setup, sock):
     return env
 
 
-def run_many(binary, count, env, work, reference, timeout_s):
-    """Starts count copies at once; returns the JSON fields of the run."""
+def run_many(binary, count, env, work, reference, timeout_s, gpus):
+    """Starts count copies at once (copy i on GPU i % gpus when gpus > 1); returns the JSON fields of the run."""
     procs = []
     began = time.monotonic()
     for i in range(count):
+        if gpus > 1:
+            env = dict(env, CUDA_VISIBLE_DEVICES=str(i % gpus))
         out = os.path.join(work, "out.%d" % i)
         err = open(os.path.join(work, "err.%d" % i), "wb")
         procs.append((i, out, err, time.monotonic(),
@@ -145,6 +147,7 @@ def main():
     rounds = int(os.environ.get("NODE_ROUNDS", "1"))
     timeout_s = float(os.environ.get("NODE_TIMEOUT_S", "120"))
     budget_s = float(os.environ.get("NODE_BUDGET_S", "400"))
+    gpus = int(os.environ.get("NODE_GPUS", "1"))
     for setup in setups:
         if setup not in ("original", "preempt", "preempt_hpf", "preempt_hpf_q8", "original_eager", "preempt_eager"):
             sys.exit("start.py: unknown setup '%s'" % setup)
@@ -176,10 +179,10 @@ def main():
                                         "skipped": "budget"}
                                 failed += 1
                             else:
-                                line = {"mode": mode, "setup": setup, "n": count, "round": rnd, "gpu": gpu,
+                                line = {"mode": mode, "setup": setup, "n": count, "round": rnd, "gpu": gpu, "gpus": gpus,
                                         "program": program}
                                 line.update(run_many(os.path.join(bin_dir, setup.split("_")[0], program), count,
-                                                     environment(setup, sock), work, reference, timeout_s))
+                                                     environment(setup, sock), work, reference, timeout_s, gpus))
                                 if line["failed"]:
                                     failed += 1
                                 else:
