@@ -144,7 +144,7 @@ static void configure(preempt_runtime *runtime) {
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : mps ? PREEMPT_MPS_DEFAULT_QUEUES : 8;
   runtime->hardware_queues_from = connections ? "CUDA_DEVICE_MAX_CONNECTIONS"
                                   : mps       ? "CUDA_DEVICE_MAX_CONNECTIONS unset under MPS: a client's share of the "
-                                                "server's pool, taken as 2"
+                                                "server's pool"
                                               : "CUDA's default";
   /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */
   const char *time_evictions = getenv("PREEMPT_TIME_EVICTIONS");

@@ -363,6 +363,37 @@ static int wait_in_segment(const preempt_memory *memory, preempt_mem_device *sta
   }
 }
 
+/* One RESERVE of bytes + ahead from preemptd (preempt_mem_daemon_reserve's results), the daemon's view kept for the
+ * next ahead decision and the grant counted. A request with some ahead waits at most PREEMPT_MEM_AHEAD_WAIT_NS,
+ * then goes again without: asking ahead must never be what makes an allocation wait. Without the memory lock. */
+static int reserve_from_daemon(preempt_memory *memory, preempt_mem_device *state, const preempt_mem_gpu *gpu,
+                               uint64_t bytes, uint64_t ahead, uint32_t flags, uint64_t deadline_ns,
+                               preempt_msg_mem_reply *answer, char *why, size_t why_bytes) {
+  int result;
+  for (;;) {
+    uint64_t now = preempt_monotonic_ns();
+    int short_wait = ahead && deadline_ns > now && deadline_ns - now > PREEMPT_MEM_AHEAD_WAIT_NS;
+    result = preempt_mem_daemon_reserve(&memory->daemon, state->uuid, bytes + ahead, flags, read_gpu, (void *)gpu,
+                                        short_wait ? now + PREEMPT_MEM_AHEAD_WAIT_NS : deadline_ns, answer, why,
+                                        why_bytes);
+    if (!ahead || !(result == 2 || (result == 1 && short_wait)))
+      break;
+    ahead = 0;
+  }
+  if (result < 0 || result > 2)
+    return result;
+  lock_memory();
+  state->daemon_waiting_seen = answer->waiting;
+  uint64_t taken = answer->reserved_bytes + answer->external_bytes;
+  state->daemon_free_seen = answer->capacity_bytes > taken ? answer->capacity_bytes - taken : 0;
+  if (result == 0) {
+    state->daemon_held_bytes += bytes + ahead;
+    state->daemon_spare_bytes += ahead;
+  }
+  unlock_memory(memory);
+  return result;
+}
+
 /* Waits for `bytes` in the device's ledger, preemptd's or the shared one, until the deadline; results as
  * wait_in_segment, with *view filled on 1 and 2. after_oom: the allocation failed although admitted, so the
  * GPU's used memory is read again first. Without the memory lock. */
@@ -370,7 +401,8 @@ static int wait_for_ledger(preempt_memory *memory, preempt_mem_device *state, co
                            uint64_t bytes, uint64_t deadline_ns, int after_oom, ledger_view *view) {
   memset(view, 0, sizeof *view);
   if (__atomic_load_n(&state->on_daemon, __ATOMIC_ACQUIRE)) {
-    /* Admitted ahead already: no round trip. After an out-of-memory the daemon must read the GPU again. */
+    /* Admitted ahead already: no round trip. After an out-of-memory the daemon must read the GPU again, and what
+     * is held ahead goes back first: the GPU is fuller than the ledger said. */
     lock_memory();
     if (!after_oom && state->daemon_spare_bytes >= bytes) {
       state->daemon_spare_bytes -= bytes;
@@ -380,40 +412,17 @@ static int wait_for_ledger(preempt_memory *memory, preempt_mem_device *state, co
     uint64_t ahead = after_oom ? 0
                                : preempt_mem_ahead_ask(memory->ahead_bytes, state->capacity_bytes, state->daemon_free_seen,
                                                        state->daemon_waiting_seen, bytes);
-    /* The GPU is fuller than the ledger said: what is held ahead goes back before asking again. */
     uint64_t spare = after_oom ? state->daemon_spare_bytes : 0;
     state->daemon_spare_bytes -= spare;
     state->daemon_held_bytes -= spare;
     unlock_memory(memory);
-    if (spare && preempt_mem_daemon_release(&memory->daemon, state->uuid, spare) != 0)
-      return leave_daemon(state) != 0 ? -1 : wait_for_ledger(memory, state, gpu, bytes, deadline_ns, after_oom, view);
     preempt_msg_mem_reply answer;
     char why[256];
-    int result;
-    for (;;) {
-      /* A request with some ahead waits at most PREEMPT_MEM_AHEAD_WAIT_NS, then goes again without: asking ahead
-       * must never be what makes an allocation wait. */
-      uint64_t now = preempt_monotonic_ns();
-      int short_wait = ahead && deadline_ns > now && deadline_ns - now > PREEMPT_MEM_AHEAD_WAIT_NS;
-      result = preempt_mem_daemon_reserve(&memory->daemon, state->uuid, bytes + ahead,
-                                          after_oom ? PREEMPT_MEM_RESERVE_AFTER_OOM : 0, read_gpu, (void *)gpu,
-                                          short_wait ? now + PREEMPT_MEM_AHEAD_WAIT_NS : deadline_ns, &answer, why,
-                                          sizeof why);
-      if (!ahead || !(result == 2 || (result == 1 && short_wait)))
-        break;
-      ahead = 0;
-    }
-    if (result == 0 || result == 1 || result == 2) {
-      lock_memory();
-      state->daemon_waiting_seen = answer.waiting;
-      uint64_t taken = answer.reserved_bytes + answer.external_bytes;
-      state->daemon_free_seen = answer.capacity_bytes > taken ? answer.capacity_bytes - taken : 0;
-      if (result == 0) {
-        state->daemon_held_bytes += bytes + ahead;
-        state->daemon_spare_bytes += ahead;
-      }
-      unlock_memory(memory);
-    }
+    int result = spare && preempt_mem_daemon_release(&memory->daemon, state->uuid, spare) != 0
+                     ? -1 /* the connection is gone: on to the shared segment, below */
+                     : reserve_from_daemon(memory, state, gpu, bytes, ahead,
+                                           after_oom ? PREEMPT_MEM_RESERVE_AFTER_OOM : 0, deadline_ns, &answer, why,
+                                           sizeof why);
     if (result == 0)
       return 0;
     if (result == 1 || result == 2) {

@@ -144,11 +144,11 @@ typedef struct preempt_mem_allocation {
   preempt_mem_charge charge;
 } preempt_mem_allocation;
 
-/* The memory module's one context object. */
 /* PREEMPT_MEM_AHEAD's default, and how long a request with some ahead may wait before it goes again without. */
 #define PREEMPT_MEM_DEFAULT_AHEAD_BYTES (32ull << 20)
 #define PREEMPT_MEM_AHEAD_WAIT_NS 2000000ull
 
+/* The memory module's one context object. */
 typedef struct preempt_memory {
   pthread_mutex_t lock;     /* this struct; the segments' own locks are taken inside it */
   int configured;

@@ -13,15 +13,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#define CHECK_CUDA(call)                                                                           \
-  do {                                                                                             \
-    cudaError_t status_ = (call);                                                                  \
-    if (status_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "stream_slots_probe: %s failed at line %d: %s\n", #call, __LINE__,      \
-                   cudaGetErrorString(status_));                                                   \
-      std::exit(2);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "bench_kernels.cuh" /* CHECK_CUDA, Clock, since_us */
+
 #define CHECK_CU(call)                                                                             \
   do {                                                                                             \
     CUresult status_ = (call);                                                                     \
@@ -34,10 +27,6 @@
     }                                                                                              \
   } while (0)
 
-using Clock = std::chrono::steady_clock;
-static double since_us(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
 
 __global__ void spin_work(unsigned *out, unsigned iterations) {
   unsigned value = blockIdx.x + threadIdx.x;

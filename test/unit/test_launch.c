@@ -26,6 +26,18 @@ static void wait_for_relauncher(void) {
   preempt_query(0, &state);
 }
 
+/* One launch of desc (ctas CTAs of 32 threads) on each of count streams (to the fake, a stream is any address),
+ * each launch's id kept in launches when given. */
+static void launch_on_streams(preempt_kernel_desc *desc, unsigned ctas, int count, long long *streams,
+                              preempt_launch_id *launches) {
+  for (int index = 0; index < count; index++) {
+    CHECK_EQ_U64(preempt_launch_kernel(desc, (preempt_dim3){ctas, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0,
+                                       &streams[index]), 0);
+    if (launches)
+      launches[index] = preempt_last_launch();
+  }
+}
+
 /* A converted kernel's launch runs its unconverted copy, as written, unless its duration predicted from timed launches
  * (per wave of the copy's occupancy) reaches PREEMPT_LONG_US (default 500): docs/preemption.md, "Launches as written". */
 static void test_short_launches(void) {
@@ -1681,11 +1693,7 @@ int main(int argc, char **argv) {
     fake_gpu.events_pending = 1;
     long long stream_handles[6];
     preempt_launch_id launches[6];
-    for (int index = 0; index < 6; index++) {
-      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0,
-                                         &stream_handles[index]), 0);
-      launches[index] = preempt_last_launch();
-    }
+    launch_on_streams(&desc, 8, 6, stream_handles, launches);
     for (int index = 0; index < 4; index++)
       CHECK_EQ_U64(preempt_evict(launches[index], NULL), PREEMPT_OK);
     CHECK_EQ_U64(preempt_evict(launches[4], NULL), PREEMPT_ERROR_UNSUPPORTED);
@@ -1756,9 +1764,7 @@ int main(int argc, char **argv) {
     fake_gpu.expected_params = 0;
     fake_gpu.events_pending = 1;
     long long stream_handles[6];
-    for (int index = 0; index < 6; index++)
-      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){64, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0,
-                                         &stream_handles[index]), 0);
+    launch_on_streams(&desc, 64, 6, stream_handles, NULL);
     uint64_t skipped = 0;
     uint32_t most_held = 0;
     for (int wait = 0; wait < 4000 && (skipped < 8 || fake_gpu.mask_writes < 24); wait++) {
@@ -1796,11 +1802,7 @@ int main(int argc, char **argv) {
     fake_gpu.events_pending = 1;
     long long stream_handles[2];
     preempt_launch_id launches[2];
-    for (int index = 0; index < 2; index++) {
-      CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){8, 1, 1}, (preempt_dim3){32, 1, 1}, NULL, 0,
-                                         &stream_handles[index]), 0);
-      launches[index] = preempt_last_launch();
-    }
+    launch_on_streams(&desc, 8, 2, stream_handles, launches);
     CHECK_EQ_U64(preempt_evict(launches[0], NULL), PREEMPT_OK);
     CHECK_EQ_U64(preempt_evict(launches[1], NULL), PREEMPT_ERROR_UNSUPPORTED);
     CHECK(strstr(preempt_last_error(), "1 streams already held") != NULL);
