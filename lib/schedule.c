@@ -412,8 +412,17 @@ static preempt_sched_status apply_evict(preempt_sched_state *state, preempt_sche
   }
   if (marked == 0)
     return PREEMPT_SCHED_BAD_DECISION;
-  if (still_working == 0)
+  if (still_working == 0) {
     kernel->state = PREEMPT_KERNEL_TOEVICT;
+    /* Time-slicing: the next client's context gets the GPU while these CTAs leave in their own slices, so the SMs
+     * are free now; preempt_sched_eviction_done then only makes the kernel READY. */
+    if (state->gpu.time_slicing) {
+      for (uint32_t sm = 0; sm < state->gpu.sm_count; sm++)
+        if (state->gpu.sm_owner[sm] == kernel->id)
+          hand_over_sm(state, kernel->id, sm);
+      preempt_sm_set_clear(&kernel->sms);
+    }
+  }
   return PREEMPT_SCHED_OK;
 }
 
@@ -449,7 +458,10 @@ preempt_sched_status preempt_sched_eviction_done(preempt_sched_state *state, uin
     kernel->sms.bits[sm / 64] &= ~(UINT64_C(1) << (sm % 64));
     released = true;
   }
-  if (!released)
+  /* Time-slicing released a full eviction's SMs when it was decided (apply_evict); whatever the GPU's mode is
+   * now, a kernel leaving every SM that holds none is that case. */
+  bool released_at_decision = kernel->state == PREEMPT_KERNEL_TOEVICT && preempt_sm_set_count(&kernel->sms) == 0;
+  if (!released && !released_at_decision)
     return PREEMPT_SCHED_BAD_DECISION;
   kernel->evictions++;
   if (preempt_sm_set_count(&kernel->sms) == 0) {
@@ -523,6 +535,8 @@ preempt_sched_status preempt_sched_start_in_order(preempt_sched_state *state, co
   uint32_t position = 0;
   for (; position < count; position++) {
     const preempt_sched_kernel *kernel = &state->kernels[order[position]];
+    if (preempt_sched_other_client_holds(state, kernel->client_id, out))
+      break;
     uint32_t wanted = preempt_sched_sms_wanted(state, kernel);
     preempt_sm_set free, chosen;
     preempt_sched_free_sms(state, &free);
@@ -574,6 +588,28 @@ preempt_sched_status preempt_sched_start_in_order(preempt_sched_state *state, co
       return status;
   }
   return PREEMPT_SCHED_OK;
+}
+
+bool preempt_sched_other_client_holds(const preempt_sched_state *state, uint32_t client_id,
+                                      const preempt_sched_decisions *out) {
+  if (!state->gpu.time_slicing)
+    return false;
+  for (uint32_t i = 0; i < state->kernel_count; i++) {
+    const preempt_sched_kernel *other = &state->kernels[i];
+    if (other->client_id != client_id && other->state != PREEMPT_KERNEL_DONE && preempt_sm_set_count(&other->sms) > 0)
+      return true;
+  }
+  /* Kernels this decision already starts hold SMs too once it is applied. */
+  if (out)
+    for (uint32_t d = 0; d < out->count; d++) {
+      const preempt_sched_kernel *started = NULL;
+      for (uint32_t i = 0; i < state->kernel_count && !started; i++)
+        if (state->kernels[i].id == out->items[d].kernel_id)
+          started = &state->kernels[i];
+      if (out->items[d].action == PREEMPT_ACTION_RUN && started && started->client_id != client_id)
+        return true;
+    }
+  return false;
 }
 
 uint32_t preempt_sched_draining_count(const preempt_sched_state *state) {

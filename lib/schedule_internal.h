@@ -19,6 +19,12 @@ int preempt_sched_by_priority_then_arrival(const preempt_sched_state *state, con
 uint32_t preempt_sched_ready_in_order(const preempt_sched_state *state, preempt_sched_order_fn order,
                                       uint32_t indices[PREEMPT_SCHED_MAX_KERNELS]);
 
+/* Time-slicing only (gpu.time_slicing): whether a kernel of another client holds SMs, or is started by a RUN
+ * already in `out`; contexts of two processes never run at once, so a kernel of `client_id` would only share
+ * time slices with it. Always false under MPS. */
+bool preempt_sched_other_client_holds(const preempt_sched_state *state, uint32_t client_id,
+                                      const preempt_sched_decisions *out);
+
 /* Runs kernels of `order` on free SMs not yet in `claimed`, in order, and stops at
  * the first one that does not fit: letting a later kernel past it would delay it.
  * On return *first_unplaced is the position in `order` where it stopped (count if none). */

@@ -78,6 +78,7 @@ preempt_sched_status preempt_sim_run(const preempt_sim_config *config, const pre
     return PREEMPT_SCHED_OUT_OF_MEMORY;
   }
   status = preempt_sched_state_init(state, config->sm_count, &config->params);
+  state->gpu.time_slicing = config->time_slicing;
   result->kernel_count = kernel_count;
   for (uint32_t i = 0; i < kernel_count; i++) {
     runs[i].work_left = kernels[i].duration;
@@ -174,7 +175,9 @@ preempt_sched_status preempt_sim_run(const preempt_sim_config *config, const pre
     case PREEMPT_EVENT_EVICTION_DONE: {
       uint32_t held_before = preempt_sm_set_count(&subject->sms);
       status = preempt_sched_eviction_done(state, event.kernel_id);
-      uint32_t released = held_before - preempt_sm_set_count(&subject->sms);
+      /* Under time-slicing a full eviction released its SMs when it was applied (held_at_eviction). */
+      uint32_t released = held_before - preempt_sm_set_count(&subject->sms) + runs[which].held_at_eviction;
+      runs[which].held_at_eviction = 0;
       /* Relaunching refills what was evicted: the resume cost in proportion to the SMs lost. */
       preempt_usec added_work =
           kernels[which].resume_cost * released / preempt_sched_sms_wanted(state, subject);
@@ -200,9 +203,13 @@ preempt_sched_status preempt_sim_run(const preempt_sim_config *config, const pre
       status = record(result, state->now, &event, NULL);
     for (uint32_t d = 0; d < decisions.count && status == PREEMPT_SCHED_OK; d++) {
       const preempt_sched_decision *decision = &decisions.items[d];
+      preempt_sched_kernel *target = preempt_sched_find(state, decision->kernel_id);
+      uint32_t held_before = target ? preempt_sm_set_count(&target->sms) : 0;
       status = preempt_sched_apply(state, decision);
       if (status != PREEMPT_SCHED_OK)
         break;
+      if (decision->action == PREEMPT_ACTION_EVICT && target)
+        runs[decision->kernel_id - 1].held_at_eviction += held_before - preempt_sm_set_count(&target->sms);
       status = record(result, state->now, &event, decision);
       if (decision->action == PREEMPT_ACTION_EVICT) {
         uint32_t index = decision->kernel_id - 1;

@@ -5,7 +5,9 @@
  *
  * Scenario format: one directive per line; '#' starts a comment; fields are NAME=VALUE, separated by blanks.
  * Times are microseconds, or milliseconds with an "ms" suffix ("3ms", "1.5ms"); "us" is accepted too.
- *   gpu sms=N                      SMs of the simulated GPU (required, once, before any kernel; 1..256)
+ *   gpu sms=N [sharing=mps|time-slicing]
+ *                                  SMs of the simulated GPU (required, once, before any kernel; 1..256), and
+ *                                  how clients share it (mps, the default: their kernels run side by side)
  *   policy NAME                    policy when --policy is not given
  *   param NAME=VALUE ...           max_overhead (0..1, FFS), ffs_min_epoch, hpf_spatial (0|1),
  *                                  dprr_age_step, dprr_age_cap, dprr_slice_unit (preempt_sched_params_set)
@@ -19,6 +21,7 @@
  *       cost=TIME       eviction cost the policy assumes (evict + resume)
  * Errors name FILE:LINE and exit with status 1; usage errors exit with status 2. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 
 typedef struct scenario {
   uint32_t sm_count;
+  bool time_slicing;
   char policy[16];
   preempt_sched_params params;
   preempt_usec until;
@@ -201,10 +205,15 @@ static int parse_scenario(FILE *file, scenario *s) {
       long sms = 0;
       if (s->sm_count)
         return fail("gpu given twice", NULL);
-      if (!value || strcmp(field, "sms") != 0 || !parse_integer(value, 1, PREEMPT_SCHED_MAX_SMS, &sms) ||
-          strtok(NULL, " \t"))
+      if (!value || strcmp(field, "sms") != 0 || !parse_integer(value, 1, PREEMPT_SCHED_MAX_SMS, &sms))
         return fail("expected \"gpu sms=N\" with N in 1..256", NULL);
       s->sm_count = (uint32_t)sms;
+      char *sharing = strtok(NULL, " \t");
+      char *mode = sharing ? split_field(sharing) : NULL;
+      if (sharing && (!mode || strcmp(sharing, "sharing") != 0 ||
+                      (strcmp(mode, "mps") != 0 && strcmp(mode, "time-slicing") != 0) || strtok(NULL, " \t")))
+        return fail("expected \"gpu sms=N [sharing=mps|time-slicing]\"", NULL);
+      s->time_slicing = mode && strcmp(mode, "time-slicing") == 0;
     } else if (strcmp(directive, "policy") == 0) {
       char *name = strtok(rest, " \t");
       const preempt_sched_policy *policy;
@@ -272,7 +281,8 @@ static const char *kernel_name(const scenario *s, uint32_t id) {
 }
 
 static void print_text(const scenario *s, const char *policy, const preempt_sim_result *r) {
-  printf("policy %s, %u SMs, %u kernels\n", policy, s->sm_count, s->kernel_count);
+  printf("policy %s, %u SMs%s, %u kernels\n", policy, s->sm_count, s->time_slicing ? " (time-slicing)" : "",
+         s->kernel_count);
   for (uint32_t i = 0; i < r->trace_count; i++) {
     const preempt_sim_trace_entry *e = &r->trace[i];
     char sms[PREEMPT_SCHED_MAX_SMS * 8];
@@ -394,6 +404,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   config.sm_count = s.sm_count;
+  config.time_slicing = s.time_slicing;
   config.params = s.params;
   config.until = s.until;
   static preempt_sim_result result;

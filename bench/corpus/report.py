@@ -5,8 +5,8 @@ Verdicts over runner.py's records (bench/corpus/README.md, "Pass and fail"):
 - the original passes when it exits 0 within its timeout and prints the line programs.tsv expects, if any;
   a program whose original fails here is left out of the counts and listed;
 - a plugin mode (plugin, stress, stress_intask) passes on the same terms, and, where programs.tsv says
-  same_stdout=yes and the original's filtered stdout was the same in all its runs (correctness and timing
-  rounds), with the same filtered stdout as the original;
+  same_stdout=yes and the original's filtered stdout was the same in all its runs (twice in the correctness
+  phase, and the timing rounds), with the same filtered stdout as the original;
 - timing: per program the median wall time of each build over the rounds, their ratio, and the spread of
   the per-round ratios; with CUPTI, the GPU time of the kernels both builds ran (names of the plugin's
   variants stripped), median over rounds; the plugin's own kernels are counted apart;
@@ -84,9 +84,10 @@ def main():
     # Original stdout stability over every original run that exited 0.
     def orig_shas(name):
         shas = []
-        o = recs[name].get("original")
-        if o and o.get("rc") == 0 and not o.get("timed_out"):
-            shas.append(o["stdout_sha"])
+        for mode in ("original", "original_again"):
+            o = recs[name].get(mode)
+            if o and not o.get("skipped") and o.get("rc") == 0 and not o.get("timed_out"):
+                shas.append(o["stdout_sha"])
         t = recs[name].get("timing")
         if t:
             shas += [x["stdout_sha"] for x in t["original"] if x["rc"] == 0 and not x["timed_out"]]

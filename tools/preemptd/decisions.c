@@ -73,9 +73,12 @@ static preempt_daemon_status issue_evict(preemptd_context *ctx, preemptd_gpu *gp
     return PREEMPT_DAEMON_SYSTEM;
   preempt_sm_set draining;
   sms_of(gpu->sched, kernel->id, true, &draining);
-  if (preempt_sm_set_count(&draining) == 0 && !(kernel->cta_quota != 0 && kernel->state == PREEMPT_KERNEL_TOEVICT))
-    return PREEMPT_DAEMON_OK; /* nothing left to evict (the kernel already gave them up) */
   bool all = kernel->state == PREEMPT_KERNEL_TOEVICT;
+  /* Leaving every SM with none held: time-slicing gave its SMs away when the eviction was decided (schedule.c),
+   * and the client must still be told. */
+  bool released = all && preempt_sm_set_count(&kernel->sms) == 0;
+  if (preempt_sm_set_count(&draining) == 0 && !(kernel->cta_quota != 0 && all) && !released)
+    return PREEMPT_DAEMON_OK; /* nothing left to evict (the kernel already gave them up) */
   /* A kernel under a CTA quota shares every SM with another and owns only some (or none) of them: it leaves them
    * all (the scheduler allows it no partial eviction). */
   if (kernel->cta_quota != 0 && all)
@@ -84,6 +87,8 @@ static preempt_daemon_status issue_evict(preemptd_context *ctx, preemptd_gpu *gp
   record->evicting_sms = draining;
   record->evict_sms = preempt_sm_set_count(&draining);
   record->evict_held = preempt_sm_set_count(&kernel->sms);
+  if (released) /* a full eviction: the eviction-cost model takes it as every SM of every SM */
+    record->evict_sms = record->evict_held = gpu->sched->gpu.sm_count;
   if (issue(ctx, client, index, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, all, &draining)) {
     client->evictions++;
     gpu->evictions++;
@@ -272,6 +277,7 @@ preempt_daemon_status preemptd_gpu_decide(preemptd_context *ctx, uint32_t gpu_in
    * measurement windows on timers, and every other event stays as cheap as before. */
   if (kind == PREEMPT_EVENT_TIMER)
     refresh_progress(ctx, gpu_index);
+  gpu->sched->gpu.time_slicing = preemptd_time_slicing(ctx, false);
   preempt_sched_decisions decisions;
   memset(&decisions, 0, sizeof decisions);
   preempt_sched_status status = gpu->policy->decide(gpu->sched, &event, &decisions);

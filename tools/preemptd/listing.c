@@ -2,7 +2,6 @@
  * FLEP §5.1 (T_e, T_w per kernel), §5.2.2 (FFS weights) and EffiSha §6.1 (states) as preemptctl shows them. */
 #include "preemptd.h"
 
-#include "preempt/mps_detect.h"
 
 #include <string.h>
 
@@ -32,7 +31,7 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
   listing->gpu_count = ctx->gpu_count;
   listing->client_count = clients;
   listing->kernel_count = kernels;
-  listing->sharing = preempt_mps_running() ? PREEMPT_SHARING_MPS : PREEMPT_SHARING_TIMESLICE;
+  listing->sharing = preemptd_time_slicing(ctx, true) ? PREEMPT_SHARING_TIMESLICE : PREEMPT_SHARING_MPS;
   double now = preemptd_now_us(ctx);
   listing->uptime_us = (uint64_t)now;
   preempt_listing_gpu *gpus = (preempt_listing_gpu *)(listing + 1);

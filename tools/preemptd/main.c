@@ -13,7 +13,7 @@
 
 static const char usage[] =
     "usage: preemptd [--foreground] [--socket PATH] [--policy NAME] [--memory-policy NAME] [--log FILE|-]\n"
-    "                [--param NAME=VALUE]... [--no-leases]\n"
+    "                [--param NAME=VALUE]... [--no-leases] [--sharing auto|mps|time-slicing]\n"
     "\n"
     "Schedules the preemptible kernels of every process on this node, per GPU (docs/daemon.md).\n"
     "\n"
@@ -36,9 +36,12 @@ static const char usage[] =
     "                 dprr_age_step (TIME; 1ms), dprr_age_cap (0..1000; 20), dprr_slice_unit (TIME; 500us),\n"
     "                 flexsched_period (TIME; 2ms), flexsched_slowdown ([0,1); 0 = throughput),\n"
     "                 flexsched_fixed (-1..63; -1 = search).\n"
-    "                 TIME is microseconds, or NNms. Without MPS give hpf_spatial=0: kernels of different\n"
-    "                 processes never run at once then (they time-slice), so evicting some SMs makes no\n"
-    "                 room for another process's kernel (docs/daemon.md)\n"
+    "                 TIME is microseconds, or NNms\n"
+    "  --sharing auto|mps|time-slicing\n"
+    "                 how processes share the GPUs (default auto: MPS when its control socket exists in\n"
+    "                 $CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps; looked at again each second). Under\n"
+    "                 time-slicing kernels of two processes never run at once: one process holds a GPU at a\n"
+    "                 time, and HPF evicts every SM of the others when an urgent kernel arrives (docs/daemon.md)\n"
     "  --no-leases    grant no leases: every launch waits for the policy's decision, even on a GPU where no\n"
     "                 other process has work (default: such a process starts its launches at once and the\n"
     "                 daemon can still evict them; docs/daemon.md, \"Leases\")\n"
@@ -47,6 +50,7 @@ static const char usage[] =
 typedef struct options {
   bool foreground;
   bool no_leases;
+  const char *sharing;
   const char *socket;
   const char *policy;
   const char *log;
@@ -103,12 +107,12 @@ static int parse_options(int argc, char **argv, options *out) {
       continue;
     }
     static const char *const valued[] = {"--socket", "--policy", "--log", "--param", "--memory-policy",
-                                         "--unregistered-timeout"};
+                                         "--unregistered-timeout", "--sharing"};
     const char *param = NULL;
-    const char **targets[] = {&out->socket,        &out->policy, &out->log, &param, &out->memory_policy,
-                              &out->unregistered_timeout};
+    const char **targets[] = {&out->socket,        &out->policy,  &out->log, &param, &out->memory_policy,
+                              &out->unregistered_timeout, &out->sharing};
     bool matched = false;
-    for (int v = 0; v < 6 && !matched; v++) {
+    for (int v = 0; v < 7 && !matched; v++) {
       size_t n = strlen(valued[v]);
       if (strncmp(arg, valued[v], n) != 0 || (arg[n] != '\0' && arg[n] != '='))
         continue;
@@ -256,6 +260,8 @@ int main(int argc, char **argv) {
     ctx->refusing[i].fd = -1;
   ctx->params = opts.params;
   ctx->leases = !opts.no_leases;
+  if (opts.sharing && preemptd_sharing_parse(opts.sharing, &ctx->sharing) != 0)
+    return bad_usage("--sharing takes auto, mps or time-slicing, got '%s'", opts.sharing);
   ctx->unregistered_timeout_us = PREEMPTD_UNREGISTERED_TIMEOUT_US;
   if (opts.unregistered_timeout) {
     char *end = NULL;
@@ -311,6 +317,10 @@ int main(int argc, char **argv) {
                ctx->params.ffs_min_epoch, ctx->params.hpf_spatial ? 1 : 0, ctx->params.dprr_age_step,
                (int)ctx->params.dprr_age_cap, ctx->params.dprr_slice_unit, ctx->params.flexsched_period,
                ctx->params.flexsched_slowdown, (int)ctx->params.flexsched_fixed);
+  /* Decisions differ by mode (docs/daemon.md, "Time-slicing or MPS"): which one, and whether it was detected. */
+  static const char *const sharing_names[] = {"auto", "mps", "time-slicing"};
+  preemptd_log(ctx, "sharing %s (--sharing %s)", preemptd_time_slicing(ctx, true) ? "time-slicing" : "mps",
+               sharing_names[ctx->sharing]);
   /* Without NVML the daemon still keeps ledgers, sized and corrected by the clients' readings: said, not hidden. */
   if (preemptd_nvml_open(&ctx->nvml) == PREEMPT_DAEMON_OK)
     preemptd_log(ctx, "memory policy=%s nvml=libnvidia-ml.so.1", preempt_mem_policy_name(ctx->mem_policy));

@@ -206,6 +206,13 @@ typedef struct preemptd_log_budget {
   uint64_t suppressed;           /* lines dropped since the last one written */
 } preemptd_log_budget;
 
+/* --sharing: how processes share the GPUs (sharing.c). */
+typedef enum preemptd_sharing {
+  PREEMPTD_SHARING_AUTO = 0,         /* MPS when its control socket exists, else time-slicing; looked at again */
+  PREEMPTD_SHARING_MPS = 1,
+  PREEMPTD_SHARING_TIME_SLICING = 2,
+} preemptd_sharing;
+
 typedef struct preemptd_context {
   char socket_path[108];
   int listen_fd;
@@ -223,6 +230,9 @@ typedef struct preemptd_context {
   bool stopping;
   bool rescan;                   /* a scan found something it could not finish: scan again at once */
   bool leases;                   /* grant leases (leases.c); --no-leases: every launch waits for a decision */
+  preemptd_sharing sharing;      /* --sharing (sharing.c) */
+  bool sharing_checked, sharing_detected_time_slicing;
+  double sharing_checked_us;
   const preempt_sched_policy *default_policy; /* for GPUs not seen yet */
   uint32_t next_client_id, next_kernel_id;
   uint32_t gpu_count;
@@ -235,6 +245,13 @@ typedef struct preemptd_context {
   uint32_t mem_gpu_count;
   preemptd_mem_gpu mem_gpus[PREEMPTD_MAX_GPUS];
 } preemptd_context;
+
+/* ---- sharing (sharing.c) */
+/* "auto", "mps" or "time-slicing": 0, or -1 for anything else. */
+int preemptd_sharing_parse(const char *text, preemptd_sharing *out);
+/* Whether processes' contexts time-slice on this node's GPUs (no MPS): --sharing, else detected (MPS's control
+ * socket, looked at again at most once a second, or now with look_now; a change is logged). Context locked. */
+bool preemptd_time_slicing(preemptd_context *ctx, bool look_now);
 
 /* ---- time and log (decision_log.c) */
 double preemptd_monotonic_us(void);

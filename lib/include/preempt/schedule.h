@@ -103,6 +103,10 @@ typedef struct preempt_sched_gpu {
   uint32_t sm_owner[PREEMPT_SCHED_MAX_SMS];  /* kernel id, 0 when idle */
   bool sm_draining[PREEMPT_SCHED_MAX_SMS];
   preempt_sm_limits limits;                  /* what one SM holds (FlexSched §4.3); all zero: unknown */
+  /* Without MPS the driver time-slices between processes' contexts (FLEP §6.3, FlexSched §2): kernels of two
+   * clients never run at once, so one client holds the GPU at a time, every eviction is of every SM, and a full
+   * eviction frees its SMs at once (the evicted kernel's CTAs leave while the next client's context runs). */
+  bool time_slicing;
 } preempt_sched_gpu;
 
 /* Tunables of all policies; preempt_sched_params_default fills the papers' values. */

@@ -31,6 +31,7 @@ void preempt_sim_kernel_default(preempt_sim_kernel *kernel);
 
 typedef struct preempt_sim_config {
   uint32_t sm_count;
+  bool time_slicing;            /* clients' contexts time-slice (no MPS): preempt_sched_gpu.time_slicing */
   preempt_sched_params params;
   const preempt_sched_policy *policy;
   preempt_usec until;           /* stop the clock here; 0: when every kernel is done */

@@ -42,12 +42,15 @@ cleanup() {
 trap cleanup EXIT
 
 # Starts preemptd --foreground with extra options; returns once it accepts connections (its "listening" line).
+# The tests model a node under MPS (kernels of two clients side by side, spatial eviction) unless they pass --sharing
+# themselves: CI has no MPS, and detection would make every daemon there a time-slicing one.
 start_daemon() {
-  local err=$WORK/daemon.err.$RANDOM
+  local err=$WORK/daemon.err.$RANDOM sharing=(--sharing mps) arg
+  for arg in "$@"; do case $arg in --sharing | --sharing=*) sharing=() ;; esac; done
   # Created here: the background job opens it in its own time, and a grep that came first would print "No such
   # file" into the output a test checks line by line (options.test failed so, once in a few runs under load).
   : > "$err"
-  "$PREEMPTD" --foreground --socket "$SOCK" --log "$LOG" "$@" 2>>"$err" &
+  "$PREEMPTD" --foreground --socket "$SOCK" --log "$LOG" "${sharing[@]}" "$@" 2>>"$err" &
   DAEMON_PID=$!
   for _ in $(seq 500); do
     grep -q "listening on" "$err" && return 0
