@@ -90,17 +90,17 @@ while read -r name converted refused; do
   # run as written; the timed rounds above run the default).
   output=$work/$name.stress.out
   if [ "$name" = sample ]; then
-    if PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
-  elif PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
+    if PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
+  elif PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" "$output" "$reps" > /dev/null 2>"$work/$name.stress.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress.err ${evictions:-0}" >> "$raw"
   # Again with every converted launch in the drain form (PREEMPT_FORM=drain, docs/preemption.md): its gate,
   # the stream hold and the relaunch over the bitmap of undone blocks, whatever form the runtime would choose.
   output=$work/$name.stress_drain.out
   if [ "$name" = sample ]; then
-    if PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
+    if PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
       status=ok; else status="exit$?"; fi
-  elif PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+  elif PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
     2>"$work/$name.stress_drain.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_drain.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress_drain 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_drain.err ${evictions:-0}" >> "$raw"
@@ -109,7 +109,7 @@ while read -r name converted refused; do
   # their tasks, save their contexts and resume them mid-task.
   if grep -q "in-task yield point at" "$bin/remarks/$name.txt" 2>/dev/null; then
     output=$work/$name.stress_intask.out
-    if PREEMPT_INTASK=on PREEMPT_LONG_US=0 PREEMPT_STRESS=1 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+    if PREEMPT_INTASK=on PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
       2>"$work/$name.stress_intask.err"; then status=ok; else status="exit$?"; fi
     evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_intask.err" | grep -o '[0-9]*' || echo 0)
     echo "$name stress_intask 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_intask.err ${evictions:-0}" >> "$raw"
@@ -177,6 +177,14 @@ md=$(ls -t "$results"/*.md | head -1)
   echo
   echo '```'
   timeout -s KILL 60 "$bin/original/persistent_shapes" 2>&1
+  echo '```'
+  echo
+  echo "## Waiting calls that block other threads' CUDA calls (bench/preemption/sync_copy_lock_probe.cu)"
+  echo
+  echo "A resume is another thread's CUDA call; runtime-host/sync_copies_cuda.c waits before the calls marked BLOCKED."
+  echo
+  echo '```'
+  timeout -s KILL 60 "$bin/original/sync_copy_lock_probe" 2>&1
   echo '```'
   echo
   echo "## What an eviction's latency is made of (bench/preemption/latency_floor.cu)"

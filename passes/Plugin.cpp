@@ -1,6 +1,7 @@
 // Plugin.cpp: registers preempt's passes with LLVM's new pass manager (clang -fpass-plugin, opt -load-pass-plugin).
 // The device pass (FLEP §4.1) runs on GPU modules; the launch (FLEP §3) and allocation (schedGPU §4) passes on host ones.
 #include "AllocationRewrite.h"
+#include "SyncCopyRoute.h"
 #include "LaunchRewrite.h"
 #include "PersistentThreads.h"
 
@@ -50,6 +51,7 @@ static void registerPreemptPasses(PassBuilder &Builder) {
     MPM.addPass(preempt::PersistentThreadsPass());
     MPM.addPass(preempt::LaunchRewritePass());
     MPM.addPass(preempt::AllocationRewritePass());
+    MPM.addPass(preempt::SyncCopyRoutePass());
     MPM.addPass(VerifyPreemptOutput());
   });
   Builder.registerPipelineParsingCallback(
@@ -64,6 +66,10 @@ static void registerPreemptPasses(PassBuilder &Builder) {
         }
         if (Name == "preempt-alloc-rewrite") {
           MPM.addPass(preempt::AllocationRewritePass());
+          return true;
+        }
+        if (Name == "preempt-sync-copies") {
+          MPM.addPass(preempt::SyncCopyRoutePass());
           return true;
         }
         return false;

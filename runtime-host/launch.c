@@ -8,6 +8,10 @@
 #include "preempt/task_grid.h"
 #include "runtime.h"
 
+/* Converted launches enqueued so far (evictable, or held for preemptd): a synchronous copy that finds it unchanged
+ * since it last waited for the device need not wait again (sync_copies_cuda.c). */
+uint64_t preempt_tracked_launches;
+
 #define PREEMPT_KERNEL_DESC_VERSION 1u
 #define PREEMPT_MAX_CHECK_INTERVAL 1024u
 
@@ -512,6 +516,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   /* Once the grid is launched it runs: keep it in flight so that its
    * control block is not reused under it, even if a later step failed. */
   record->in_flight = launched || must_run;
+  if (record->in_flight)
+    __atomic_add_fetch(&preempt_tracked_launches, 1, __ATOMIC_RELEASE); /* sync_copies_cuda.c */
   record->unordered = failed && (launched || must_run);
   if (record->unordered)
     gpu->event_record(record->done_event, stream); /* best effort: "done" = the first wave ended */

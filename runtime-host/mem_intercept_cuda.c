@@ -342,8 +342,20 @@ EXPORTED cudaError_t WRAPPER(cudaMallocManaged)(void **pointer, size_t bytes, un
   return (cudaError_t)preempt_mem_allocate(&runtime_gpu, bytes, call_cuda_malloc_managed, &call);
 }
 
+/* cudaFree and cuMemFree wait for the device while holding the driver, as synchronous copies do: an evicted launch
+ * could then never be resumed (sync_copies_cuda.c). The preload library has no launches to wait for. */
+#ifdef PREEMPT_MEM_PRELOAD
+#define SETTLE_BEFORE_FREE() 0
+#else
+#include "runtime.h"
+#define SETTLE_BEFORE_FREE() preempt_settle_device()
+#endif
+
 EXPORTED cudaError_t WRAPPER(cudaFree)(void *pointer) {
   ensure_real();
+  cudaError_t settled = SETTLE_BEFORE_FREE();
+  if (settled != cudaSuccess)
+    return settled;
   cudaError_t status = real.cudaFree(pointer);
   if (status == cudaSuccess && pointer)
     preempt_mem_freed((uint64_t)(uintptr_t)pointer);
@@ -501,6 +513,8 @@ EXPORTED CUresult WRAPPER(cuMemFree_v2)(CUdeviceptr pointer) {
   ensure_real();
   if (!real.cuMemFree_v2)
     return CUDA_ERROR_NOT_INITIALIZED;
+  if (SETTLE_BEFORE_FREE() != cudaSuccess)
+    return CUDA_ERROR_UNKNOWN; /* the device's sticky error: cuCtxSynchronize would say which */
   CUresult status = real.cuMemFree_v2(pointer);
   if (status == CUDA_SUCCESS && pointer)
     preempt_mem_freed((uint64_t)pointer);

@@ -385,4 +385,11 @@ int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *coun
 void preempt_stress_start_if_requested(preempt_runtime *runtime);
 void preempt_stress_stop(preempt_runtime *runtime);
 
+/* launch.c: converted launches enqueued so far, atomically; read by the synchronous-copy wrappers. */
+extern uint64_t preempt_tracked_launches __attribute__((visibility("hidden")));
+/* sync_copies_cuda.c: waits for the device, in a call that leaves other threads' CUDA calls free, when converted
+ * launches were enqueued since it last did; before any call that waits for the device while holding the driver.
+ * A cudaError_t (int here: this header is CUDA-free). */
+int preempt_settle_device(void) __attribute__((visibility("hidden")));
+
 #endif
