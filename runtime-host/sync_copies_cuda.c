@@ -146,6 +146,13 @@ static cudaError_t settle_async(const void *dst, const void *src, enum cudaMemcp
       !waits_like_a_sync_copy(dst, src, kind))
     return cudaSuccess;
   cudaStream_t waited = stream == 0 && per_thread_spelling ? cudaStreamPerThread : stream;
+  /* A copy into a capture runs when the graph does, not now: nothing to wait for, and a wait would end the
+   * capture with cudaErrorStreamCaptureUnsupported (graphMemoryNodes in the corpus). */
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(waited, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
+    cudaGetLastError();
+    return cudaSuccess;
+  }
   return settle(waited, is_legacy(stream, per_thread_spelling));
 }
 
