@@ -18,6 +18,9 @@
 
 #include "mem_handle_key.h"
 #include "memory.h"
+#ifndef PREEMPT_MEM_PRELOAD
+#include "runtime.h" /* preempt_settle_device: the launch runtime's, absent from the preload library */
+#endif
 
 #ifdef PREEMPT_MEM_PRELOAD
 #define WRAPPER(name) name
@@ -347,7 +350,6 @@ EXPORTED cudaError_t WRAPPER(cudaMallocManaged)(void **pointer, size_t bytes, un
 #ifdef PREEMPT_MEM_PRELOAD
 #define SETTLE_BEFORE_FREE() 0
 #else
-#include "runtime.h"
 #define SETTLE_BEFORE_FREE() preempt_settle_device()
 #endif
 
