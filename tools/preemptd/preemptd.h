@@ -106,6 +106,8 @@ typedef struct preemptd_client {
   pid_t pid;
   uid_t uid;
   int32_t priority, priority_limit;
+  /* The Slurm job and step the process runs in (slurm_jobs.c, from root's JOB grants); 0, 0: none known. */
+  uint32_t job_id, step_id;
   char program[PREEMPT_DAEMON_PROGRAM_BYTES];
   uint32_t gpu_count;
   uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS]; /* the client's GPU index -> the daemon's */
