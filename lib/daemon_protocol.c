@@ -3,6 +3,7 @@
 #include "preempt/daemon_protocol.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -22,11 +23,12 @@ NO_PADDING(preempt_msg_registered, sizeof(preempt_msg_header) + 6 * 4);
 NO_PADDING(preempt_msg_set_priority, sizeof(preempt_msg_header) + 2 * 4);
 NO_PADDING(preempt_msg_priority, sizeof(preempt_msg_header) + 2 * 4);
 NO_PADDING(preempt_msg_set_policy, sizeof(preempt_msg_header) + 16 + PREEMPT_DAEMON_POLICY_BYTES);
+NO_PADDING(preempt_msg_job, sizeof(preempt_msg_header) + 6 * 4 + 8);
 NO_PADDING(preempt_msg_status, sizeof(preempt_msg_header) + 2 * 4 + PREEMPT_DAEMON_TEXT_BYTES);
 NO_PADDING(preempt_msg_list, sizeof(preempt_msg_header));
 NO_PADDING(preempt_msg_listing, sizeof(preempt_msg_header) + 4 * 4 + 8);
 NO_PADDING(preempt_listing_gpu, 16 + 2 * 4 + 2 * 8 + PREEMPT_DAEMON_POLICY_BYTES);
-NO_PADDING(preempt_listing_client, 6 * 4 + 2 * 8 + PREEMPT_DAEMON_PROGRAM_BYTES);
+NO_PADDING(preempt_listing_client, 6 * 4 + 2 * 8 + PREEMPT_DAEMON_PROGRAM_BYTES + 2 * 4);
 NO_PADDING(preempt_listing_kernel, 8 * 4 + 3 * 8 + PREEMPT_DAEMON_NAME_BYTES);
 NO_PADDING(preempt_msg_mem_attach, sizeof(preempt_msg_header) + 2 * 4 + PREEMPT_DAEMON_PROGRAM_BYTES);
 NO_PADDING(preempt_msg_mem_attached, sizeof(preempt_msg_header) + 4 * 4);
@@ -46,7 +48,8 @@ SIZE_IS(preempt_msg_gpu, 56);
 SIZE_IS(preempt_msg_register, 960);
 SIZE_IS(preempt_msg_listing, 40);
 SIZE_IS(preempt_listing_gpu, 56);
-SIZE_IS(preempt_listing_client, 72);
+SIZE_IS(preempt_listing_client, 80);
+SIZE_IS(preempt_msg_job, 48);
 SIZE_IS(preempt_listing_kernel, 104);
 SIZE_IS(preempt_stub, 216);
 SIZE_IS(preempt_msg_mem_reserve, 64);
@@ -194,6 +197,22 @@ static const char *check_set_policy(const preempt_msg_set_policy *m) {
   return terminated(m->policy, sizeof m->policy) ? NULL : "SET_POLICY policy not NUL-terminated";
 }
 
+static const char *check_job(const preempt_msg_job *m) {
+  if (m->job_id == 0)
+    return "JOB job_id 0";
+  if (m->flags & ~(PREEMPT_JOB_END | PREEMPT_JOB_PRIORITY))
+    return "JOB unknown flags";
+  if (m->flags & PREEMPT_JOB_END)
+    return m->pid == 0 && m->priority == 0 && m->mem_limit_bytes == 0 && !(m->flags & PREEMPT_JOB_PRIORITY)
+               ? NULL
+               : "JOB end with a pid, priority or memory limit";
+  if (m->pid == 0 || m->pid > (uint32_t)INT32_MAX)
+    return "JOB pid not a process id";
+  if (m->flags & PREEMPT_JOB_PRIORITY)
+    return priority_ok(m->priority) ? NULL : "JOB priority out of range";
+  return m->priority != 0 ? "JOB priority given without its flag" : NULL;
+}
+
 static const char *check_status(const preempt_msg_status *m) {
   if (m->status < PREEMPT_DAEMON_OK || m->status > PREEMPT_DAEMON_BUFFER_TOO_SMALL)
     return "STATUS status unknown";
@@ -248,7 +267,7 @@ static const char *check_mem_query(const preempt_msg_mem_query *m) {
 }
 
 static const char *check_mem_reply(const preempt_msg_mem_reply *m) {
-  if (m->result > PREEMPT_MEM_REPLY_LEDGER)
+  if (m->result > PREEMPT_MEM_REPLY_OVER_LIMIT)
     return "MEM_REPLY result unknown";
   if (m->readings_from_nvml > 1)
     return "MEM_REPLY readings_from_nvml not 0 or 1";
@@ -393,6 +412,8 @@ static preempt_daemon_status decode(const unsigned char *bytes, size_t length, p
     return PREEMPT_DAEMON_OK;
   case PREEMPT_MSG_SET_POLICY:
     DECODE_FIXED(set_policy, check_set_policy);
+  case PREEMPT_MSG_JOB:
+    DECODE_FIXED(job, check_job);
   case PREEMPT_MSG_REGISTERED:
     DECODE_FIXED(registered, check_registered);
   case PREEMPT_MSG_PRIORITY:

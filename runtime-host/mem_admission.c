@@ -376,7 +376,7 @@ static int reserve_from_daemon(preempt_memory *memory, preempt_mem_device *state
     result = preempt_mem_daemon_reserve(&memory->daemon, state->uuid, bytes + ahead, flags, read_gpu, (void *)gpu,
                                         short_wait ? now + PREEMPT_MEM_AHEAD_WAIT_NS : deadline_ns, answer, why,
                                         why_bytes);
-    if (!ahead || !(result == 2 || (result == 1 && short_wait)))
+    if (!ahead || !(result == 2 || result == 4 || (result == 1 && short_wait)))
       break;
     ahead = 0;
   }
@@ -395,7 +395,7 @@ static int reserve_from_daemon(preempt_memory *memory, preempt_mem_device *state
 }
 
 /* Waits for `bytes` in the device's ledger, preemptd's or the shared one, until the deadline; results as
- * wait_in_segment, with *view filled on 1 and 2. after_oom: the allocation failed although admitted, so the
+ * wait_in_segment (4: over the job's limit in preemptd's ledger), with *view filled on 1 and 2. after_oom: the allocation failed although admitted, so the
  * GPU's used memory is read again first. Without the memory lock. */
 static int wait_for_ledger(preempt_memory *memory, preempt_mem_device *state, const preempt_mem_gpu *gpu,
                            uint64_t bytes, uint64_t deadline_ns, int after_oom, ledger_view *view) {
@@ -431,6 +431,8 @@ static int wait_for_ledger(preempt_memory *memory, preempt_mem_device *state, co
       memcpy(view->policy, answer.policy, sizeof view->policy);
       return result;
     }
+    if (result == 4)
+      return 4; /* the job's limit: out of memory, whatever the GPU has free */
     if (result == 3) {
       say("%s: this allocation is not admitted", why);
       return -1;
@@ -487,7 +489,9 @@ static void release_to_ledger(const preempt_memory *memory, preempt_mem_device *
 }
 
 static const char *wait_failure(int waited) {
-  return waited == 1 ? "waited the whole timeout (PREEMPT_MEM_TIMEOUT_MS)" : "is larger than the GPU's memory";
+  return waited == 1   ? "waited the whole timeout (PREEMPT_MEM_TIMEOUT_MS)"
+         : waited == 4 ? "would take its job over the GPU memory limit the job was granted (Slurm --gpu-mem)"
+                       : "is larger than the GPU's memory";
 }
 
 static int admit(const preempt_mem_gpu *gpu, uint64_t bytes, int *device, preempt_mem_charge *charge,
@@ -537,6 +541,11 @@ static int admit(const preempt_mem_gpu *gpu, uint64_t bytes, int *device, preemp
   }
   if (waited < 0)
     return 0; /* the ledger failed and said why: unadmitted, as without a ledger */
+  if (waited == 4) {
+    say("%s allocation of %llu bytes on device %d %s: out of memory", gpu->api_name, (unsigned long long)bytes,
+        device_number, wait_failure(waited));
+    return gpu->out_of_memory;
+  }
   say("%s allocation of %llu bytes on device %d %s (%s ledger: %llu of %llu bytes reserved, %llu used outside, "
       "policy %s): out of memory",
       gpu->api_name, (unsigned long long)bytes, device_number, wait_failure(waited), view.keeper,

@@ -219,6 +219,7 @@ int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char u
   case PREEMPT_MEM_REPLY_GRANTED: return 0;
   case PREEMPT_MEM_REPLY_CANCELLED: return 1;
   case PREEMPT_MEM_REPLY_NEVER_FITS: return 2;
+  case PREEMPT_MEM_REPLY_OVER_LIMIT: return 4;
   default:
     snprintf(why, why_bytes, "preemptd refused the request: %s",
              answer->result == PREEMPT_MEM_REPLY_FULL ? "its ledger is full"

@@ -89,7 +89,8 @@ typedef int (*preempt_mem_reading)(uint64_t *total_bytes, uint64_t *used_bytes, 
 int preempt_mem_daemon_attach(preempt_mem_daemon *daemon, const char *path, int priority_requested, int32_t priority,
                               char *why, size_t why_bytes);
 /* Asks for `bytes` on the GPU `uuid` and waits for the grant until the deadline (then withdraws the request).
- * 0 granted; 1 timed out; 2 never fits; 3 refused (*answer says why); -1 the daemon is gone (`why`). *answer is
+ * 0 granted; 1 timed out; 2 never fits; 3 refused (*answer says why); 4 over the job's memory limit (a Slurm job's
+ * --gpu-mem, kept by preemptd); -1 the daemon is gone (`why`). *answer is
  * the daemon's last word on the ledger. */
 int preempt_mem_daemon_reserve(preempt_mem_daemon *daemon, const unsigned char uuid[16], uint64_t bytes, uint32_t flags,
                                preempt_mem_reading reading, void *reading_argument, uint64_t deadline_ns,

@@ -217,6 +217,24 @@ static void json_string(const char *text) {
 /* The decoder admits only these two. */
 static const char *sharing_name(uint32_t sharing) { return sharing == PREEMPT_SHARING_MPS ? "MPS" : "time-slicing"; }
 
+/* "42.0", "42.batch": a job step as Slurm's own tools write it (its special step ids by name); "-" for none. */
+static void job_step_text(uint32_t job_id, uint32_t step_id, char *text, size_t bytes) {
+  static const struct {
+    uint32_t id;
+    const char *name;
+  } special[] = {{0xfffffffau, "interactive"}, {0xfffffffbu, "batch"}, {0xfffffffcu, "extern"}};
+  if (job_id == 0) {
+    snprintf(text, bytes, "-");
+    return;
+  }
+  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+    if (special[i].id == step_id) {
+      snprintf(text, bytes, "%" PRIu32 ".%s", job_id, special[i].name);
+      return;
+    }
+  snprintf(text, bytes, "%" PRIu32 ".%" PRIu32, job_id, step_id);
+}
+
 static void print_tables(const preempt_msg *listing) {
   const preempt_msg_listing *l = &listing->body.listing;
   char uuid[33], text[PREEMPT_DAEMON_TEXT_BYTES];
@@ -232,16 +250,20 @@ static void print_tables(const preempt_msg *listing) {
            printable(g->policy, text, sizeof text), g->kernels, g->decisions, g->evictions);
   }
 
-  /* LEASE: the client's GPUs (its own indices) it may start launches on without a decision, "-" for none. */
-  printf("\n%-6s %-8s %-6s %8s %5s %9s %9s %-10s %s\n", "CLIENT", "PID", "UID", "PRIORITY", "LIMIT", "LAUNCHES",
-         "EVICTIONS", "LEASE", "PROGRAM");
+  /* LEASE: the client's GPUs (its own indices) it may start launches on without a decision, "-" for none.
+   * JOB: the Slurm job step the process runs in (JOB from the Slurm plugin), as Slurm writes it; "-" for none. */
+  printf("\n%-6s %-8s %-6s %8s %5s %9s %9s %-10s %-16s %s\n", "CLIENT", "PID", "UID", "PRIORITY", "LIMIT", "LAUNCHES",
+         "EVICTIONS", "LEASE", "JOB", "PROGRAM");
   for (uint32_t i = 0; i < l->client_count; i++) {
     const preempt_listing_client *c = &listing->listing_clients[i];
     char lease[16] = "-";
     if (c->lease != 0)
       snprintf(lease, sizeof lease, "0x%" PRIx32, c->lease);
-    printf("%-6" PRIu32 " %-8" PRIu32 " %-6" PRIu32 " %8" PRId32 " %5" PRId32 " %9" PRIu64 " %9" PRIu64 " %-10s %s\n",
-           c->client_id, c->pid, c->uid, c->priority, c->priority_limit, c->launches, c->evictions, lease,
+    char job[32];
+    job_step_text(c->job_id, c->step_id, job, sizeof job);
+    printf("%-6" PRIu32 " %-8" PRIu32 " %-6" PRIu32 " %8" PRId32 " %5" PRId32 " %9" PRIu64 " %9" PRIu64
+           " %-10s %-16s %s\n",
+           c->client_id, c->pid, c->uid, c->priority, c->priority_limit, c->launches, c->evictions, lease, job,
            printable(c->program, text, sizeof text));
   }
 
@@ -283,8 +305,8 @@ static void print_json(const preempt_msg *listing) {
            c->client_id, c->pid, c->uid);
     json_string(c->program);
     printf(",\"priority\":%" PRId32 ",\"priority_limit\":%" PRId32 ",\"launches\":%" PRIu64 ",\"evictions\":%" PRIu64
-           ",\"lease\":%" PRIu32 "}",
-           c->priority, c->priority_limit, c->launches, c->evictions, c->lease);
+           ",\"lease\":%" PRIu32 ",\"job\":%" PRIu32 ",\"step\":%" PRIu32 "}",
+           c->priority, c->priority_limit, c->launches, c->evictions, c->lease, c->job_id, c->step_id);
   }
   printf("],\"kernels\":[");
   for (uint32_t i = 0; i < l->kernel_count; i++) {

@@ -147,6 +147,18 @@ static void check_accepted(const unsigned char *packet, size_t length, const pre
     REQUIRE(length == sizeof(preempt_msg_list));
     check_reencoded_fixed(packet, length, msg, &msg->body.listing.header, sizeof(preempt_msg_list));
     return;
+  case PREEMPT_MSG_JOB: {
+    const preempt_msg_job *m = &msg->body.job;
+    REQUIRE(m->job_id != 0 && !(m->flags & ~(PREEMPT_JOB_END | PREEMPT_JOB_PRIORITY)));
+    if (m->flags & PREEMPT_JOB_END)
+      REQUIRE(m->pid == 0 && m->priority == 0 && m->mem_limit_bytes == 0 && m->flags == PREEMPT_JOB_END);
+    else
+      REQUIRE(m->pid != 0 && m->pid <= INT32_MAX &&
+              (m->flags & PREEMPT_JOB_PRIORITY ? m->priority >= PREEMPT_PRIORITY_MIN && m->priority <= PREEMPT_PRIORITY_MAX
+                                               : m->priority == 0));
+    check_reencoded_fixed(packet, length, msg, m, sizeof *m);
+    return;
+  }
   case PREEMPT_MSG_SET_POLICY:
     REQUIRE(terminated(msg->body.set_policy.policy, sizeof msg->body.set_policy.policy));
     check_reencoded_fixed(packet, length, msg, &msg->body.set_policy, sizeof msg->body.set_policy);
@@ -216,7 +228,7 @@ static void check_accepted(const unsigned char *packet, size_t length, const pre
   }
   case PREEMPT_MSG_MEM_REPLY: {
     const preempt_msg_mem_reply *m = &msg->body.mem_reply;
-    REQUIRE(m->result <= PREEMPT_MEM_REPLY_LEDGER && m->readings_from_nvml <= 1 && m->held_bytes <= m->reserved_bytes);
+    REQUIRE(m->result <= PREEMPT_MEM_REPLY_OVER_LIMIT && m->readings_from_nvml <= 1 && m->held_bytes <= m->reserved_bytes);
     REQUIRE(terminated(m->policy, sizeof m->policy));
     check_reencoded_fixed(packet, length, msg, m, sizeof *m);
     return;

@@ -151,6 +151,17 @@ int main(int argc, char **argv) {
   preempt_copy_name(set_policy.policy, sizeof set_policy.policy, "dprr");
   failed |= write_message_seed("set_policy", &set_policy, sizeof set_policy);
 
+  preempt_msg_job job;
+  memset(&job, 0, sizeof job);
+  preempt_msg_header_init(&job.header, PREEMPT_MSG_JOB, sizeof job, 4);
+  job.job_id = 42;
+  job.uid = 65534;
+  job.pid = 1234;
+  job.priority = 5;
+  job.flags = PREEMPT_JOB_PRIORITY;
+  job.mem_limit_bytes = 1ull << 30;
+  failed |= write_message_seed("job", &job, sizeof job);
+
   preempt_msg_status status;
   memset(&status, 0, sizeof status);
   preempt_msg_header_init(&status.header, PREEMPT_MSG_STATUS, sizeof status, 3);

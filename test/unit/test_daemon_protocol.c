@@ -233,7 +233,7 @@ static void test_round_trips(void) {
   /* The arrays point into the packet, where the encoder put them. */
   CHECK((const unsigned char *)decoded.listing_gpus == packet + 40);
   CHECK((const unsigned char *)decoded.listing_clients == packet + 40 + 2 * 56);
-  CHECK((const unsigned char *)decoded.listing_kernels == packet + 40 + 2 * 56 + 3 * 72);
+  CHECK((const unsigned char *)decoded.listing_kernels == packet + 40 + 2 * 56 + 3 * 80);
   CHECK_EQ_U64(decoded.listing_gpus[1].sm_count, 101);
   CHECK_EQ_U64(decoded.listing_gpus[1].decisions, 1001);
   CHECK(strcmp(decoded.listing_gpus[0].policy, "hpf") == 0);
@@ -262,7 +262,9 @@ static void test_round_trips(void) {
  * (version 4, in version 2's reserved word) the CTA quota after evictions, the times 8-byte aligned behind them,
  * 104 bytes in all. */
 static void test_listing_layout(void) {
-  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 5);
+  CHECK_EQ_U64(PREEMPT_DAEMON_PROTOCOL_VERSION, 6);
+  CHECK_EQ_U64(sizeof(preempt_listing_client), 80);
+  CHECK_EQ_U64(offsetof(preempt_listing_client, job_id), 72);
   CHECK_EQ_U64(sizeof(preempt_listing_kernel), 104);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, evictions), 20);
   CHECK_EQ_U64(offsetof(preempt_listing_kernel, weight), 24);
@@ -272,7 +274,7 @@ static void test_listing_layout(void) {
   CHECK_EQ_U64(sizeof(preempt_msg_listing) + PREEMPT_DAEMON_MAX_GPUS * sizeof(preempt_listing_gpu) +
                    PREEMPT_LISTING_MAX_CLIENTS * sizeof(preempt_listing_client) +
                    PREEMPT_LISTING_MAX_KERNELS * sizeof(preempt_listing_kernel),
-               45992);
+               48040);
 }
 
 /* A fixed-size message at an odd address decodes (it is copied out); a LISTING there is refused (its arrays would be
@@ -1004,7 +1006,7 @@ static void test_memory_messages(void) {
   CHECK(preempt_msg_decode_why(packet, sizeof reply, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
   CHECK(why != NULL && strcmp(why, "MEM_REPLY holds more than the ledger has reserved") == 0);
   reply.held_bytes = 10;
-  reply.result = PREEMPT_MEM_REPLY_LEDGER + 1;
+  reply.result = PREEMPT_MEM_REPLY_OVER_LIMIT + 1;
   memcpy(packet, &reply, sizeof reply);
   CHECK(preempt_msg_decode_why(packet, sizeof reply, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);
   CHECK(why != NULL && strcmp(why, "MEM_REPLY result unknown") == 0);
@@ -1022,7 +1024,54 @@ static void test_memory_messages(void) {
   CHECK(preempt_msg_decode(packet, sizeof release, &decoded) == PREEMPT_DAEMON_OK);
 }
 
+/* JOB (issue 43): a grant, an end, and each field that makes one malformed, refused with its own reason. */
+static void test_job_message(void) {
+  const char *why = NULL;
+  preempt_msg_job job;
+  memset(&job, 0, sizeof job);
+  preempt_msg_header_init(&job.header, PREEMPT_MSG_JOB, sizeof job, 7);
+  job.job_id = 42;
+  job.step_id = 0xfffffffbu; /* Slurm's batch step */
+  job.uid = 65534;
+  job.pid = 1234;
+  job.priority = 5;
+  job.flags = PREEMPT_JOB_PRIORITY;
+  job.mem_limit_bytes = 1ull << 30;
+  memcpy(packet, &job, sizeof job);
+  CHECK(preempt_msg_decode_why(packet, sizeof job, &decoded, &why) == PREEMPT_DAEMON_OK);
+  CHECK(decoded.type == PREEMPT_MSG_JOB && decoded.body.job.job_id == 42 && decoded.body.job.priority == 5);
+  CHECK_EQ_U64(decoded.body.job.mem_limit_bytes, 1ull << 30);
+#define JOB_REFUSED(field_assignment, reason)                                                                           \
+  do {                                                                                                                 \
+    preempt_msg_job bad = job;                                                                                         \
+    bad.field_assignment;                                                                                              \
+    memcpy(packet, &bad, sizeof bad);                                                                                  \
+    CHECK(preempt_msg_decode_why(packet, sizeof bad, &decoded, &why) == PREEMPT_DAEMON_MALFORMED);                     \
+    CHECK(why != NULL && strcmp(why, reason) == 0);                                                                    \
+  } while (0)
+  JOB_REFUSED(job_id = 0, "JOB job_id 0");
+  JOB_REFUSED(flags = 4, "JOB unknown flags");
+  JOB_REFUSED(pid = 0, "JOB pid not a process id");
+  JOB_REFUSED(pid = 0x80000000u, "JOB pid not a process id");
+  JOB_REFUSED(priority = PREEMPT_PRIORITY_MAX + 1, "JOB priority out of range");
+  JOB_REFUSED(flags = 0, "JOB priority given without its flag");
+  JOB_REFUSED(flags = PREEMPT_JOB_END, "JOB end with a pid, priority or memory limit");
+#undef JOB_REFUSED
+  /* Without a priority the processes keep the -nice rule; an end carries nothing but the job and step. */
+  job.flags = 0;
+  job.priority = 0;
+  memcpy(packet, &job, sizeof job);
+  CHECK(preempt_msg_decode_why(packet, sizeof job, &decoded, &why) == PREEMPT_DAEMON_OK);
+  job.flags = PREEMPT_JOB_END;
+  job.pid = 0;
+  job.mem_limit_bytes = 0;
+  memcpy(packet, &job, sizeof job);
+  CHECK(preempt_msg_decode_why(packet, sizeof job, &decoded, &why) == PREEMPT_DAEMON_OK);
+  CHECK(decoded.body.job.flags == PREEMPT_JOB_END && decoded.body.job.step_id == 0xfffffffbu);
+}
+
 int main(void) {
+  test_job_message();
   test_round_trips();
   test_memory_messages();
   test_alignment();

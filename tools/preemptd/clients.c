@@ -117,9 +117,8 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
              strerror(client->nice_error));
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
   }
-  int nice = client->nice;
   int32_t granted = 0, limit = 0;
-  preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
+  preemptd_job_grant_priority(ctx, client, request->priority_requested != 0, request->priority, &granted, &limit);
   uint32_t id = ctx->next_client_id + 1;
   if (id == 0)
     id = 1;
@@ -162,10 +161,13 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   int fds[2] = {page_fd, ctx->doorbell_fd};
   status = send_packet(client->fd, &reply, sizeof reply, fds, 2);
   close(page_fd); /* the client has its own descriptor now; the daemon keeps only the mapping */
+  char job[40] = "";
+  if (client->job_id)
+    snprintf(job, sizeof job, " job=%u step=%u", client->job_id, client->step_id);
   preemptd_log_client(ctx, client,
-                      "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u", id,
-                      (int)client->pid, (unsigned)client->uid, client->program, nice, granted, limit,
-                      client->gpu_count);
+                      "register client=%u pid=%d uid=%u program=%s nice=%d priority=%d limit=%d gpus=%u%s", id,
+                      (int)client->pid, (unsigned)client->uid, client->program, client->nice, granted, limit,
+                      client->gpu_count, job);
   if (status != PREEMPT_DAEMON_OK)
     *hang_up = true; /* it cannot use a registration it never received */
   else
@@ -247,6 +249,9 @@ static void handle_packet(preemptd_context *ctx, preemptd_client *client, const 
     break;
   case PREEMPT_MSG_SET_POLICY:
     status = handle_set_policy(ctx, client, &message.body.set_policy, message.request_id);
+    break;
+  case PREEMPT_MSG_JOB:
+    status = preemptd_job_message(ctx, client, &message.body.job, message.request_id);
     break;
   case PREEMPT_MSG_MEM_ATTACH:
     status = preemptd_mem_attach(ctx, client, &message.body.mem_attach, message.request_id);

@@ -62,6 +62,8 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
     entry->launches = client->launches;
     entry->evictions = client->evictions;
     preempt_copy_name(entry->program, sizeof entry->program, client->program);
+    entry->job_id = client->job_id;
+    entry->step_id = client->step_id;
     for (uint32_t s = 0; s < PREEMPT_STUBS_PER_CLIENT && k < kernels; s++) {
       const preemptd_stub_record *record = &client->stubs[s];
       if (record->kernel_id == 0)

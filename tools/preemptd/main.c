@@ -238,6 +238,7 @@ static void shutdown_context(preemptd_context *ctx) {
   }
   preemptd_gpus_free(ctx);
   preemptd_mem_free(ctx);
+  preemptd_jobs_free(ctx);
   preemptd_log(ctx, "stop");
   if (ctx->log && ctx->log != stdout)
     fclose(ctx->log);
@@ -258,6 +259,7 @@ int main(int argc, char **argv) {
     ctx->clients[i].fd = -1;
   for (uint32_t i = 0; i < PREEMPTD_MAX_REFUSING; i++)
     ctx->refusing[i].fd = -1;
+  preemptd_jobs_init(ctx);
   ctx->params = opts.params;
   ctx->leases = !opts.no_leases;
   if (opts.sharing && preemptd_sharing_parse(opts.sharing, &ctx->sharing) != 0)

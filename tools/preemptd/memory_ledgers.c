@@ -275,9 +275,8 @@ preempt_daemon_status preemptd_mem_attach(preemptd_context *ctx, preemptd_client
              strerror(client->nice_error));
     return preemptd_send_status(client->fd, request_id, PREEMPT_DAEMON_SYSTEM, text);
   }
-  int nice = client->nice; /* taken when it connected (peer.c) */
   int32_t granted = 0, limit = 0;
-  preempt_grant_priority(client->uid, nice, request->priority_requested != 0, request->priority, &granted, &limit);
+  preemptd_job_grant_priority(ctx, client, request->priority_requested != 0, request->priority, &granted, &limit);
   if (client->id == 0) {
     client->id = ctx->next_client_id + 1 ? ctx->next_client_id + 1 : 1;
     ctx->next_client_id = client->id;
@@ -297,8 +296,9 @@ preempt_daemon_status preemptd_mem_attach(preemptd_context *ctx, preemptd_client
   reply.priority = granted;
   reply.priority_limit = limit;
   reply.flags = ctx->nvml.library ? 0 : PREEMPT_MEM_DAEMON_WANTS_READINGS;
-  preemptd_log_client(ctx, client, "memory attach client=%u pid=%d uid=%u program=%s priority=%d limit=%d",
-                      client->id, (int)client->pid, (unsigned)client->uid, request->program, granted, limit);
+  preemptd_log_client(ctx, client, "memory attach client=%u pid=%d uid=%u program=%s priority=%d limit=%d job=%u",
+                      client->id, (int)client->pid, (unsigned)client->uid, request->program, granted, limit,
+                      client->job_id);
   return preemptd_send(client->fd, &reply, sizeof reply);
 }
 
@@ -336,6 +336,17 @@ preempt_daemon_status preemptd_mem_reserve(preemptd_context *ctx, preemptd_clien
     preempt_mem_ledger_restore(ledger, slot, request->bytes);
     note_used(ctx, gpu);
     return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_GRANTED);
+  }
+  /* The job's limit (Slurm's --gpu-mem) counts every process of the job on this node, every GPU. Memory already
+   * allocated (RESERVE_NOW, above) is recorded whatever the limit: refusing it would not free it. */
+  if (client->job_mem_limit_bytes) {
+    uint64_t held = preemptd_job_held_bytes(ctx, client->job_id);
+    if (held > client->job_mem_limit_bytes || request->bytes > client->job_mem_limit_bytes - held) {
+      preemptd_log_client(ctx, client, "memory over limit client=%u job=%u bytes=%llu held=%llu limit=%llu", client->id,
+                          client->job_id, (unsigned long long)request->bytes, (unsigned long long)held,
+                          (unsigned long long)client->job_mem_limit_bytes);
+      return send_reply(ctx, client, gpu, request_id, PREEMPT_MEM_REPLY_OVER_LIMIT);
+    }
   }
   if (request->flags & PREEMPT_MEM_RESERVE_AFTER_OOM)
     learn_external(ctx, gpu, client, request->device_total_bytes, request->device_used_bytes);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,7 +30,7 @@ static int peer_pidfd(int fd, pid_t pid) {
 }
 
 /* A pidfd polls readable once its process has exited. */
-static bool pidfd_alive(int pidfd) {
+bool preemptd_pidfd_alive(int pidfd) {
   struct pollfd polled = {pidfd, POLLIN, 0};
   return poll(&polled, 1, 0) == 0;
 }
@@ -46,7 +47,7 @@ preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int
   /* /proc/<pid> is read by number; the pidfd pins the process: if it is still alive after the read, the number
    * named it throughout (a live process's pid is never reused), so the nice is that process's. */
   *nice_error = preemptd_read_nice(credentials.pid, nice) == PREEMPT_DAEMON_OK ? 0 : errno ? errno : EINVAL;
-  bool alive = pidfd_alive(pidfd);
+  bool alive = preemptd_pidfd_alive(pidfd);
   close(pidfd);
   if (!alive) {
     errno = ESRCH;
@@ -57,17 +58,17 @@ preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int
   return PREEMPT_DAEMON_OK;
 }
 
-preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice) {
-  /* "pid (comm) state ppid ...": comm is the program's name as it chose it, spaces and ')' included,
-   * so only the last ')' ends it. nice is field 19, the 17th after comm. */
+/* Field `wanted` (>= 3, as proc(5) numbers them) of a /proc/<pid>/stat line, as a number. "pid (comm) state ppid ...":
+ * comm is the program's name as it chose it, spaces and ')' included, so only the last ')' ends it. */
+static preempt_daemon_status stat_field(const char *stat_text, size_t length, int wanted, long *out) {
   const char *close_paren = NULL;
   for (size_t i = 0; i < length; i++)
     if (stat_text[i] == ')')
       close_paren = stat_text + i;
-  if (!close_paren)
+  if (!close_paren || wanted < 3)
     return PREEMPT_DAEMON_MALFORMED;
   const char *p = close_paren + 1, *end = stat_text + length;
-  for (int field = 3; field <= 19; field++) {
+  for (int field = 3; field <= wanted; field++) {
     while (p < end && *p == ' ')
       p++;
     if (p == end)
@@ -75,9 +76,9 @@ preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, 
     const char *start = p;
     while (p < end && *p != ' ' && *p != '\n')
       p++;
-    if (field < 19)
+    if (field < wanted)
       continue;
-    char number[16];
+    char number[24];
     size_t digits = (size_t)(p - start);
     if (digits == 0 || digits >= sizeof number)
       return PREEMPT_DAEMON_MALFORMED;
@@ -86,26 +87,60 @@ preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, 
     char *parsed_end = NULL;
     errno = 0;
     long value = strtol(number, &parsed_end, 10);
-    if (errno != 0 || *parsed_end != '\0' || value < -20 || value > 19)
+    if (errno != 0 || *parsed_end != '\0')
       return PREEMPT_DAEMON_MALFORMED;
-    *nice = (int)value;
+    *out = value;
     return PREEMPT_DAEMON_OK;
   }
   return PREEMPT_DAEMON_MALFORMED;
 }
 
-preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice) {
-  char path[64], text[1024];
+preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice) {
+  long value = 0;
+  /* nice is field 19 */
+  if (stat_field(stat_text, length, 19, &value) != PREEMPT_DAEMON_OK || value < -20 || value > 19)
+    return PREEMPT_DAEMON_MALFORMED;
+  *nice = (int)value;
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_parse_ppid(const char *stat_text, size_t length, pid_t *ppid) {
+  long value = 0;
+  /* ppid is field 4; 0 for the first process and for kernel threads */
+  if (stat_field(stat_text, length, 4, &value) != PREEMPT_DAEMON_OK || value < 0 || value > INT32_MAX)
+    return PREEMPT_DAEMON_MALFORMED;
+  *ppid = (pid_t)value;
+  return PREEMPT_DAEMON_OK;
+}
+
+/* The text of /proc/<pid>/stat: the whole line is well under 1 KB (comm is at most 64 bytes); a truncated read fails
+ * the parse that follows. */
+static preempt_daemon_status read_stat(pid_t pid, char *text, size_t bytes, size_t *length) {
+  char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return PREEMPT_DAEMON_SYSTEM;
-  ssize_t got = read(fd, text, sizeof text);
+  ssize_t got = read(fd, text, bytes);
   int saved = errno;
   close(fd);
   errno = saved;
   if (got <= 0)
     return PREEMPT_DAEMON_SYSTEM;
-  /* The whole line is well under 1 KB: comm is at most 64 bytes; a truncated read fails the parse. */
-  return preemptd_parse_nice(text, (size_t)got, nice);
+  *length = (size_t)got;
+  return PREEMPT_DAEMON_OK;
+}
+
+preempt_daemon_status preemptd_read_ppid(pid_t pid, pid_t *ppid) {
+  char text[1024];
+  size_t length = 0;
+  preempt_daemon_status status = read_stat(pid, text, sizeof text, &length);
+  return status != PREEMPT_DAEMON_OK ? status : preemptd_parse_ppid(text, length, ppid);
+}
+
+preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice) {
+  char text[1024];
+  size_t length = 0;
+  preempt_daemon_status status = read_stat(pid, text, sizeof text, &length);
+  return status != PREEMPT_DAEMON_OK ? status : preemptd_parse_nice(text, length, nice);
 }

@@ -60,6 +60,10 @@
  * peak too high only makes external look smaller (an allocation that fails asks again), one too low holds
  * waiters back until the next reading. */
 #define PREEMPTD_MEM_READING_AGE_US 1000000.0
+/* Slurm job steps known at once (slurm_jobs.c): only root and the daemon's user add them, one per step running. */
+#define PREEMPTD_MAX_JOBS 256
+/* How far up a process's ancestors the daemon looks for its step's slurmstepd. */
+#define PREEMPTD_JOB_ANCESTORS 64
 /* A client-reported eviction time above this is a lie or a bug; the sample is dropped. */
 #define PREEMPTD_MAX_EVICTION_NS 10000000000ULL
 
@@ -108,6 +112,9 @@ typedef struct preemptd_client {
   int32_t priority, priority_limit;
   /* The Slurm job and step the process runs in (slurm_jobs.c, from root's JOB grants); 0, 0: none known. */
   uint32_t job_id, step_id;
+  uint64_t job_mem_limit_bytes;  /* the job's memory limit on this node; 0: none */
+  bool job_priority_set;         /* the step has a priority: default and limit instead of -nice */
+  int32_t job_priority;
   char program[PREEMPT_DAEMON_PROGRAM_BYTES];
   uint32_t gpu_count;
   uint32_t gpus[PREEMPT_DAEMON_MAX_GPUS]; /* the client's GPU index -> the daemon's */
@@ -208,6 +215,18 @@ typedef struct preemptd_log_budget {
   uint64_t suppressed;           /* lines dropped since the last one written */
 } preemptd_log_budget;
 
+/* A Slurm job step, as root's JOB said it (slurm_jobs.c). */
+typedef struct preemptd_job {
+  bool in_use;
+  uint32_t job_id, step_id;
+  uid_t uid;
+  pid_t pid;                     /* the step's slurmstepd */
+  int pidfd;                     /* of that process: its exit, a crash included, ends the entry */
+  bool priority_set;
+  int32_t priority;
+  uint64_t mem_limit_bytes;
+} preemptd_job;
+
 /* --sharing: how processes share the GPUs (sharing.c). */
 typedef enum preemptd_sharing {
   PREEMPTD_SHARING_AUTO = 0,         /* MPS when its control socket exists, else time-slicing; looked at again */
@@ -246,6 +265,7 @@ typedef struct preemptd_context {
   preempt_mem_policy mem_policy; /* --memory-policy: for ledgers created from now on */
   uint32_t mem_gpu_count;
   preemptd_mem_gpu mem_gpus[PREEMPTD_MAX_GPUS];
+  preemptd_job jobs[PREEMPTD_MAX_JOBS];
 } preemptd_context;
 
 /* ---- sharing (sharing.c) */
@@ -269,6 +289,19 @@ void preemptd_log_uid(preemptd_context *ctx, uid_t uid, const char *format, ...)
 /* "all" or "0-3,7" into `text`. */
 void preemptd_format_sms(const preempt_sm_set *sms, bool all, char *text, size_t text_bytes);
 
+/* ---- Slurm job steps (slurm_jobs.c), under the lock */
+/* JOB from a connection: a grant or an end, from root or the daemon's user only; answered with STATUS. */
+preempt_daemon_status preemptd_job_message(preemptd_context *ctx, preemptd_client *client, const preempt_msg_job *m,
+                                           uint32_t request_id);
+/* The priority a REGISTER or MEM_ATTACH is granted: EffiSha §6.4's -nice rule, or, for a process in a Slurm step
+ * with a priority, that priority as default and limit (root keeps its limit). Fills the client's job fields. */
+void preemptd_job_grant_priority(preemptd_context *ctx, preemptd_client *client, bool requested, int32_t request,
+                                 int32_t *granted, int32_t *limit);
+/* Bytes the clients of `job_id` hold in every memory ledger, for its limit. */
+uint64_t preemptd_job_held_bytes(const preemptd_context *ctx, uint32_t job_id);
+void preemptd_jobs_init(preemptd_context *ctx);
+void preemptd_jobs_free(preemptd_context *ctx);
+
 /* ---- the listening socket (listen_socket.c) */
 preempt_daemon_status preemptd_listen(const char *path, int *out_fd, char *why, size_t why_bytes);
 
@@ -290,6 +323,11 @@ preempt_daemon_status preemptd_peer_identify(int fd, pid_t *pid, uid_t *uid, int
  * fields are counted after the last ')'. */
 preempt_daemon_status preemptd_parse_nice(const char *stat_text, size_t length, int *nice);
 preempt_daemon_status preemptd_read_nice(pid_t pid, int *nice);
+/* The parent's pid, field 4 of the same line (0: none). */
+preempt_daemon_status preemptd_parse_ppid(const char *stat_text, size_t length, pid_t *ppid);
+preempt_daemon_status preemptd_read_ppid(pid_t pid, pid_t *ppid);
+/* Whether the process of a pidfd is still alive (a pidfd polls readable once it has exited). */
+bool preemptd_pidfd_alive(int pidfd);
 
 /* ---- connection limits (connection_limits.c), socket thread, under the lock */
 /* Whether a new connection of `uid` may take a slot; if not, `why` says which limit, for its FULL. */

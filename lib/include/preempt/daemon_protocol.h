@@ -27,9 +27,11 @@ extern "C" {
 /* 2: LISTING kernel entries carry the FFS weight granted (104 bytes, were 96). 3: the memory ledger's messages
  * (MEM_*). 4: FlexSched co-execution (issue 7): REGISTER's GPUs carry their SM limits (56 bytes, were 24), stubs
  * carry the launch's CTA footprint, task count, the daemon's CTA quota and the client's progress samples (216
- * bytes, were 176), LISTING kernels the quota. Every message's header, and the shared page, carry the version, so
+ * bytes, were 176), LISTING kernels the quota. 6: JOB (a Slurm job step's processes, their priority and memory limit,
+ * from root; issue 43), LISTING clients carry their job and step (80 bytes, were 72), MEM_REPLY may say OVER_LIMIT.
+ * Every message's header, and the shared page, carry the version, so
  * a daemon and a client or preemptctl of another version refuse each other at once. */
-#define PREEMPT_DAEMON_PROTOCOL_VERSION 5u
+#define PREEMPT_DAEMON_PROTOCOL_VERSION 6u
 #define PREEMPT_DAEMON_MAGIC 0x544d5250u /* "PRMT" */
 /* Clients and preemptctl use $PREEMPT_DAEMON_SOCKET when set, else this. */
 #define PREEMPT_DAEMON_SOCKET_DEFAULT "/run/preemptd/preemptd.sock"
@@ -101,6 +103,7 @@ typedef enum preempt_msg_type {
   /* preemptctl -> daemon (any connection, registered or not) */
   PREEMPT_MSG_LIST = 10,           /* reply: LISTING */
   PREEMPT_MSG_SET_POLICY = 11,     /* reply: STATUS */
+  PREEMPT_MSG_JOB = 12,            /* reply: STATUS; root and the daemon's user only */
   /* daemon -> client / preemptctl */
   PREEMPT_MSG_REGISTERED = 20,
   PREEMPT_MSG_PRIORITY = 21,
@@ -178,6 +181,24 @@ typedef struct preempt_msg_set_policy {
   char policy[PREEMPT_DAEMON_POLICY_BYTES];
 } preempt_msg_set_policy;
 
+/* JOB: what Slurm granted a job step (tools/slurm/preempt_spank.c, from slurmstepd as root). Every process whose
+ * ancestors include `pid` (the step's slurmstepd) and whose uid is `uid` belongs to job_id.step_id: its priority is
+ * at most `priority` (also its default), and the memory all the job's processes reserve on this node together
+ * is at most mem_limit_bytes. A process's clients learn it when they REGISTER or MEM_ATTACH. */
+#define PREEMPT_JOB_END 1u        /* the step ended: forget it (pid, priority and limit are 0) */
+#define PREEMPT_JOB_PRIORITY 2u   /* priority is set; without it the processes keep the usual -nice rule */
+
+typedef struct preempt_msg_job {
+  preempt_msg_header header;
+  uint32_t job_id;              /* never 0 */
+  uint32_t step_id;             /* Slurm's, its special values (batch, extern, ...) included */
+  uint32_t uid;                 /* the job's user */
+  uint32_t pid;                 /* the step's slurmstepd; 0 with PREEMPT_JOB_END */
+  int32_t priority;             /* MIN..MAX with PREEMPT_JOB_PRIORITY, else 0 */
+  uint32_t flags;               /* PREEMPT_JOB_* */
+  uint64_t mem_limit_bytes;     /* 0: no limit */
+} preempt_msg_job;
+
 typedef struct preempt_msg_status {
   preempt_msg_header header;
   int32_t status;               /* preempt_daemon_status */
@@ -220,6 +241,7 @@ typedef struct preempt_listing_client {
   uint32_t lease;               /* version 5: the client page's lease word (bit i: its GPU i; docs/daemon.md, "Leases") */
   uint64_t launches, evictions;
   char program[PREEMPT_DAEMON_PROGRAM_BYTES];
+  uint32_t job_id, step_id;     /* version 6: its Slurm job and step (JOB); 0, 0: none */
 } preempt_listing_client;
 
 typedef struct preempt_listing_kernel {
@@ -310,6 +332,7 @@ typedef enum preempt_mem_reply_result {
   PREEMPT_MEM_REPLY_FULL = 3,       /* no client slot or queue entry left, or a request already waiting */
   PREEMPT_MEM_REPLY_UNKNOWN_GPU = 4,/* neither NVML nor the client's reading gives the GPU's memory size */
   PREEMPT_MEM_REPLY_LEDGER = 5,     /* the answer to a QUERY */
+  PREEMPT_MEM_REPLY_OVER_LIMIT = 6, /* the client's job would hold more than its memory limit (JOB) */
 } preempt_mem_reply_result;
 
 /* The answer to a RESERVE or a QUERY, with the ledger as it stands after it. */
@@ -340,6 +363,7 @@ typedef struct preempt_msg {
     preempt_msg_set_priority set_priority;
     preempt_msg_priority priority;
     preempt_msg_set_policy set_policy;
+    preempt_msg_job job;
     preempt_msg_mem_attach mem_attach;
     preempt_msg_mem_attached mem_attached;
     preempt_msg_mem_reserve mem_reserve;

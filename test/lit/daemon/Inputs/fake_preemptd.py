@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-MAGIC, VERSION = 0x544D5250, 5
+MAGIC, VERSION = 0x544D5250, 6
 LIST, SET_POLICY, STATUS, LISTING = 10, 11, 22, 23
 TYPE_NAMES = {1: "REGISTER", 2: "SET_PRIORITY", 10: "LIST", 11: "SET_POLICY"}
 
@@ -42,8 +42,9 @@ def listing(request_id, bad_weight=None, sharing=1):
     ]
     clients = [
         # Version 5: the lease word (bit i: the client's GPU i) in version 4's reserved word.
-        struct.pack("<IIIiiIQQ32s", 1, 4242, 1000, -3, 0, 1, 17, 2, b"train\n\x1b[31mred\"q\\"),
-        struct.pack("<IIIiiIQQ32s", 2, 4343, 0, 20, 20, 0, 5, 0, "caf\u00e9".encode() + b"\xff"),
+        # Version 6: the Slurm job and step (0xfffffffb: Slurm's batch step) after the program.
+        struct.pack("<IIIiiIQQ32sII", 1, 4242, 1000, -3, 0, 1, 17, 2, b"train\n\x1b[31mred\"q\\", 42, 0xFFFFFFFB),
+        struct.pack("<IIIiiIQQ32sII", 2, 4343, 0, 20, 20, 0, 5, 0, "caf\u00e9".encode() + b"\xff", 0, 0),
     ]
     kernels = [
         kernel(1, 0, 0, 4, -3, 2, 1, 1500.0, 20000.25, 30000.0, b"_Z6matmulPKfS0_Pfi", quota=3),
