@@ -38,6 +38,8 @@ static const char usage[] =
     "  done NAME [quiet]              RUNNING or TOEVICT -> DONE (quiet: no doorbell ring)\n"
     "  state NAME                     prints the stub's state\n"
     "  set-priority P | list | policy NAME [UUIDHEX]\n"
+    "  job JOB STEP UID PID PRIORITY|- [MEM_LIMIT]   a Slurm step's grant, as the Slurm plugin sends it\n"
+    "  job-end JOB STEP\n"
     "  garbage KIND                   short|magic|length|type|reply|unterminated|version|oversize|fds\n"
     "  illegal-move NAME STATE|NUMBER writes a state the client may not write\n"
     "  register [TIMEOUT_MS]          (re)connects and registers, retrying until the daemon answers\n"
@@ -658,6 +660,38 @@ static int cmd_policy(fake *f, const char *name, const char *uuid_hex) {
   return 0;
 }
 
+static int parse_bytes(fake *f, const char *text, uint64_t *bytes);
+
+/* JOB as the Slurm plugin sends it: a grant (PRIORITY "-": none) or, with job-end, the step's end. */
+static int cmd_job(fake *f, bool end, int argc, char **argv) {
+  preempt_msg_job request;
+  memset(&request, 0, sizeof request);
+  preempt_msg_header_init(&request.header, PREEMPT_MSG_JOB, sizeof request, ++f->request_id);
+  request.job_id = (uint32_t)strtoul(argv[1], NULL, 0);
+  request.step_id = (uint32_t)strtoul(argv[2], NULL, 0);
+  if (end) {
+    request.flags = PREEMPT_JOB_END;
+  } else {
+    request.uid = (uint32_t)strtoul(argv[3], NULL, 0);
+    request.pid = (uint32_t)strtoul(argv[4], NULL, 0);
+    if (strcmp(argv[5], "-") != 0) {
+      request.flags |= PREEMPT_JOB_PRIORITY;
+      request.priority = (int32_t)atoi(argv[5]);
+    }
+    if (argc > 6 && parse_bytes(f, argv[6], &request.mem_limit_bytes) != 0)
+      return -1;
+  }
+  uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
+  preempt_msg message;
+  if (send_bytes(f, &request, sizeof request) != 0 || reply(f, end ? "job-end" : "job", &message, buffer,
+                                                            sizeof buffer, NULL))
+    return -1;
+  if (message.type != PREEMPT_MSG_STATUS)
+    return -1;
+  say_status(f, end ? "job-end" : "job", &message.body.status);
+  return 0;
+}
+
 static int cmd_list(fake *f) {
   preempt_msg_list request;
   preempt_msg_header_init(&request.header, PREEMPT_MSG_LIST, sizeof request, ++f->request_id);
@@ -682,8 +716,11 @@ static int cmd_list(fake *f) {
         message.listing_gpus[i].policy, message.listing_gpus[i].kernels);
   for (uint32_t i = 0; i < listing->client_count; i++) {
     const preempt_listing_client *c = &message.listing_clients[i];
-    say(f, "list client %u program=%s priority=%d limit=%d launches=%llu", c->client_id, c->program, c->priority,
-        c->priority_limit, (unsigned long long)c->launches);
+    char job[40] = "";
+    if (c->job_id)
+      snprintf(job, sizeof job, " job=%u.%u", c->job_id, c->step_id);
+    say(f, "list client %u program=%s priority=%d limit=%d launches=%llu%s", c->client_id, c->program, c->priority,
+        c->priority_limit, (unsigned long long)c->launches, job);
   }
   for (uint32_t i = 0; i < listing->kernel_count; i++) {
     const preempt_listing_kernel *k = &message.listing_kernels[i];
@@ -851,7 +888,7 @@ static int cmd_flood_garbage(fake *f, int count) {
 }
 
 static const char *mem_result_name(uint32_t result) {
-  static const char *const names[] = {"granted", "cancelled", "never-fits", "full", "unknown-gpu", "ledger"};
+  static const char *const names[] = {"granted", "cancelled", "never-fits", "full", "unknown-gpu", "ledger", "over-limit"};
   return result < sizeof names / sizeof names[0] ? names[result] : "?";
 }
 
@@ -1032,6 +1069,14 @@ static int run_command(fake *f, int argc, char **argv) {
   }
   if (strcmp(c, "list") == 0)
     return cmd_list(f);
+  if (strcmp(c, "job") == 0) {
+    NEED(6);
+    return cmd_job(f, false, argc, argv);
+  }
+  if (strcmp(c, "job-end") == 0) {
+    NEED(3);
+    return cmd_job(f, true, argc, argv);
+  }
   if (strcmp(c, "policy") == 0) {
     NEED(2);
     return cmd_policy(f, argv[1], argc > 2 ? argv[2] : NULL);
