@@ -49,6 +49,7 @@ config.substitutions += [
     ("%nvml_check", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "nvml_check")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),
+    ("%spank_plugin", os.path.join(config.preempt_binary_root, "tools", "slurm", "preempt_spank.so")),
 ]
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
@@ -57,3 +58,8 @@ if hasattr(os, "geteuid") and os.geteuid() == 0:
     config.available_features.add("root")
 if os.path.exists(fuzz_protocol):
     config.available_features.add("fuzzer")
+# The cluster tests start real servers, which tools/setup.sh installs (munge, slurmctld, slurmd, srun), and load the
+# Slurm plugin, built when Slurm's headers are there.
+if (all(os.path.exists(p) for p in ["/usr/sbin/munged", "/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/bin/srun"])
+        and os.path.exists(os.path.join(config.preempt_binary_root, "tools", "slurm", "preempt_spank.so"))):
+    config.available_features.add("slurm")

@@ -68,7 +68,8 @@ static int option_preload(int value, const char *argument, int remote) {
   return ESPANK_SUCCESS;
 }
 
-struct spank_option spank_options[] = {
+/* Registered in slurm_spank_init, in every context: a spank_options table is not read by sbatch and salloc. */
+static struct spank_option options[] = {
     {"gpu-priority", "N", "GPU priority of the job's kernels under preemptd, -20..20 (preempt)", 1, 0,
      option_priority},
     {"gpu-mem", "SIZE", "GPU memory the job's processes may hold together on a node, e.g. 16G (preempt)", 1, 0,
@@ -78,8 +79,12 @@ struct spank_option spank_options[] = {
     SPANK_OPTIONS_TABLE_END};
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
-  (void)sp;
   char why[600];
+  for (size_t i = 0; options[i].name; i++)
+    if (spank_option_register(sp, &options[i]) != ESPANK_SUCCESS) {
+      slurm_error("preempt: cannot register --%s", options[i].name);
+      return ESPANK_ERROR;
+    }
   /* Every context reads the arguments: a mistake in plugstack.conf shows in srun as well as in slurmd's log. */
   if (preempt_job_limits_parse(&limits, ac, av, why, sizeof why) != 0) {
     slurm_error("preempt: %s", why);
