@@ -3,6 +3,7 @@
 #include "preempt/byte_count.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int preempt_parse_byte_count(const char *text, uint64_t *bytes) {
@@ -23,4 +24,16 @@ int preempt_parse_byte_count(const char *text, uint64_t *bytes) {
     return -1;
   *bytes = (uint64_t)value << shift;
   return 0;
+}
+
+void preempt_format_byte_count(uint64_t bytes, char *text, size_t text_bytes) {
+  static const char units[] = "TGMK";
+  for (int i = 0; i < 4; i++) {
+    int shift = 10 * (4 - i);
+    if (bytes && bytes % (1ull << shift) == 0) {
+      snprintf(text, text_bytes, "%llu%c", (unsigned long long)(bytes >> shift), units[i]);
+      return;
+    }
+  }
+  snprintf(text, text_bytes, "%llu", (unsigned long long)bytes);
 }

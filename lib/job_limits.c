@@ -172,8 +172,10 @@ int preempt_job_request_check(const preempt_job_grant_limits *limits, bool asked
     return -1;
   }
   if (asked_mem && limits->max_mem_bytes && mem_bytes > limits->max_mem_bytes) {
-    snprintf(why, why_bytes, "--gpu-mem of %llu bytes is above %llu, the most %s allows",
-             (unsigned long long)mem_bytes, (unsigned long long)limits->max_mem_bytes, limits->mem_from);
+    char asked[32], most[32];
+    preempt_format_byte_count(mem_bytes, asked, sizeof asked);
+    preempt_format_byte_count(limits->max_mem_bytes, most, sizeof most);
+    snprintf(why, why_bytes, "--gpu-mem=%s is above %s, the most %s allows", asked, most, limits->mem_from);
     return -1;
   }
   return 0;

@@ -76,6 +76,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   REQUIRE(preemptd_doorbell_create(&ctx->doorbell_fd, &ctx->doorbell) == PREEMPT_DAEMON_OK);
   REQUIRE(pthread_mutex_init(&ctx->lock, NULL) == 0);
   ctx->signal_fd = -1; /* poll skips it */
+  preemptd_jobs_init(ctx);
   ctx->euid = geteuid();
   ctx->log = fopen("/dev/null", "we"); /* the log's formatting runs, its bytes go nowhere */
   ctx->unregistered_timeout_us = 0;    /* time-driven closes would make runs unrepeatable */
@@ -176,9 +177,10 @@ static void send_request(peer *p, script *s) {
     preempt_msg_mem_cancel mem_cancel;
     preempt_msg_mem_query mem_query;
     preempt_msg_mem_reading mem_reading;
+    preempt_msg_job job;
   } m;
   static const char *const policies[] = {"fifo", "hpf", "ffs", "piv", "dprr", "flexsched", "none"};
-  uint8_t kind = next_byte(s) % 10;
+  uint8_t kind = next_byte(s) % 11;
   uint32_t id = ++p->request_id;
   size_t length = 0;
   memset(&m, 0, sizeof m);
@@ -248,6 +250,28 @@ static void send_request(peer *p, script *s) {
       m.mem_reading.device_used_bytes = used;
       preempt_msg_header_init(&m.mem_reading.header, PREEMPT_MSG_MEM_READING, sizeof m.mem_reading, id);
     }
+    break;
+  }
+  case 10: {
+    /* A Slurm step's grant (root's connection is the only one believed) naming this process, its parent or pid 1,
+     * for one of the users the connections run as; or a step's end. Small memory limits, so RESERVEs hit them. */
+    static const uint32_t uids[] = {0, 65534, 65533};
+    length = sizeof m.job;
+    m.job.job_id = 1 + next_byte(s) % 3;
+    m.job.step_id = next_byte(s) % 2;
+    if (next_byte(s) % 4 == 0) {
+      m.job.flags = PREEMPT_JOB_END;
+    } else {
+      uint8_t who = next_byte(s) % 3;
+      m.job.pid = who == 0 ? (uint32_t)getpid() : who == 1 ? (uint32_t)getppid() : 1;
+      m.job.uid = uids[next_byte(s) % 3];
+      if (next_byte(s) & 1) {
+        m.job.flags = PREEMPT_JOB_PRIORITY;
+        m.job.priority = (int32_t)(next_byte(s) % 41) - 20;
+      }
+      m.job.mem_limit_bytes = (uint64_t)(next_byte(s) % 4) << 20;
+    }
+    preempt_msg_header_init(&m.job.header, PREEMPT_MSG_JOB, sizeof m.job, id);
     break;
   }
   case 6:
@@ -344,6 +368,7 @@ static void finish(void) {
     }
   preemptd_gpus_free(ctx);
   preemptd_mem_free(ctx);
+  preemptd_jobs_free(ctx); /* their pidfds: one run's steps must not outlive it */
   ctx->next_client_id = ctx->next_kernel_id = 0;
   memset(ctx->log_budgets, 0, sizeof ctx->log_budgets);
 }

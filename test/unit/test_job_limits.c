@@ -39,7 +39,9 @@ static void test_parse_and_resolve(void) {
   CHECK(preempt_job_request_check(&g, true, 11, false, 0, why, sizeof why) == -1);
   CHECK(strcmp(why, "--gpu-priority=11 is above 10, the most partition gpu allows") == 0);
   CHECK(preempt_job_request_check(&g, false, 0, true, (40ull << 30) + 1, why, sizeof why) == -1);
-  CHECK(strstr(why, "the most partition gpu allows") != NULL);
+  CHECK(strcmp(why, "--gpu-mem=42949672961 is above 40G, the most partition gpu allows") == 0);
+  CHECK(preempt_job_request_check(&g, false, 0, true, 41ull << 30, why, sizeof why) == -1);
+  CHECK(strcmp(why, "--gpu-mem=41G is above 40G, the most partition gpu allows") == 0);
   /* Not asked: nothing to refuse, whatever the numbers. */
   CHECK(preempt_job_request_check(&g, false, 20, false, ~0ull, why, sizeof why) == 0);
 }

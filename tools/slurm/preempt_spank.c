@@ -80,7 +80,11 @@ static struct spank_option options[] = {
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
   char why[600];
-  for (size_t i = 0; options[i].name; i++)
+  spank_context_t context = spank_context();
+  /* The contexts that take options: srun (local), sbatch and salloc (allocator), slurmstepd (remote). slurmd and the
+   * job script contexts load the plugin too, but have no options to register. */
+  bool takes_options = context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR || context == S_CTX_REMOTE;
+  for (size_t i = 0; takes_options && options[i].name; i++)
     if (spank_option_register(sp, &options[i]) != ESPANK_SUCCESS) {
       slurm_error("preempt: cannot register --%s", options[i].name);
       return ESPANK_ERROR;
