@@ -180,3 +180,27 @@ int preempt_job_request_check(const preempt_job_grant_limits *limits, bool asked
   }
   return 0;
 }
+
+void preempt_job_step_name(uint32_t step_id, char *text, size_t bytes) {
+  /* slurm.h's SLURM_INTERACTIVE_STEP, SLURM_BATCH_SCRIPT and SLURM_EXTERN_CONT */
+  static const struct {
+    uint32_t id;
+    const char *name;
+  } special[] = {{0xfffffffau, "interactive"}, {0xfffffffbu, "batch"}, {0xfffffffcu, "extern"}};
+  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+    if (special[i].id == step_id) {
+      snprintf(text, bytes, "%s", special[i].name);
+      return;
+    }
+  snprintf(text, bytes, "%u", (unsigned)step_id);
+}
+
+void preempt_job_step_text(uint32_t job_id, uint32_t step_id, char *text, size_t bytes) {
+  if (job_id == 0) {
+    snprintf(text, bytes, "-");
+    return;
+  }
+  char step[16];
+  preempt_job_step_name(step_id, step, sizeof step);
+  snprintf(text, bytes, "%u.%s", (unsigned)job_id, step);
+}

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "preempt/daemon_protocol.h"
+#include "preempt/job_limits.h"
 
 #define REPLY_TIMEOUT_SECONDS 2
 #define REQUEST_ID 1u
@@ -217,23 +218,6 @@ static void json_string(const char *text) {
 /* The decoder admits only these two. */
 static const char *sharing_name(uint32_t sharing) { return sharing == PREEMPT_SHARING_MPS ? "MPS" : "time-slicing"; }
 
-/* "42.0", "42.batch": a job step as Slurm's own tools write it (its special step ids by name); "-" for none. */
-static void job_step_text(uint32_t job_id, uint32_t step_id, char *text, size_t bytes) {
-  static const struct {
-    uint32_t id;
-    const char *name;
-  } special[] = {{0xfffffffau, "interactive"}, {0xfffffffbu, "batch"}, {0xfffffffcu, "extern"}};
-  if (job_id == 0) {
-    snprintf(text, bytes, "-");
-    return;
-  }
-  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
-    if (special[i].id == step_id) {
-      snprintf(text, bytes, "%" PRIu32 ".%s", job_id, special[i].name);
-      return;
-    }
-  snprintf(text, bytes, "%" PRIu32 ".%" PRIu32, job_id, step_id);
-}
 
 static void print_tables(const preempt_msg *listing) {
   const preempt_msg_listing *l = &listing->body.listing;
@@ -260,7 +244,7 @@ static void print_tables(const preempt_msg *listing) {
     if (c->lease != 0)
       snprintf(lease, sizeof lease, "0x%" PRIx32, c->lease);
     char job[32];
-    job_step_text(c->job_id, c->step_id, job, sizeof job);
+    preempt_job_step_text(c->job_id, c->step_id, job, sizeof job);
     printf("%-6" PRIu32 " %-8" PRIu32 " %-6" PRIu32 " %8" PRId32 " %5" PRId32 " %9" PRIu64 " %9" PRIu64
            " %-10s %-16s %s\n",
            c->client_id, c->pid, c->uid, c->priority, c->priority_limit, c->launches, c->evictions, lease, job,

@@ -91,6 +91,8 @@ static preempt_daemon_status issue_evict(preemptd_context *ctx, preemptd_gpu *gp
     record->evict_sms = record->evict_held = gpu->sched->gpu.sm_count;
   if (issue(ctx, client, index, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, all, &draining)) {
     client->evictions++;
+    client->usage[record->gpu].evictions++;
+    record->evict_issued_us = preemptd_now_us(ctx);
     gpu->evictions++;
     char sms[128];
     preemptd_format_sms(&draining, all, sms, sizeof sms);
@@ -107,8 +109,12 @@ static preempt_daemon_status issue_run(preemptd_context *ctx, preemptd_client *c
   /* Before issue()'s compare-and-swap, which publishes it with the other command fields. */
   client->page->stubs[index].command_quota = quota;
   if (issue(ctx, client, index, from, PREEMPT_STUB_TORUN, all, sms)) {
-    if (from == PREEMPT_STUB_READY)
+    if (from == PREEMPT_STUB_READY) {
       record->torun_us = preemptd_now_us(ctx);
+      if (record->ready_since_us > 0)
+        client->usage[record->gpu].wait_us += record->torun_us - record->ready_since_us;
+      record->ready_since_us = 0;
+    }
     char text[128];
     preemptd_format_sms(sms, all, text, sizeof text);
     char quota_text[32] = "";

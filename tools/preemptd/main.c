@@ -45,12 +45,18 @@ static const char usage[] =
     "  --no-leases    grant no leases: every launch waits for the policy's decision, even on a GPU where no\n"
     "                 other process has work (default: such a process starts its launches at once and the\n"
     "                 daemon can still evict them; docs/daemon.md, \"Leases\")\n"
+    "  --metrics [ADDR:]PORT\n"
+    "                 serve Prometheus metrics at http://ADDR:PORT/metrics (ADDR: an IPv4 address, default\n"
+    "                 127.0.0.1; PORT 0: any free port, said at start): per client and GPU the time run and\n"
+    "                 waited, launches, evictions and their latency, memory held and waited for, with pid, uid,\n"
+    "                 program and Slurm job; each GPU's policy, the sharing mode (docs/daemon.md, \"Metrics\")\n"
     "  --help         this text\n";
 
 typedef struct options {
   bool foreground;
   bool no_leases;
   const char *sharing;
+  const char *metrics;
   const char *socket;
   const char *policy;
   const char *log;
@@ -107,12 +113,12 @@ static int parse_options(int argc, char **argv, options *out) {
       continue;
     }
     static const char *const valued[] = {"--socket", "--policy", "--log", "--param", "--memory-policy",
-                                         "--unregistered-timeout", "--sharing"};
+                                         "--unregistered-timeout", "--sharing", "--metrics"};
     const char *param = NULL;
     const char **targets[] = {&out->socket,        &out->policy,  &out->log, &param, &out->memory_policy,
-                              &out->unregistered_timeout, &out->sharing};
+                              &out->unregistered_timeout, &out->sharing, &out->metrics};
     bool matched = false;
-    for (int v = 0; v < 7 && !matched; v++) {
+    for (int v = 0; v < (int)(sizeof valued / sizeof valued[0]) && !matched; v++) {
       size_t n = strlen(valued[v]);
       if (strncmp(arg, valued[v], n) != 0 || (arg[n] != '\0' && arg[n] != '='))
         continue;
@@ -277,6 +283,12 @@ int main(int argc, char **argv) {
   ctx->mem_policy = PREEMPT_MEM_POLICY_FIFO;
   if (opts.memory_policy && preempt_mem_policy_parse(opts.memory_policy, &ctx->mem_policy) != 0)
     return bad_usage("unknown memory policy '%s' (fifo, mmu, priority-fifo, priority-mmu)", opts.memory_policy);
+  char metrics_address[64], metrics_why[256];
+  uint16_t metrics_port = 0;
+  if (opts.metrics && preemptd_metrics_parse_address(opts.metrics, metrics_address, sizeof metrics_address,
+                                                     &metrics_port, metrics_why, sizeof metrics_why) !=
+                          PREEMPT_DAEMON_OK)
+    return bad_usage("%s", metrics_why);
   if (socket_path(opts.socket, ctx->socket_path, sizeof ctx->socket_path) != PREEMPT_DAEMON_OK)
     return bad_usage("socket path '%s' is too long for a Unix socket", opts.socket ? opts.socket : "(default)");
   if (opts.log) {
@@ -329,6 +341,17 @@ int main(int argc, char **argv) {
   else
     preemptd_log(ctx, "memory policy=%s nvml=none (%s): GPU sizes and outside use from the clients' readings",
                  preempt_mem_policy_name(ctx->mem_policy), ctx->nvml.why);
+  /* After daemonizing: the server's thread must be the detached process's. */
+  uint16_t bound_port = 0;
+  if (opts.metrics &&
+      preemptd_metrics_start(ctx, metrics_address, metrics_port, &bound_port, metrics_why, sizeof metrics_why) !=
+          PREEMPT_DAEMON_OK) {
+    fprintf(stderr, "preemptd: %s\n", metrics_why);
+    unlink(ctx->socket_path);
+    return 1;
+  }
+  if (opts.metrics)
+    preemptd_log(ctx, "metrics on http://%s:%u/metrics", metrics_address, (unsigned)bound_port);
   pthread_t scheduler;
   if (pthread_create(&scheduler, NULL, preemptd_scheduler_thread, ctx) != 0) {
     fprintf(stderr, "preemptd: cannot start the scheduler thread\n");
@@ -338,6 +361,8 @@ int main(int argc, char **argv) {
   /* Tests and scripts wait for this line (a detached daemon's parent waits for `detach_done` instead, and
    * prints the pid): the socket accepts and the scheduler runs. */
   detach_done(&ready_fd);
+  if (opts.metrics)
+    fprintf(stderr, "preemptd: metrics on http://%s:%u/metrics\n", metrics_address, (unsigned)bound_port);
   fprintf(stderr, "preemptd: listening on %s (policy %s)\n", ctx->socket_path, ctx->default_policy->name);
   preempt_daemon_status status = preemptd_serve(ctx);
   /* Stop accepting first: a client that connects now would be dropped, so let it find no socket (it
@@ -353,6 +378,7 @@ int main(int argc, char **argv) {
     preemptd_ring_doorbell(ctx);
   }
   pthread_join(scheduler, NULL);
+  preemptd_metrics_stop(ctx); /* its thread reads the clients shutdown_context closes */
   shutdown_context(ctx);
   free(ctx);
   return status == PREEMPT_DAEMON_OK ? 0 : 1;

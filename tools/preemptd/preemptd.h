@@ -12,6 +12,7 @@
 #include "preempt/daemon_protocol.h"
 #include "preempt/duration_model.h"
 #include "preempt/mem_ledger.h"
+#include "preempt/metrics.h"
 #include "preempt/schedule.h"
 
 /* Connections, registered or not (preemptctl's too). More get FULL. */
@@ -91,12 +92,21 @@ typedef struct preemptd_stub_record {
   double torun_us;               /* when the daemon last said TORUN from READY (daemon clock) */
   double ran_us;                 /* measured running time of finished running periods */
   double running_since_us;       /* when the client said RUNNING; < 0: not running now */
+  double ready_since_us;         /* when it last became READY (arrival, full eviction); 0: not waiting (metrics) */
+  double evict_issued_us;        /* when the outstanding TOEVICT was written; 0: none (metrics) */
   bool deferred_logged;          /* an arrival that found the kernel table full was logged once */
   uint32_t evictions;
   /* Started by its client on a lease the daemon had already withdrawn (another client's launch came first):
    * told to leave every SM, outside the scheduler, until it is READY (then an arrival) or DONE (leases.c). */
   bool unscheduled;
 } preemptd_stub_record;
+
+/* What one client did on one GPU, for the metrics (metrics.c): counters that only grow while the client lives. */
+typedef struct preemptd_usage {
+  uint64_t launches, evictions;
+  double run_us, wait_us;        /* finished periods; a running or waiting launch's open one is added at a scrape */
+  preempt_metrics_histogram eviction_latency;
+} preemptd_usage;
 
 typedef struct preemptd_client {
   int fd;                        /* -1: a free slot */
@@ -121,6 +131,7 @@ typedef struct preemptd_client {
   preempt_client_page *page;     /* mapped; NULL when not registered */
   uint32_t lease;                /* the page's lease word as last written (leases.c) */
   uint64_t launches, evictions;
+  preemptd_usage usage[PREEMPTD_MAX_GPUS]; /* by the daemon's GPU index */
   preemptd_stub_record stubs[PREEMPT_STUBS_PER_CLIENT];
   /* Memory admission (MEM_ATTACH), independent of REGISTER: a connection may do either or both. */
   bool mem_attached;
@@ -266,6 +277,7 @@ typedef struct preemptd_context {
   uint32_t mem_gpu_count;
   preemptd_mem_gpu mem_gpus[PREEMPTD_MAX_GPUS];
   preemptd_job jobs[PREEMPTD_MAX_JOBS];
+  void *metrics_server;          /* the HTTP server (metrics_http.c), its own threads; NULL: no --metrics */
 } preemptd_context;
 
 /* ---- sharing (sharing.c) */
@@ -301,6 +313,20 @@ void preemptd_job_grant_priority(preemptd_context *ctx, preemptd_client *client,
 uint64_t preemptd_job_held_bytes(const preemptd_context *ctx, uint32_t job_id);
 void preemptd_jobs_init(preemptd_context *ctx);
 void preemptd_jobs_free(preemptd_context *ctx);
+
+/* ---- metrics (metrics.c: the snapshot; metrics_http.c: the endpoint) */
+/* Copies what the metrics show, under the lock, into `out` (its arrays malloc'd; preemptd_metrics_release frees
+ * them). SYSTEM without memory. */
+preempt_daemon_status preemptd_metrics_snapshot(preemptd_context *ctx, preempt_metrics_snapshot *out);
+void preemptd_metrics_release(preempt_metrics_snapshot *snapshot);
+/* --metrics [ADDR:]PORT: MALFORMED with `why` unless ADDR is an IPv4 address (default 127.0.0.1) and PORT 0..65535. */
+preempt_daemon_status preemptd_metrics_parse_address(const char *text, char *address, size_t address_bytes,
+                                                     uint16_t *port, char *why, size_t why_bytes);
+/* Serves GET /metrics on address:port from libmicrohttpd's own thread; *bound_port is the port taken (port 0: one
+ * the kernel chose). SYSTEM with `why` when it cannot listen. */
+preempt_daemon_status preemptd_metrics_start(preemptd_context *ctx, const char *address, uint16_t port,
+                                             uint16_t *bound_port, char *why, size_t why_bytes);
+void preemptd_metrics_stop(preemptd_context *ctx);
 
 /* ---- the listening socket (listen_socket.c) */
 preempt_daemon_status preemptd_listen(const char *path, int *out_fd, char *why, size_t why_bytes);

@@ -116,7 +116,9 @@ static preempt_daemon_status admit(preemptd_context *ctx, preemptd_client *clien
   record->weight = kernel.weight;
   record->predicted_us = predicted;
   record->running_since_us = started ? preemptd_now_us(ctx) : -1;
+  record->ready_since_us = started ? 0 : preemptd_now_us(ctx);
   client->launches++;
+  client->usage[gpu_index].launches++;
   /* weight: granted; weight_asked only when the clamp changed it. */
   char asked[32] = "";
   if (kernel.weight != (copy->weight ? copy->weight : 1))
@@ -203,12 +205,14 @@ static preempt_daemon_status unscheduled_moved(preemptd_context *ctx, preemptd_c
   return PREEMPT_DAEMON_MALFORMED;
 }
 
-static void stop_running_clock(preemptd_context *ctx, preemptd_stub_record *record) {
-  double now = preemptd_now_us(ctx);
+static void stop_running_clock(preemptd_context *ctx, preemptd_client *client, preemptd_stub_record *record) {
+  double now = preemptd_now_us(ctx), ran = 0;
   if (record->running_since_us >= 0)
-    record->ran_us += now - record->running_since_us;
+    ran = now - record->running_since_us;
   else if (record->seen == PREEMPT_STUB_TORUN)
-    record->ran_us += now - record->torun_us; /* RUNNING was never seen: it ran since the command */
+    ran = now - record->torun_us; /* RUNNING was never seen: it ran since the command */
+  record->ran_us += ran;
+  client->usage[record->gpu].run_us += ran;
   record->running_since_us = -1;
 }
 
@@ -258,8 +262,15 @@ static preempt_daemon_status eviction_done(preemptd_context *ctx, preemptd_clien
   preempt_sm_set_clear(&record->evicting_sms);
   record->evictions++;
   double evict_us = -1;
+  /* The metrics' latency: the daemon's command to the acknowledgement it sees, partial evictions included. */
+  if (record->evict_issued_us > 0) {
+    preempt_metrics_observe(&client->usage[record->gpu].eviction_latency,
+                            (preemptd_now_us(ctx) - record->evict_issued_us) / 1e6);
+    record->evict_issued_us = 0;
+  }
   if (full) {
-    stop_running_clock(ctx, record);
+    stop_running_clock(ctx, client, record);
+    record->ready_since_us = preemptd_now_us(ctx); /* held until the policy runs it again */
     /* The client's measurement of request to no CTA left: FLEP §4.2's overhead samples. */
     if (copy->last_eviction_ns > 0 && copy->last_eviction_ns <= PREEMPTD_MAX_EVICTION_NS && record->evict_sms > 0 &&
         record->evict_sms <= record->evict_held) {
@@ -286,7 +297,7 @@ static preempt_daemon_status completion(preemptd_context *ctx, preemptd_client *
   preempt_daemon_status status = preemptd_gpu_advance(ctx, gpu_index);
   if (status != PREEMPT_DAEMON_OK)
     return status;
-  stop_running_clock(ctx, record);
+  stop_running_clock(ctx, client, record);
   if (record->ran_us > 0 &&
       preemptd_learn_duration(&gpu->models, client->uid, record->kernel_key, &record->features, record->ran_us) !=
           PREEMPT_DAEMON_OK)

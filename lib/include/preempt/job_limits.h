@@ -57,6 +57,11 @@ void preempt_job_limits_for(const preempt_job_limits *limits, const char *partit
 int preempt_job_request_check(const preempt_job_grant_limits *limits, bool asked_priority, int32_t priority,
                               bool asked_mem, uint64_t mem_bytes, char *why, size_t why_bytes);
 
+/* A job step as Slurm's tools write it: "42.0", "42.batch" (its special step ids by name); "-" without a job. */
+void preempt_job_step_text(uint32_t job_id, uint32_t step_id, char *text, size_t bytes);
+/* The step alone: "0", "batch", "extern", "interactive". */
+void preempt_job_step_name(uint32_t step_id, char *text, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif
