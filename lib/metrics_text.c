@@ -108,7 +108,7 @@ static void put_who(writer *w, const preempt_metrics_who *who) {
   put(w, "client=\"%u\",pid=\"%u\",uid=\"%u\",program=\"", (unsigned)who->client_id, (unsigned)who->pid,
       (unsigned)who->uid);
   put_label_value(w, who->program, sizeof who->program);
-  put(w, "\",job=\"%s\",step=\"%s\",gpu=\"", job, step);
+  put(w, "\",slurm_job=\"%s\",slurm_step=\"%s\",gpu=\"", job, step);
   put_label_value(w, who->gpu, sizeof who->gpu);
   put(w, "\"");
 }

@@ -50,7 +50,7 @@ static void test_families_and_labels(void) {
   s.memory = &memory;
   char *text = format(&s);
   const char *labels = "{client=\"3\",pid=\"1234\",uid=\"65534\",program=\"a\\\"b\\\\c\\nd\xef\xbf\xbd" "e\xef\xbf\xbd"
-                       "\xef\xbf\xbd\xc3\xa9\",job=\"42\",step=\"batch\",gpu=\"000102030405060708090a0b0c0d0e0f\"";
+                       "\xef\xbf\xbd\xc3\xa9\",slurm_job=\"42\",slurm_step=\"batch\",gpu=\"000102030405060708090a0b0c0d0e0f\"";
   char line[512];
   static const char *const expected[] = {
       "preempt_sharing_mode_info{mode=\"time-slicing\"} 1\n",
@@ -119,7 +119,7 @@ static void test_no_job(void) {
   s.client_gpu_count = 1;
   s.client_gpus = &client;
   char *text = format(&s);
-  CHECK(strstr(text, "preempt_client_launches_total{client=\"1\",pid=\"7\",uid=\"0\",program=\"app\",job=\"\",step=\"\","
+  CHECK(strstr(text, "preempt_client_launches_total{client=\"1\",pid=\"7\",uid=\"0\",program=\"app\",slurm_job=\"\",slurm_step=\"\","
                      "gpu=\"ff\"} 0\n") != NULL);
   free(text);
 }

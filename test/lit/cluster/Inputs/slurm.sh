@@ -26,10 +26,6 @@ PY
   [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 }
 
-free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 start_slurm() {
   mkdir -p "$SLURM_DIR"/{state,spool,dev,munge}
   # A stand-in for the GPU: slurmd only needs a character device to name in gres.conf (CI has no GPU).

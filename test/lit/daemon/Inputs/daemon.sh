@@ -109,3 +109,8 @@ wait_for_log() {
   echo "timed out waiting for \"$1\" in the decision log" >&2
   exit 1
 }
+
+# A TCP port on 127.0.0.1 free now, for a server the test starts (metrics, Slurm, Prometheus).
+free_port() {
+  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
