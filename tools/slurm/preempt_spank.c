@@ -112,6 +112,15 @@ static int job_placement(uint32_t job, char *partition, size_t partition_bytes, 
   return 0;
 }
 
+/* A JOB about this step: each connection carries one request, so its id is always 1. */
+static void job_message(preempt_msg_job *message, uint32_t flags) {
+  memset(message, 0, sizeof *message);
+  preempt_msg_header_init(&message->header, PREEMPT_MSG_JOB, sizeof *message, 1);
+  message->job_id = job_id;
+  message->step_id = step_id;
+  message->flags = flags;
+}
+
 /* JOB to preemptd; 0, or -1 with `why`. absent: nobody listens on the socket. */
 static int tell_daemon(const preempt_msg_job *message, bool *absent, char *why, size_t why_bytes) {
   const char *path = limits.socket[0] ? limits.socket : PREEMPT_DAEMON_SOCKET_DEFAULT;
@@ -189,10 +198,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
     return ESPANK_SUCCESS;
   }
   preempt_msg_job message;
-  memset(&message, 0, sizeof message);
-  preempt_msg_header_init(&message.header, PREEMPT_MSG_JOB, sizeof message, 1);
-  message.job_id = job_id;
-  message.step_id = step_id;
+  job_message(&message, 0);
   message.uid = (uint32_t)uid;
   message.pid = (uint32_t)getpid(); /* slurmstepd: every task and its children descend from it */
   if (asked_priority) {
@@ -248,11 +254,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av) {
   if (spank_context() != S_CTX_REMOTE || !granted)
     return ESPANK_SUCCESS;
   preempt_msg_job message;
-  memset(&message, 0, sizeof message);
-  preempt_msg_header_init(&message.header, PREEMPT_MSG_JOB, sizeof message, 2);
-  message.job_id = job_id;
-  message.step_id = step_id;
-  message.flags = PREEMPT_JOB_END;
+  job_message(&message, PREEMPT_JOB_END);
   bool absent = false;
   char why[600];
   if (tell_daemon(&message, &absent, why, sizeof why) != 0)
