@@ -1,6 +1,7 @@
 # slurm.sh: a real Slurm on localhost for one test (sourced after daemon.sh): munged, slurmctld and slurmd in the
 # foreground as the test's background jobs (daemon.sh's cleanup kills whatever is left), on free ports, configured
-# with docs/slurm.md's blocks as written, only the node's name, the device, paths and the socket put in.
+# with docs/slurm.md's blocks as written, only the node's name, the device, paths and the socket put in. The GPU's
+# stand-in is /dev/null: slurmd only needs a character device to name in gres.conf (CI has no GPU).
 # Usage: source slurm.sh DOCS_SLURM_MD SPANK_PLUGIN MEM_LIB
 SLURM_DOCS=$1
 SLURM_PLUGIN=$2
@@ -12,7 +13,7 @@ SLURM_PIDS=()
 
 # The block of docs/slurm.md fenced as ```NAME, with the test's names and paths for the documented ones.
 slurm_doc_block() {
-  "$PYTHON" - "$SLURM_DOCS" "$1" <<'PY' | sed -e "s#\bnode1\b#$SLURM_NODE#g" -e "s#/dev/nvidia0#$SLURM_DIR/dev/nvidia0#g" \
+  "$PYTHON" - "$SLURM_DOCS" "$1" <<'PY' | sed -e "s#\bnode1\b#$SLURM_NODE#g" -e "s#/dev/nvidia0#/dev/null#g" \
       -e "s#/etc/slurm/plugstack.conf#$SLURM_DIR/plugstack.conf#g" \
       -e "s#/usr/local/lib/preempt/preempt_spank.so#$SLURM_PLUGIN#g" \
       -e "s#/usr/local/lib/libpreempt_mem.so#$SLURM_MEM_LIB#g" -e "s#/run/preemptd/preemptd.sock#$SOCK#g"
@@ -27,9 +28,7 @@ PY
 }
 
 start_slurm() {
-  mkdir -p "$SLURM_DIR"/{state,spool,dev,munge}
-  # A stand-in for the GPU: slurmd only needs a character device to name in gres.conf (CI has no GPU).
-  mknod "$SLURM_DIR/dev/nvidia0" c 1 3 || exit 1
+  mkdir -p "$SLURM_DIR"/{state,spool,munge}
   head -c 1024 /dev/urandom > "$SLURM_DIR/munge/munge.key"
   chmod 600 "$SLURM_DIR/munge/munge.key"
   chmod 755 "$SLURM_DIR/munge" # the socket: srun run as other users reaches munge too
