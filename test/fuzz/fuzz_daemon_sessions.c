@@ -7,7 +7,8 @@
  * from the input's bytes, a hang-up, a launch or a stub move written into the client's page, a scheduler round. The
  * uid a connection is accepted under is overwritten by the script (the harness runs as one user), so the trusted and
  * untrusted paths both run. After the script every connection closes, and the daemon must be back to no client, no
- * kernel, no ledger slot: anything else abort()s, as does any sanitizer report. */
+ * kernel, no ledger slot: anything else abort()s, as does any sanitizer report. Between steps the metrics are scraped
+ * as the HTTP thread would (issue 43): no counter of a client may go down. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
@@ -336,6 +337,71 @@ static void touch_stub(peer *p, script *s) {
   preemptd_ring_doorbell(ctx);
 }
 
+/* The metrics' counters as last scraped, per client and GPU: Prometheus takes any decrease for a restart of the
+ * counter (issue 43), so within one client's life none may go down, whatever the client writes into its page. */
+typedef struct scraped_counters {
+  uint32_t client_id;
+  char gpu[33];
+  uint64_t launches, evictions, latency_count;
+  double run_seconds, wait_seconds, latency_sum;
+} scraped_counters;
+static scraped_counters scraped[PREEMPTD_MAX_CONNECTIONS * PREEMPTD_MAX_GPUS];
+static uint32_t scraped_count;
+
+/* What the endpoint does on a scrape (metrics_http.c without libmicrohttpd): the snapshot under the lock, the text
+ * outside it; then the counters against the previous scrape. */
+static void scrape(void) {
+  preempt_metrics_snapshot snapshot;
+  REQUIRE(preemptd_metrics_snapshot(ctx, &snapshot) == PREEMPT_DAEMON_OK);
+  char *text = NULL;
+  size_t length = 0;
+  REQUIRE(preempt_metrics_format(&snapshot, &text, &length) == 0);
+  REQUIRE(length > 0 && text[length - 1] == '\n');
+  free(text);
+  /* Rounding of a period summed at a scrape against the same period summed when it ends. */
+  const double slack = 1e-9;
+  for (uint32_t i = 0; i < snapshot.client_gpu_count; i++) {
+    const preempt_metrics_client_gpu *c = &snapshot.client_gpus[i];
+    uint64_t buckets = 0;
+    for (int b = 0; b < PREEMPT_METRICS_BUCKETS; b++)
+      buckets += c->eviction_latency.bucket[b];
+    REQUIRE(buckets <= c->eviction_latency.count);
+    REQUIRE(c->run_seconds >= 0 && c->wait_seconds >= 0 && c->eviction_latency.sum_seconds >= 0);
+    scraped_counters *before = NULL;
+    for (uint32_t k = 0; k < scraped_count && !before; k++)
+      if (scraped[k].client_id == c->who.client_id && strcmp(scraped[k].gpu, c->who.gpu) == 0)
+        before = &scraped[k];
+    if (!before) {
+      REQUIRE(scraped_count < sizeof scraped / sizeof scraped[0]);
+      before = &scraped[scraped_count++];
+      memset(before, 0, sizeof *before);
+      before->client_id = c->who.client_id;
+      memcpy(before->gpu, c->who.gpu, sizeof before->gpu);
+    }
+    if (c->launches < before->launches || c->evictions < before->evictions ||
+        c->eviction_latency.count < before->latency_count || c->run_seconds < before->run_seconds - slack ||
+        c->wait_seconds < before->wait_seconds - slack ||
+        c->eviction_latency.sum_seconds < before->latency_sum - slack) {
+      fprintf(stderr,
+              "fuzz_daemon_sessions: %s:%d: client %u gpu %s: a counter went down: launches %llu -> %llu, "
+              "evictions %llu -> %llu, latency count %llu -> %llu, run %.9f -> %.9f s, wait %.9f -> %.9f s\n",
+              __FILE__, __LINE__, (unsigned)c->who.client_id, c->who.gpu, (unsigned long long)before->launches,
+              (unsigned long long)c->launches, (unsigned long long)before->evictions,
+              (unsigned long long)c->evictions, (unsigned long long)before->latency_count,
+              (unsigned long long)c->eviction_latency.count, before->run_seconds, c->run_seconds,
+              before->wait_seconds, c->wait_seconds);
+      abort();
+    }
+    before->launches = c->launches;
+    before->evictions = c->evictions;
+    before->latency_count = c->eviction_latency.count;
+    before->run_seconds = c->run_seconds;
+    before->wait_seconds = c->wait_seconds;
+    before->latency_sum = c->eviction_latency.sum_seconds;
+  }
+  preemptd_metrics_release(&snapshot);
+}
+
 static void schedule(void) {
   pthread_mutex_lock(&ctx->lock);
   (void)preemptd_scheduler_step(ctx);
@@ -386,6 +452,7 @@ static void finish(void) {
   preemptd_mem_free(ctx);
   preemptd_jobs_free(ctx); /* their pidfds: one run's steps must not outlive it */
   ctx->next_client_id = ctx->next_kernel_id = 0;
+  scraped_count = 0; /* client ids start again */
   memset(ctx->log_budgets, 0, sizeof ctx->log_budgets);
 }
 
@@ -433,6 +500,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     serve(2);
     drain_all();
+    scrape();
   }
   finish();
   return 0;

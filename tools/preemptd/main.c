@@ -358,11 +358,13 @@ int main(int argc, char **argv) {
     unlink(ctx->socket_path);
     return 1;
   }
+  /* Before detach_done, while a detached daemon's stderr is still its starter's: with PORT 0 this line is the only
+   * place (with --log) that says which port the kernel chose. */
+  if (opts.metrics)
+    fprintf(stderr, "preemptd: metrics on http://%s:%u/metrics\n", metrics_address, (unsigned)bound_port);
   /* Tests and scripts wait for this line (a detached daemon's parent waits for `detach_done` instead, and
    * prints the pid): the socket accepts and the scheduler runs. */
   detach_done(&ready_fd);
-  if (opts.metrics)
-    fprintf(stderr, "preemptd: metrics on http://%s:%u/metrics\n", metrics_address, (unsigned)bound_port);
   fprintf(stderr, "preemptd: listening on %s (policy %s)\n", ctx->socket_path, ctx->default_policy->name);
   preempt_daemon_status status = preemptd_serve(ctx);
   /* Stop accepting first: a client that connects now would be dropped, so let it find no socket (it

@@ -355,7 +355,11 @@ static preempt_daemon_status scan_stub(preemptd_context *ctx, preemptd_client *c
     if (record->seen == PREEMPT_STUB_TOEVICT)
       return eviction_done(ctx, client, index, &copy, why, why_bytes);
     record->seen = PREEMPT_STUB_RUNNING; /* TORUN carried out: launched or resumed */
-    record->running_since_us = preemptd_now_us(ctx);
+    /* A TORUN on a running stub (SMs given back after a partial eviction, a new quota) does not start a new period:
+     * the kernel ran all along, and restarting the clock here lost that time from its model's sample, LIST and the
+     * metrics' run seconds, which went down. */
+    if (record->running_since_us < 0)
+      record->running_since_us = preemptd_now_us(ctx);
     preemptd_log(ctx, "running client=%u stub=%u kernel=%u", client->id, index, record->kernel_id);
     return preemptd_flush_pending(ctx, client, index);
   case PREEMPT_STUB_DONE:

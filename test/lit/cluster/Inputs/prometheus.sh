@@ -5,6 +5,10 @@ PROM_URL=
 
 # start_prometheus HOST:PORT: returns once Prometheus says it is ready (30 s at most).
 start_prometheus() {
+  if ! command -v prometheus >/dev/null || ! command -v curl >/dev/null; then
+    echo "prometheus or curl is not installed: tools/setup.sh installs both (apt-get install prometheus curl)" >&2
+    exit 1
+  fi
   mkdir -p "$PROM_DIR/data"
   local port
   port=$(free_port)
