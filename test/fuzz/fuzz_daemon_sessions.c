@@ -408,22 +408,6 @@ static void schedule(void) {
   pthread_mutex_unlock(&ctx->lock);
 }
 
-/* A scrape of --metrics (metrics.c, lib/metrics_text.c) in whatever state the script reached: what the snapshot
- * copies must be consistent enough to format, and the text must hold every registered client's series. */
-static void scrape(void) {
-  preempt_metrics_snapshot snapshot;
-  REQUIRE(preemptd_metrics_snapshot(ctx, &snapshot) == PREEMPT_DAEMON_OK);
-  char *text = NULL;
-  size_t length = 0;
-  REQUIRE(preempt_metrics_format(&snapshot, &text, &length) == 0);
-  REQUIRE(strlen(text) == length && strstr(text, "preempt_clients ") != NULL);
-  for (uint32_t i = 0; i < snapshot.client_gpu_count; i++)
-    REQUIRE(snapshot.client_gpus[i].run_seconds >= 0 && snapshot.client_gpus[i].wait_seconds >= 0 &&
-            snapshot.client_gpus[i].eviction_latency.count >= snapshot.client_gpus[i].eviction_latency.bucket[0]);
-  free(text);
-  preemptd_metrics_release(&snapshot);
-}
-
 /* Everyone gone: the daemon must hold nothing of theirs. Then the tables start afresh for the next input. */
 static void finish(void) {
   for (int i = 0; i < CONNECTIONS; i++)
@@ -492,10 +476,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       touch_stub(p, &s);
       break;
     default:
-      if (op & 8)
-        scrape();
-      else
-        schedule();
+      schedule();
       break;
     }
     serve(2);
