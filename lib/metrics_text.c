@@ -194,19 +194,21 @@ int preempt_metrics_format(const preempt_metrics_snapshot *s, char **text, size_
     put(&w, "} %llu\n", (unsigned long long)c->eviction_latency.count);
   }
 
-  family(&w, "preempt_client_memory_reserved_bytes", "gauge",
-         "GPU memory the client holds in preemptd's ledger of the GPU (memory admission).");
-  for (uint32_t i = 0; i < s->memory_count; i++) {
-    put(&w, "preempt_client_memory_reserved_bytes{");
-    put_who(&w, &s->memory[i].who);
-    put(&w, "} %llu\n", (unsigned long long)s->memory[i].reserved_bytes);
-  }
-  family(&w, "preempt_client_memory_waiting_bytes", "gauge",
-         "GPU memory the client waits for in the ledger's queue (0: none).");
-  for (uint32_t i = 0; i < s->memory_count; i++) {
-    put(&w, "preempt_client_memory_waiting_bytes{");
-    put_who(&w, &s->memory[i].who);
-    put(&w, "} %llu\n", (unsigned long long)s->memory[i].waiting_bytes);
+  static const struct {
+    const char *name, *help;
+  } memory[] = {
+      {"preempt_client_memory_reserved_bytes",
+       "GPU memory the client holds in preemptd's ledger of the GPU (memory admission)."},
+      {"preempt_client_memory_waiting_bytes", "GPU memory the client waits for in the ledger's queue (0: none)."},
+  };
+  for (size_t f = 0; f < sizeof memory / sizeof memory[0]; f++) {
+    family(&w, memory[f].name, "gauge", memory[f].help);
+    for (uint32_t i = 0; i < s->memory_count; i++) {
+      put(&w, "%s{", memory[f].name);
+      put_who(&w, &s->memory[i].who);
+      put(&w, "} %llu\n",
+          (unsigned long long)(f == 0 ? s->memory[i].reserved_bytes : s->memory[i].waiting_bytes));
+    }
   }
   if (w.failed) {
     free(w.text);

@@ -14,7 +14,6 @@
  * of the program's left to wait for. Copies that wait for nothing of the runtime's cost one atomic load. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include "runtime.h"
 

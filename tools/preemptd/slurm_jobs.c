@@ -103,6 +103,12 @@ preempt_daemon_status preemptd_job_message(preemptd_context *ctx, preemptd_clien
 /* The step whose slurmstepd is `pid` or one of its ancestors, for a process of `uid`; NULL: none. The ancestors are
  * read by number, then each match's pidfd is checked alive: a live slurmstepd's pid was not reused in between. */
 static preemptd_job *job_of(preemptd_context *ctx, pid_t pid, uid_t uid) {
+  /* A node without Slurm steps (most registrations) reads no /proc at all. */
+  bool any = false;
+  for (uint32_t i = 0; i < PREEMPTD_MAX_JOBS && !any; i++)
+    any = ctx->jobs[i].in_use;
+  if (!any)
+    return NULL;
   for (int depth = 0; depth < PREEMPTD_JOB_ANCESTORS && pid > 1; depth++) {
     for (uint32_t i = 0; i < PREEMPTD_MAX_JOBS; i++) {
       preemptd_job *job = &ctx->jobs[i];
@@ -120,7 +126,7 @@ static preemptd_job *job_of(preemptd_context *ctx, pid_t pid, uid_t uid) {
 
 void preemptd_job_grant_priority(preemptd_context *ctx, preemptd_client *client, bool requested, int32_t request,
                                  int32_t *granted, int32_t *limit) {
-  /* Both connections of one process (scheduling and memory) find the same step; the first lookup is kept. */
+  /* A connection that both REGISTERs and MEM_ATTACHes keeps its first lookup: one step for both grants. */
   if (client->job_id == 0) {
     const preemptd_job *job = job_of(ctx, client->pid, client->uid);
     if (job) {
