@@ -95,6 +95,15 @@ cp -L "$cuda/lib64/libcudart.so" "$out/lib/$cudart_soname"
 cp "$runtime/libpreempt_mem.so" "$out/lib/libpreempt_mem.so"
 [ -x "$build/tools/preemptd/preemptd" ] || { echo "build_suite.sh: $build/tools/preemptd/preemptd missing: build the project first" >&2; exit 1; }
 cp "$build/tools/preemptd/preemptd" "$out/preemptd"
+# The GPU machine has no libmicrohttpd (preemptd --metrics) nor its TLS stack: carry every library preemptd needs that
+# glibc does not provide, next to it, and point its run path there.
+command -v patchelf > /dev/null || { echo "build_suite.sh: patchelf missing (tools/setup.sh installs it)" >&2; exit 1; }
+ldd "$out/preemptd" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | while read -r so; do
+  case "$(basename "$so")" in libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux*) continue ;; esac
+  cp -L "$so" "$out/lib/$(basename "$so")"
+done
+# shellcheck disable=SC2016 # $ORIGIN is the dynamic linker's
+patchelf --force-rpath --set-rpath '$ORIGIN/lib' "$out/preemptd" # DT_RPATH also serves the libraries' own needs
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/queue_trap.cu" -o "$out/preempt/queue_trap" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # In-task preemption (issue 8, bench/intask/intask_check.sh): long-block kernels built five ways (the fourth with

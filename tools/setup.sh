@@ -4,7 +4,7 @@
 set -euo pipefail
 # libclang-rt-22-dev: libFuzzer and the sanitizers for test/fuzz; clang-22 only recommends it.
 packages=(clang-22 llvm-22-dev llvm-22-tools lld-22 libclang-22-dev libclang-rt-22-dev libamdhip64-dev cmake ninja-build
-          python3 pkg-config libmicrohttpd-dev libslurm-dev)
+          python3 pkg-config libmicrohttpd-dev libslurm-dev patchelf)
 # The real servers the integration tests start (test/lit/cluster/): Slurm (munge, slurmctld, slurmd, srun) and
 # Prometheus, with curl to ask them.
 packages+=(munge slurmctld slurmd slurm-client prometheus curl)

@@ -15,7 +15,7 @@
  * stream spellings _ptsz, Managed, Pitch, 3D, the frees), the driver's (cuMemAlloc_v2, Pitch_v2, Managed, Async and
  * FromPoolAsync with _ptsz, cuMemCreate/cuMemRelease, the frees), what admission asks of a GPU (device, UUID,
  * memory info, last error, capture state, host functions), what mem_pressure.cu needs (events, copies, kernel
- * registration and launch), and NVML's nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetHandleByUUID and
+ * registration and launch), the driver's cuDeviceGetCount and cuDeviceGetAttribute (SM count), and NVML's nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetHandleByUUID and
  * nvmlDeviceGetMemoryInfo. Streams are always idle: stream-ordered calls act at once, host functions run at once.
  *
  * Environment (read once per process; a malformed value is said on stderr and every call then fails with the
@@ -1027,6 +1027,23 @@ EXPORTED CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   if (ordinal != 0)
     return driver_result(FAKE_BAD_DEVICE);
   *device = 0;
+  return CUDA_SUCCESS;
+}
+
+EXPORTED CUresult cuDeviceGetCount(int *count) {
+  if (!count)
+    return driver_result(FAKE_INVALID);
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+/* What a daemon asks the driver of a GPU without a context (preemptd's driver_probe.c): its SM count. */
+EXPORTED CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice dev) {
+  if (!value)
+    return driver_result(FAKE_INVALID);
+  if (dev != 0)
+    return driver_result(FAKE_BAD_DEVICE);
+  *value = attribute == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? FAKE_SMS : 0;
   return CUDA_SUCCESS;
 }
 

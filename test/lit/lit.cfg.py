@@ -46,6 +46,7 @@ config.substitutions += [
     # (LD_LIBRARY_PATH=%fake_nvml_dir lets dlopen("libnvidia-ml.so.1") find it), and NVML's own check.
     ("%fake_cuda_lib", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "libfakecuda.so")),
     ("%fake_nvml_dir", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "nvml")),
+    ("%fake_driver_dir", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "driver")),
     ("%nvml_check", os.path.join(config.preempt_binary_root, "test", "fake-gpu", "nvml_check")),
     ("%cuda_lib", os.path.join(config.cuda_path, "lib64")),
     ("%cuda_include", os.path.join(config.cuda_path, "include")),

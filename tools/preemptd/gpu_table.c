@@ -70,6 +70,14 @@ preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const pre
         }
         repeated = true;
       }
+    /* The driver's count is the truth for every client, root's included. A client under MPS with an active thread
+     * percentage sees fewer SMs than %smid ranges over: its masks would be wrong, so it is refused too. */
+    uint32_t driver_sms = preemptd_driver_sm_count(&ctx->driver, gpus[i].uuid);
+    if (driver_sms != 0 && driver_sms != gpus[i].sm_count) {
+      snprintf(why, why_bytes, "gpus[%u].sm_count %u differs from the %u the CUDA driver reports for this GPU", i,
+               gpus[i].sm_count, driver_sms);
+      return PREEMPT_DAEMON_MALFORMED;
+    }
     int known = preemptd_gpu_find(ctx, gpus[i].uuid);
     if (known < 0) {
       new_ones += !repeated;
@@ -172,7 +180,8 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_cli
                                        const preempt_msg_gpu *all, uint32_t all_count, uint32_t which,
                                        uint32_t *index) {
   const preempt_msg_gpu *reported = &all[which];
-  bool trusted = preemptd_uid_trusted(ctx, client->uid);
+  /* preemptd_gpus_check refused a count the driver contradicts: one it knows is the driver's. */
+  bool trusted = preemptd_uid_trusted(ctx, client->uid) || preemptd_driver_sm_count(&ctx->driver, reported->uuid) != 0;
   int known = preemptd_gpu_find(ctx, reported->uuid);
   if (known >= 0 && ctx->gpus[known].sm_count == reported->sm_count) {
     *index = (uint32_t)known;

@@ -335,6 +335,19 @@ int main(int argc, char **argv) {
   static const char *const sharing_names[] = {"auto", "mps", "time-slicing"};
   preemptd_log(ctx, "sharing %s (--sharing %s)", preemptd_time_slicing(ctx, true) ? "time-slicing" : "mps",
                sharing_names[ctx->sharing]);
+  /* SM counts from the driver, not from whichever user registers first (issue 41); without a driver, said. */
+  if (preemptd_driver_probe(&ctx->driver) == PREEMPT_DAEMON_OK)
+    preemptd_log(ctx, "driver: %u GPU(s) in %u ms: clients must report their SM counts", ctx->driver.count,
+                 ctx->driver.probe_ms);
+  else
+    preemptd_log(ctx, "driver=none (%s): SM counts from the clients' reports (root's over other users')",
+                 ctx->driver.why);
+  for (uint32_t i = 0; i < ctx->driver.count; i++) {
+    char uuid[33];
+    for (int byte = 0; byte < 16; byte++)
+      snprintf(uuid + 2 * byte, 3, "%02x", ctx->driver.gpus[i].uuid[byte]);
+    preemptd_log(ctx, "driver: gpu uuid=%s sms=%u", uuid, ctx->driver.gpus[i].sm_count);
+  }
   /* Without NVML the daemon still keeps ledgers, sized and corrected by the clients' readings: said, not hidden. */
   if (preemptd_nvml_open(&ctx->nvml) == PREEMPT_DAEMON_OK)
     preemptd_log(ctx, "memory policy=%s nvml=libnvidia-ml.so.1", preempt_mem_policy_name(ctx->mem_policy));

@@ -151,6 +151,20 @@ typedef struct preemptd_nvml {
   char why[160];
 } preemptd_nvml;
 
+/* The SM count of each GPU as the CUDA driver reports it (driver_probe.c), read once at start; count 0 and `why`
+ * without a driver. A client's report that disagrees is refused (gpu_table.c). */
+typedef struct preemptd_driver_gpu {
+  uint8_t uuid[16];
+  uint32_t sm_count;
+} preemptd_driver_gpu;
+
+typedef struct preemptd_driver_gpus {
+  uint32_t count;
+  uint32_t probe_ms; /* how long the probe took, for the log */
+  preemptd_driver_gpu gpus[PREEMPTD_MAX_GPUS];
+  char why[160];
+} preemptd_driver_gpus;
+
 /* One GPU's memory ledger (memory_ledgers.c), keyed by UUID like the schedulers' GPUs but kept apart from
  * them: a memory client need not register kernels, nor say how many SMs its GPU has. */
 /* One user's latest reading of a GPU without NVML (memory_ledgers.c). */
@@ -273,6 +287,7 @@ typedef struct preemptd_context {
   preemptd_refusal refusing[PREEMPTD_MAX_REFUSING]; /* socket thread only */
   preemptd_log_budget log_budgets[PREEMPTD_LOG_USERS];
   preemptd_nvml nvml;            /* opened before the threads start */
+  preemptd_driver_gpus driver;   /* probed before the threads start; read-only after */
   preempt_mem_policy mem_policy; /* --memory-policy: for ledgers created from now on */
   uint32_t mem_gpu_count;
   preemptd_mem_gpu mem_gpus[PREEMPTD_MAX_GPUS];
@@ -448,6 +463,10 @@ preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_
 preempt_daemon_status preemptd_send(int fd, const void *bytes, size_t length);
 
 /* ---- NVML (nvml.c) */
+/* driver_probe.c: forks a child that asks libcuda.so.1; call before any thread starts. */
+preempt_daemon_status preemptd_driver_probe(preemptd_driver_gpus *gpus);
+uint32_t preemptd_driver_sm_count(const preemptd_driver_gpus *gpus, const uint8_t uuid[16]); /* 0: unknown */
+
 preempt_daemon_status preemptd_nvml_open(preemptd_nvml *nvml);
 void preemptd_nvml_close(preemptd_nvml *nvml);
 /* UNKNOWN_GPU when NVML does not know the UUID; SYSTEM without NVML. */
