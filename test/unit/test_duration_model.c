@@ -66,6 +66,30 @@ static void test_constant_feature_and_noise(void) {
   CHECK(predicted == 0);
 }
 
+/* The ridge penalty shrinks a slope by the closed form, not by a fixed amount (issue 44: with lambda 0 and 1e-3 only,
+ * removing the penalty passed every test; preemptd runs 1.0). Two launches, 0 and 1000 blocks (the grid feature's
+ * scale is 1e3, so scaled x = 0 and 1), taking 0 and 2 us: the penalised normal equations
+ * [[2, 1], [1, 1 + lambda]] (b0, b1) = (2, 2) give b1 = 1 / (0.5 + lambda) and b0 = (2 - b1) / 2; the intercept is
+ * never penalised. */
+static void test_ridge_shrinks_by_closed_form(void) {
+  const double lambdas[] = {0, 0.25, 1.0, 4.0};
+  for (unsigned i = 0; i < sizeof lambdas / sizeof lambdas[0]; i++) {
+    preempt_duration_model model;
+    CHECK(preempt_duration_model_init(&model, lambdas[i]) == PREEMPT_SCHED_OK);
+    preempt_kernel_features none = {0, 0, 0, 0}, thousand = {1000, 0, 0, 0};
+    CHECK(preempt_duration_model_add(&model, &none, 0) == PREEMPT_SCHED_OK);
+    CHECK(preempt_duration_model_add(&model, &thousand, 2) == PREEMPT_SCHED_OK);
+    double coefficients[PREEMPT_DURATION_FEATURES];
+    CHECK(preempt_duration_model_coefficients(&model, coefficients) == PREEMPT_SCHED_OK);
+    double slope = 1.0 / (0.5 + lambdas[i]);
+    CHECK(near(coefficients[1] * 1e3, slope, 1e-9));
+    CHECK(near(coefficients[0], (2 - slope) / 2, 1e-9));
+    preempt_usec predicted = 0;
+    CHECK(preempt_duration_model_predict(&model, &thousand, &predicted) == PREEMPT_SCHED_OK);
+    CHECK(near(predicted, (2 - slope) / 2 + slope, 1e-9));
+  }
+}
+
 static void test_rejects_bad_input(void) {
   preempt_duration_model model;
   CHECK(preempt_duration_model_init(&model, -1) == PREEMPT_SCHED_INVALID_ARGUMENT);
@@ -100,6 +124,7 @@ static void test_eviction_cost(void) {
 int main(void) {
   test_exact_recovery();
   test_constant_feature_and_noise();
+  test_ridge_shrinks_by_closed_form();
   test_rejects_bad_input();
   test_eviction_cost();
   CHECK_DONE("test_duration_model");
