@@ -258,8 +258,9 @@ static int cuda_stream_write_words(void *stream, uint32_t *device_words, const u
     writes[index].writeValue.value = values[index];
     writes[index].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
   }
-  CUresult result = driver.stream_batch_mem_op((CUstream)stream, count, writes, 0);
-  return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+  /* The driver's own code, not a catch-all: CUresult and cudaError_t share their numbers for what can happen here
+   * (a sticky 700 from a faulted kernel read as "not supported" once hid a fault in the corpus). */
+  return (int)driver.stream_batch_mem_op((CUstream)stream, count, writes, 0);
 }
 
 static int cuda_stream_wait_u32(void *stream, void *device_word, uint32_t value) {
@@ -269,9 +270,8 @@ static int cuda_stream_wait_u32(void *stream, void *device_word, uint32_t value)
   /* No FLUSH flag: it concerns writes from remote (peer) devices and the
    * H100 refuses it (CAN_FLUSH_REMOTE_WRITES = 0). done_generation is
    * published once the results are visible (control_block.h). */
-  CUresult result = driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
-                                               CU_STREAM_WAIT_VALUE_EQ);
-  return result == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+  return (int)driver.stream_wait_value32((CUstream)stream, (CUdeviceptr)(uintptr_t)device_word, value,
+                                         CU_STREAM_WAIT_VALUE_EQ);
 }
 
 static int cuda_stream_wait_event(void *stream, void *event) {
