@@ -200,6 +200,23 @@ int preempt_report_gpu(const preempt_gpu_ops *gpu, int code, const char *what, c
   return code;
 }
 
+/* In CUDA's global capture mode, a "potentially unsafe" call from any other thread is refused and invalidates the
+ * capture: a relaunch or yield-mask write of ours, on our own streams, landing while an application thread captured
+ * made graphMemoryNodes' next cudaMallocAsync fail with 901 (corpus, stress + in-task). Relaxed, a runtime thread's
+ * calls neither are refused nor touch the capture; the capturing thread's own rules are unchanged. */
+int preempt_relax_thread_capture(const preempt_gpu_ops *gpu, const char *thread) {
+  int saved = 0;
+  if (!gpu->capture_mode_relax)
+    return 0;
+  int status = gpu->capture_mode_relax(&saved);
+  if (status != 0) {
+    char what[96];
+    snprintf(what, sizeof what, "relaxing the %s thread's stream-capture mode", thread);
+    preempt_report_gpu(gpu, status, what, NULL);
+  }
+  return status;
+}
+
 const char *preempt_last_error(void) { return last_error; }
 
 int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out) {

@@ -917,6 +917,7 @@ static void *agent_main(void *argument) {
   /* Its 20 us polls would otherwise oversleep by the default 50 us timer slack. */
   prctl(PR_SET_TIMERSLACK, 1000UL);
   preempt_runtime *runtime = preempt_runtime_lock();
+  (void)preempt_relax_thread_capture(runtime->gpu, "daemon agent"); /* reported; its calls then run as before */
   preempt_daemon_client *client = &runtime->daemon;
   uint64_t socket_checked = 0;
   int agent_device = -1;

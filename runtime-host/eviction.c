@@ -286,6 +286,7 @@ static void *relauncher_loop(void *argument) {
   prctl(PR_SET_TIMERSLACK, 1000UL); /* its 20 us pauses, not 70 */
   preempt_runtime *runtime = preempt_runtime_lock();
   (void)argument;
+  (void)preempt_relax_thread_capture(runtime->gpu, "relauncher"); /* reported; its calls then run as before */
   while (!runtime->relauncher.stopping) {
     if (preempt_enqueue_ready_relaunches(runtime) == 0) {
       pthread_cond_wait(&runtime->relauncher.wake, &runtime->lock);

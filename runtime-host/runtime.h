@@ -230,6 +230,11 @@ void preempt_runtime_unlock(preempt_runtime *runtime);
 /* Records (and prints, unless PREEMPT_QUIET=1) an error of the GPU API.
  * Returns `code` so callers can `return preempt_report_gpu(...)`. */
 int preempt_report_gpu(const preempt_gpu_ops *gpu, int code, const char *what, const char *kernel_name);
+
+/* Called first by each of the runtime's own threads (daemon agent, relauncher, stress): their CUDA calls are never
+ * part of an application's stream capture, so their capture mode is relaxed for the thread's life. 0, or the API's
+ * code (reported; the thread goes on, as it did before). */
+int preempt_relax_thread_capture(const preempt_gpu_ops *gpu, const char *thread);
 /* Records a runtime error that has no GPU API code. */
 void preempt_report(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -108,8 +108,13 @@ static int fake_stream_create(void **stream, int urgent) {
   fake_gpu.streams_created++;
   return 0;
 }
+/* Whether this thread relaxed its capture mode and has not restored it (CUDA keeps the mode per thread). */
+static _Thread_local int thread_relaxed;
+
 /* "Device memory" is host memory here: a stream write lands at once. */
 static int fake_stream_write(void *stream, uint32_t *words, const uint32_t *values, uint32_t count) {
+  if (!thread_relaxed && !pthread_equal(pthread_self(), fake_gpu.application_thread))
+    fake_gpu.unrelaxed_thread_writes++;
   int entry = fake_gpu.write_count++ % FAKE_WRITE_LOG;
   fake_gpu.write_log[entry].stream = stream;
   fake_gpu.write_log[entry].word = words;
@@ -321,11 +326,13 @@ static int fake_stream_capturing(void *stream, int *capturing) {
 }
 static int fake_capture_mode_relax(int *saved) {
   fake_gpu.capture_relaxes++;
+  thread_relaxed = 1;
   *saved = 7; /* any mode: restore must hand it back */
   return 0;
 }
 static int fake_capture_mode_restore(int saved) {
   fake_gpu.capture_restores += saved == 7;
+  thread_relaxed = 0;
   return 0;
 }
 
@@ -410,6 +417,7 @@ void fake_gpu_reset(uint32_t marker_abi) {
   fake_gpu.registers_per_thread = 32;
   fake_gpu.marker_abi = marker_abi;
   fake_gpu.expected_params = -1;
+  fake_gpu.application_thread = pthread_self();
 }
 
 preempt_kernel_desc fake_kernel_desc(const void *stub, const char *name, uint32_t params) {

@@ -3,6 +3,8 @@
 #ifndef PREEMPT_FAKE_GPU_H
 #define PREEMPT_FAKE_GPU_H
 
+#include <pthread.h>
+
 #include "gpu.h"
 #include "preempt/control_block.h"
 
@@ -90,6 +92,10 @@ typedef struct fake_gpu_state {
    * code instead: the query fails), and the calls that relax and restore the thread's capture mode. */
   uint32_t original_ctas_per_sm;
   int capturing, capture_query_error, capture_relaxes, capture_restores;
+  /* Stream writes from a thread other than the one that reset the fake (the application's) that had not relaxed its
+   * capture mode: under CUDA's global capture mode each would be refused and invalidate an application's capture. */
+  int unrelaxed_thread_writes;
+  pthread_t application_thread;
   int lazy_loading; /* what module_loading_lazy answers */
   int persistent_missing; /* converted kernels have no persistent form (a broken build) */
 } fake_gpu_state;

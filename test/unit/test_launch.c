@@ -1777,6 +1777,10 @@ int main(int argc, char **argv) {
     }
     CHECK(skipped >= 8);
     CHECK(most_held >= 1 && most_held <= 4);
+    /* The stress thread's writes (and the relauncher's) came from threads that relaxed their capture mode: in CUDA's
+     * global mode they would otherwise invalidate an application thread's capture (graphMemoryNodes, corpus). */
+    CHECK(fake_gpu.mask_writes >= 24);
+    CHECK_EQ_U64(fake_gpu.unrelaxed_thread_writes, 0);
     unsetenv("PREEMPT_STRESS");
     preempt_shutdown();
     CHECK_EQ_U64(fake_gpu.nonzero_mask_words, 0);
