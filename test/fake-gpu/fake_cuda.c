@@ -15,8 +15,8 @@
  * stream spellings _ptsz, Managed, Pitch, 3D, the frees), the driver's (cuMemAlloc_v2, Pitch_v2, Managed, Async and
  * FromPoolAsync with _ptsz, cuMemCreate/cuMemRelease, the frees), what admission asks of a GPU (device, UUID,
  * memory info, last error, capture state, host functions), what mem_pressure.cu needs (events, copies, kernel
- * registration and launch), the driver's cuDeviceGetCount and cuDeviceGetAttribute (SM count), and NVML's nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetHandleByUUID and
- * nvmlDeviceGetMemoryInfo. Streams are always idle: stream-ordered calls act at once, host functions run at once.
+ * registration and launch), what a daemon asks the driver (cuDeviceGetCount, cuDeviceGetAttribute's SM count), and
+ * NVML's nvmlInit_v2, nvmlShutdown, nvmlErrorString, nvmlDeviceGetHandleByUUID and nvmlDeviceGetMemoryInfo. Streams are always idle: stream-ordered calls act at once, host functions run at once.
  *
  * Environment (read once per process; a malformed value is said on stderr and every call then fails with the
  * API's "no device" error, never a guess):

@@ -27,19 +27,16 @@ typedef int (*cu_device_get_attribute_fn)(int *value, int attribute, int device)
 
 static void *symbol(void *library, const char *name) { return dlsym(library, name); }
 
-/* In the child: one line per GPU ("gpu <32 hex> <sms>") or one "error <text>" line. The child, not the daemon, loads
- * the driver: the daemon keeps no CUDA state, threads or device files for its whole life. */
-static void probe_child(int out) {
-  FILE *pipe = fdopen(out, "w");
-  if (!pipe)
-    _exit(1);
+/* In the child, which, not the daemon, loads the driver: the daemon keeps no CUDA state, threads or device files for
+ * its whole life. The answer is the table itself, or a `why` with count 0. */
+static void probe_child(preemptd_driver_gpus *gpus) {
   /* The daemon schedules every GPU of the node, whatever devices its own environment happened to select. */
   unsetenv("CUDA_VISIBLE_DEVICES");
   void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char *error = dlerror();
-    fprintf(pipe, "error %s\n", error ? error : "libcuda.so.1 not found");
-    _exit(fclose(pipe) == 0 ? 0 : 1);
+    snprintf(gpus->why, sizeof gpus->why, "%s", error ? error : "libcuda.so.1 not found");
+    return;
   }
   cu_init_fn init = (cu_init_fn)symbol(library, "cuInit");
   cu_device_get_count_fn get_count = (cu_device_get_count_fn)symbol(library, "cuDeviceGetCount");
@@ -49,27 +46,34 @@ static void probe_child(int out) {
     get_uuid = (cu_device_get_uuid_fn)symbol(library, "cuDeviceGetUuid");
   cu_device_get_attribute_fn get_attribute = (cu_device_get_attribute_fn)symbol(library, "cuDeviceGetAttribute");
   int count = 0, result;
-  if (!init || !get_count || !get || !get_uuid || !get_attribute)
-    fprintf(pipe, "error libcuda.so.1 lacks cuInit, cuDeviceGetCount, cuDeviceGet, cuDeviceGetUuid or "
-                  "cuDeviceGetAttribute\n");
-  else if ((result = init(0)) != 0)
-    fprintf(pipe, "error cuInit: CUDA error %d\n", result);
-  else if ((result = get_count(&count)) != 0)
-    fprintf(pipe, "error cuDeviceGetCount: CUDA error %d\n", result);
+  if (!init || !get_count || !get || !get_uuid || !get_attribute) {
+    snprintf(gpus->why, sizeof gpus->why,
+             "libcuda.so.1 lacks cuInit, cuDeviceGetCount, cuDeviceGet, cuDeviceGetUuid or cuDeviceGetAttribute");
+    return;
+  }
+  if ((result = init(0)) != 0) {
+    snprintf(gpus->why, sizeof gpus->why, "cuInit: CUDA error %d", result);
+    return;
+  }
+  if ((result = get_count(&count)) != 0) {
+    snprintf(gpus->why, sizeof gpus->why, "cuDeviceGetCount: CUDA error %d", result);
+    return;
+  }
   for (int ordinal = 0; ordinal < count; ordinal++) {
     int device = 0, sms = 0;
-    uint8_t uuid[16];
-    if ((result = get(&device, ordinal)) != 0 || (result = get_uuid(uuid, device)) != 0 ||
+    preemptd_driver_gpu *gpu = &gpus->gpus[gpus->count];
+    if ((result = get(&device, ordinal)) != 0 || (result = get_uuid(gpu->uuid, device)) != 0 ||
         (result = get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device)) != 0) {
-      fprintf(pipe, "error device %d: CUDA error %d\n", ordinal, result);
-      break;
+      snprintf(gpus->why, sizeof gpus->why, "device %d: CUDA error %d", ordinal, result);
+      gpus->count = 0;
+      return;
     }
-    fprintf(pipe, "gpu ");
-    for (int byte = 0; byte < 16; byte++)
-      fprintf(pipe, "%02x", uuid[byte]);
-    fprintf(pipe, " %d\n", sms);
+    /* More GPUs than the table holds, or an SM count no scheduler can use: left to the clients. */
+    if (gpus->count < PREEMPTD_MAX_GPUS && sms > 0 && (uint32_t)sms <= PREEMPT_SCHED_MAX_SMS) {
+      gpu->sm_count = (uint32_t)sms;
+      gpus->count++;
+    }
   }
-  _exit(fclose(pipe) == 0 ? 0 : 1);
 }
 
 static uint64_t now_ms(void) {
@@ -78,11 +82,11 @@ static uint64_t now_ms(void) {
   return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
 }
 
-/* The child's whole output, within the deadline; false on a timeout (the child is then killed). */
-static bool read_all(int in, char *text, size_t bytes) {
+/* The child's whole answer, within the deadline; false on a timeout or a short answer (a child that died). */
+static bool read_answer(int in, preemptd_driver_gpus *gpus) {
   size_t used = 0;
   uint64_t deadline = now_ms() + PROBE_TIMEOUT_MS;
-  for (;;) {
+  while (used < sizeof *gpus) {
     uint64_t now = now_ms();
     if (now >= deadline)
       return false;
@@ -92,24 +96,14 @@ static bool read_all(int in, char *text, size_t bytes) {
       continue;
     if (ready <= 0)
       return false;
-    ssize_t got = read(in, text + used, bytes - 1 - used);
+    ssize_t got = read(in, (char *)gpus + used, sizeof *gpus - used);
     if (got < 0 && errno == EINTR)
       continue;
-    if (got <= 0 || (used += (size_t)got) == bytes - 1)
-      break;
-  }
-  text[used] = '\0';
-  return true;
-}
-
-static bool parse_uuid(const char *hex, uint8_t uuid[16]) {
-  for (int byte = 0; byte < 16; byte++) {
-    unsigned value;
-    if (sscanf(hex + 2 * byte, "%2x", &value) != 1)
+    if (got <= 0)
       return false;
-    uuid[byte] = (uint8_t)value;
+    used += (size_t)got;
   }
-  return hex[32] == ' ';
+  return true;
 }
 
 preempt_daemon_status preemptd_driver_probe(preemptd_driver_gpus *gpus) {
@@ -122,8 +116,10 @@ preempt_daemon_status preemptd_driver_probe(preemptd_driver_gpus *gpus) {
   uint64_t start = now_ms();
   pid_t child = fork();
   if (child == 0) {
+    /* A fork of this binary: the table's own bytes are the message. */
     close(fds[0]);
-    probe_child(fds[1]);
+    probe_child(gpus);
+    _exit(write(fds[1], gpus, sizeof *gpus) == (ssize_t)sizeof *gpus ? 0 : 1);
   }
   close(fds[1]);
   if (child < 0) {
@@ -131,39 +127,26 @@ preempt_daemon_status preemptd_driver_probe(preemptd_driver_gpus *gpus) {
     snprintf(gpus->why, sizeof gpus->why, "fork: %s", strerror(errno));
     return PREEMPT_DAEMON_SYSTEM;
   }
-  char text[4096];
-  bool complete = read_all(fds[0], text, sizeof text);
+  bool complete = read_answer(fds[0], gpus);
   close(fds[0]);
   if (!complete)
     kill(child, SIGKILL);
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR)
     ;
-  gpus->probe_ms = (uint32_t)(now_ms() - start);
-  if (!complete) {
+  uint32_t took = (uint32_t)(now_ms() - start);
+  if (complete && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    gpus->probe_ms = took;
+    gpus->why[sizeof gpus->why - 1] = '\0';
+    return gpus->why[0] ? PREEMPT_DAEMON_SYSTEM : PREEMPT_DAEMON_OK;
+  }
+  memset(gpus, 0, sizeof *gpus);
+  gpus->probe_ms = took;
+  if (took >= PROBE_TIMEOUT_MS)
     snprintf(gpus->why, sizeof gpus->why, "the driver did not answer within %d ms", PROBE_TIMEOUT_MS);
-    return PREEMPT_DAEMON_SYSTEM;
-  }
-  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-    unsigned sms;
-    if (strncmp(line, "error ", 6) == 0) {
-      snprintf(gpus->why, sizeof gpus->why, "%s", line + 6);
-      gpus->count = 0;
-      return PREEMPT_DAEMON_SYSTEM;
-    }
-    preemptd_driver_gpu *gpu = &gpus->gpus[gpus->count];
-    if (gpus->count == PREEMPTD_MAX_GPUS || strncmp(line, "gpu ", 4) != 0 || !parse_uuid(line + 4, gpu->uuid) ||
-        sscanf(line + 37, "%u", &sms) != 1 || sms == 0 || sms > PREEMPT_SCHED_MAX_SMS)
-      continue; /* more GPUs than the table holds, or an SM count no scheduler can use: left to the clients */
-    gpu->sm_count = sms;
-    gpus->count++;
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  else
     snprintf(gpus->why, sizeof gpus->why, "the probe process failed (wait status %d)", status);
-    gpus->count = 0;
-    return PREEMPT_DAEMON_SYSTEM;
-  }
-  return PREEMPT_DAEMON_OK;
+  return PREEMPT_DAEMON_SYSTEM;
 }
 
 uint32_t preemptd_driver_sm_count(const preemptd_driver_gpus *gpus, const uint8_t uuid[16]) {

@@ -118,6 +118,11 @@ preempt_daemon_status preemptd_gpus_check(const preemptd_context *ctx, const pre
   return PREEMPT_DAEMON_OK;
 }
 
+void preemptd_uuid_hex(const uint8_t uuid[16], char text[33]) {
+  for (int i = 0; i < 16; i++)
+    snprintf(text + 2 * i, 3, "%02x", uuid[i]);
+}
+
 /* The SM limits of a REGISTER entry (the decoder checked them: all zero, or a plausible SM). */
 static preempt_sm_limits limits_of(const preempt_msg_gpu *reported) {
   preempt_sm_limits limits = {reported->max_threads, reported->max_ctas,      reported->registers,
@@ -216,8 +221,7 @@ preempt_daemon_status preemptd_gpu_add(preemptd_context *ctx, const preemptd_cli
   if (slot == (int)ctx->gpu_count)
     ctx->gpu_count++;
   char uuid[33];
-  for (int i = 0; i < 16; i++)
-    snprintf(uuid + 2 * i, 3, "%02x", reported->uuid[i]);
+  preemptd_uuid_hex(reported->uuid, uuid);
   preemptd_log(ctx, "gpu %u uuid=%s sms=%u policy=%s from=%s", *index, uuid, gpu->sm_count, gpu->policy->name,
                trusted ? "trusted" : "client");
   merge_limits(ctx, *index, reported);

@@ -344,8 +344,7 @@ int main(int argc, char **argv) {
                  ctx->driver.why);
   for (uint32_t i = 0; i < ctx->driver.count; i++) {
     char uuid[33];
-    for (int byte = 0; byte < 16; byte++)
-      snprintf(uuid + 2 * byte, 3, "%02x", ctx->driver.gpus[i].uuid[byte]);
+    preemptd_uuid_hex(ctx->driver.gpus[i].uuid, uuid);
     preemptd_log(ctx, "driver: gpu uuid=%s sms=%u", uuid, ctx->driver.gpus[i].sm_count);
   }
   /* Without NVML the daemon still keeps ledgers, sized and corrected by the clients' readings: said, not hidden. */

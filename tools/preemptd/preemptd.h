@@ -386,6 +386,8 @@ int preemptd_connection_deadlines(preemptd_context *ctx, void (*close_client)(pr
 /* ---- GPUs and kernel models (gpu_table.c) */
 /* Index of the GPU with this UUID, or -1. */
 int preemptd_gpu_find(const preemptd_context *ctx, const uint8_t uuid[16]);
+/* A UUID as the log writes it: 32 lowercase hex digits. */
+void preemptd_uuid_hex(const uint8_t uuid[16], char text[33]);
 /* Registered clients naming GPU `index`, `except` left out (NULL: none). */
 uint32_t preemptd_gpu_users(const preemptd_context *ctx, uint32_t index, const preemptd_client *except);
 /* Whether every GPU of this client's REGISTER can be taken, `why` saying the field otherwise: MALFORMED (sm_count
