@@ -43,23 +43,33 @@ typedef enum eviction_outlook {
   EVICTIONS_MANY_STREAMS, /* and 32 hardware queues */
 } eviction_outlook;
 
-static eviction_outlook evictions_expected(void) {
-  const char *ready = getenv("PREEMPT_EVICT_READY");
-  if (ready && strcmp(ready, "1") == 0)
+/* Settings read again at the next configure: preempt_shutdown's, for programs and tests that change the
+ * environment between runs. */
+static int settings_stale;
+
+static void report_complaints(const preempt_settings *settings) {
+  for (unsigned index = 0; index < settings->complaint_count; index++)
+    preempt_report("%s", settings->complaints[index]);
+}
+
+static eviction_outlook evictions_expected(const preempt_settings *settings) {
+  if (settings->evict_ready == 1)
     return EVICTIONS_MANY_STREAMS;
-  if (ready && strcmp(ready, "0") == 0)
+  if (settings->evict_ready == 0)
     return EVICTIONS_NONE;
-  const char *stress = getenv("PREEMPT_STRESS");
-  int evicts = stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0);
-  const char *daemon = getenv("PREEMPT_DAEMON");
-  const char *socket = getenv("PREEMPT_DAEMON_SOCKET");
-  if (!evicts && !(daemon && strcmp(daemon, "off") == 0))
-    evicts = access(socket && *socket ? socket : PREEMPT_DAEMON_SOCKET_DEFAULT, F_OK) == 0;
+  int evicts = settings->stress != 0;
+  if (!evicts && settings->daemon)
+    evicts = access(settings->daemon_socket, F_OK) == 0;
   return evicts ? EVICTIONS_FEW_STREAMS : EVICTIONS_NONE;
 }
 
 __attribute__((constructor)) static void prepare_for_eviction(void) {
-  eviction_outlook outlook = evictions_expected();
+  preempt_settings settings;
+  int fresh;
+  preempt_settings_load(0, &settings, &fresh);
+  if (fresh)
+    report_complaints(&settings);
+  eviction_outlook outlook = evictions_expected(&settings);
   if (outlook == EVICTIONS_MANY_STREAMS)
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   if (outlook != EVICTIONS_NONE)
@@ -67,93 +77,46 @@ __attribute__((constructor)) static void prepare_for_eviction(void) {
 }
 static _Thread_local char last_error[512];
 
-/* Parses a whole decimal number in [minimum, maximum]; 0 on success. */
-static int parse_environment_number(const char *name, unsigned long minimum, unsigned long maximum,
-                                    unsigned long *value) {
-  const char *text = getenv(name);
-  if (!text || !*text)
-    return 1;
-  char *end;
-  errno = 0;
-  unsigned long parsed = strtoul(text, &end, 10);
-  if (errno || *end || parsed < minimum || parsed > maximum) {
-    preempt_report("ignoring %s='%s': expected a whole number from %lu to %lu", name, text, minimum, maximum);
-    return 1;
-  }
-  *value = parsed;
-  return 0;
-}
-
 static void configure(preempt_runtime *runtime) {
   runtime->configured = 1;
-  runtime->check_interval_env = 0;
-  unsigned long value;
-  if (parse_environment_number("PREEMPT_CHECK_INTERVAL", 1, 1u << 20, &value) == 0)
-    runtime->check_interval_env = (uint32_t)value;
-  runtime->check_period_ns = 20000.0;
-  if (parse_environment_number("PREEMPT_CHECK_PERIOD_US", 1, 1000000, &value) == 0)
-    runtime->check_period_ns = value * 1000.0;
+  int fresh;
+  preempt_settings_load(settings_stale, &runtime->settings, &fresh);
+  settings_stale = 0;
+  if (fresh)
+    report_complaints(&runtime->settings);
+  const preempt_settings *settings = &runtime->settings;
+  runtime->check_interval_env = (uint32_t)settings->check_interval;
+  runtime->check_period_ns = settings->check_period_us * 1000.0;
   /* What a launch whose grid fits in one wave of persistent CTAs runs: the
    * kernel's unconverted copy ("original", the default: no CTA would reach a
    * task boundary, so nothing could be evicted anyway) or the persistent form
    * ("persistent": tracked and evictable like any other launch, at the
-   * persistent form's cost). Anything else is a mistake: said, and the safe
-   * choice, persistent, is kept. */
-  runtime->one_wave_persistent = 0;
-  const char *one_wave = getenv("PREEMPT_ONE_WAVE");
-  if (one_wave && *one_wave && strcmp(one_wave, "original") != 0) {
-    runtime->one_wave_persistent = 1;
-    if (strcmp(one_wave, "persistent") != 0)
-      preempt_report("PREEMPT_ONE_WAVE='%s' is neither 'original' nor 'persistent': one-wave launches stay "
-                     "persistent",
-                     one_wave);
-  }
-  /* Which form converted launches take (launch.c, choose_drain): "auto"
-   * (the default: the faster, measured per kernel), "persistent" or
-   * "drain". Anything else is said, and auto kept. */
-  runtime->form = PREEMPT_FORM_AUTO;
-  const char *form = getenv("PREEMPT_FORM");
-  if (form && *form && strcmp(form, "auto") != 0) {
-    if (strcmp(form, "persistent") == 0)
-      runtime->form = PREEMPT_FORM_PERSISTENT;
-    else if (strcmp(form, "drain") == 0)
-      runtime->form = PREEMPT_FORM_DRAIN;
-    else
-      preempt_report("PREEMPT_FORM='%s' is none of 'auto', 'persistent', 'drain': auto", form);
-  }
-  /* In-task yield points (intask.c): "auto" (checked where tasks measure
-   * long), "on", "off"; their check period in microseconds. */
-  unsigned long period_us = 10;
-  parse_environment_number("PREEMPT_INTASK_PERIOD_US", 1, 1000000, &period_us);
-  preempt_intask_configure(runtime, getenv("PREEMPT_INTASK"), getenv("PREEMPT_INTASK_SHAPE"), period_us);
+   * persistent form's cost; also where the setting is malformed, the safe choice). */
+  runtime->one_wave_persistent = settings->one_wave_persistent;
+  /* Which form converted launches take (launch.c, choose_drain). */
+  runtime->form = (preempt_form)settings->form;
+  /* In-task yield points (intask.c). */
+  runtime->intask_mode = (preempt_intask_mode)settings->intask;
+  runtime->intask_shape = (preempt_intask_shape)settings->intask_shape;
+  runtime->intask_period_ns = (uint32_t)(settings->intask_period_us * 1000);
   /* Which launches of a converted kernel are long enough to run a
    * preemptible form (as_written.c): those predicted to run this long or
    * longer; 0 converts every launch (as before 2026-11-28). The default,
    * 500 us, is about twice a temporal eviction's turnaround measured on the
-   * H200 (DESIGN.md): a shorter launch ends about as soon as it could be
-   * evicted. */
-  runtime->long_launch_ns = 500e3;
-  if (parse_environment_number("PREEMPT_LONG_US", 0, 100000000, &value) == 0)
-    runtime->long_launch_ns = value * 1e3;
-  const char *ready = getenv("PREEMPT_EVICT_READY");
-  if (ready && *ready && strcmp(ready, "0") != 0 && strcmp(ready, "1") != 0 && strcmp(ready, "auto") != 0)
-    preempt_report("PREEMPT_EVICT_READY='%s' is none of 'auto', '1', '0': auto", ready);
+   * H200: a shorter launch ends about as soon as it could be evicted. */
+  runtime->long_launch_ns = settings->long_us * 1e3;
   runtime->lazy_loading = -1; /* asked at the first eviction (eviction.c) */
-  const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS"); /* CUDA's setting, as CUDA reads it */
   int mps = !connections && preempt_mps_running();
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : mps ? PREEMPT_MPS_DEFAULT_QUEUES : 8;
   runtime->hardware_queues_from = connections ? "CUDA_DEVICE_MAX_CONNECTIONS"
                                   : mps       ? "CUDA_DEVICE_MAX_CONNECTIONS unset under MPS: a client's share of the "
                                                 "server's pool"
                                               : "CUDA's default";
-  /* Eviction times on the GPU's clock (eviction_time.c): "1", else off; anything else is said. */
-  const char *time_evictions = getenv("PREEMPT_TIME_EVICTIONS");
-  runtime->time_evictions = time_evictions && strcmp(time_evictions, "1") == 0;
-  if (time_evictions && *time_evictions && strcmp(time_evictions, "0") != 0 && !runtime->time_evictions)
-    preempt_report("PREEMPT_TIME_EVICTIONS='%s' is neither '1' nor '0': evictions are not timed", time_evictions);
-  const char *stress = getenv("PREEMPT_STRESS");
-  runtime->stress.enabled = stress && (strcmp(stress, "1") == 0 || strcmp(stress, "2") == 0);
-  runtime->stress.verbose = stress && strcmp(stress, "2") == 0;
+  /* Eviction times on the GPU's clock (eviction_time.c). */
+  runtime->time_evictions = settings->time_evictions;
+  runtime->stress.enabled = settings->stress != 0;
+  runtime->stress.verbose = settings->stress == 2;
 }
 
 preempt_runtime *preempt_runtime_lock(void) {
@@ -178,8 +141,11 @@ void preempt_runtime_unlock(preempt_runtime *runtime) {
 }
 
 static void publish_error(void) {
-  const char *quiet = getenv("PREEMPT_QUIET");
-  if (!quiet || strcmp(quiet, "1") != 0)
+  preempt_settings settings;
+  int fresh;
+  preempt_settings_load(0, &settings, &fresh);
+  (void)fresh; /* read at load (prepare_for_eviction), whose caller said the complaints */
+  if (!settings.quiet)
     fprintf(stderr, "%s\n", last_error);
 }
 
@@ -327,6 +293,8 @@ preempt_status preempt_shutdown(void) {
     free(kernel);
   }
   runtime->configured = 0;
+  runtime->evictions_asked = 0;
+  settings_stale = 1;
   preempt_runtime_unlock(runtime);
   return PREEMPT_OK;
 }

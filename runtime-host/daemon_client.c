@@ -264,37 +264,14 @@ static int describe_gpus(preempt_runtime *runtime) {
   return 0;
 }
 
-static void read_priority_variable(preempt_daemon_client *client) {
-  const char *text = getenv("PREEMPT_PRIORITY");
-  if (!text || !*text || client->priority_from_api)
+/* PREEMPT_PRIORITY, unless the API set one first; PREEMPT_WEIGHT: the FFS share this process's kernels ask for
+ * (FLEP §5.2.2). The daemon clamps both to what the user may have. */
+static void take_settings(preempt_daemon_client *client, const preempt_settings *settings) {
+  client->weight = (uint32_t)settings->weight;
+  if (!(settings->given & (1ull << PREEMPT_SETTING_PRIORITY)) || client->priority_from_api)
     return;
-  char *end;
-  errno = 0;
-  long value = strtol(text, &end, 10);
-  if (errno || *end || value < PREEMPT_PRIORITY_MIN || value > PREEMPT_PRIORITY_MAX) {
-    preempt_report("ignoring PREEMPT_PRIORITY='%s': expected a whole number from %d to %d", text,
-                   PREEMPT_PRIORITY_MIN, PREEMPT_PRIORITY_MAX);
-    return;
-  }
-  client->priority = (int32_t)value;
+  client->priority = (int32_t)settings->priority;
   client->priority_requested = 1;
-}
-
-/* PREEMPT_WEIGHT: the FFS share this process's kernels ask for (FLEP §5.2.2);
- * the daemon clamps it to what the user may have. */
-static void read_weight_variable(preempt_daemon_client *client) {
-  client->weight = 1;
-  const char *text = getenv("PREEMPT_WEIGHT");
-  if (!text || !*text)
-    return;
-  char *end;
-  errno = 0;
-  long value = strtol(text, &end, 10);
-  if (errno || *end || value < 1 || value > PREEMPT_WEIGHT_MAX) {
-    preempt_report("ignoring PREEMPT_WEIGHT='%s': expected a whole number from 1 to %d", text, PREEMPT_WEIGHT_MAX);
-    return;
-  }
-  client->weight = (uint32_t)value;
 }
 
 /* Launches the daemon holds or has evicted run unscheduled from now on:
@@ -376,16 +353,12 @@ static void daemon_start(preempt_runtime *runtime) {
   preempt_daemon_client *client = &runtime->daemon;
   client->started = 1;
   client->socket = -1;
-  const char *mode = getenv("PREEMPT_DAEMON");
-  if (mode && strcmp(mode, "off") == 0)
+  const preempt_settings *settings = &runtime->settings;
+  if (!settings->daemon)
     return;
-  if (mode && *mode && strcmp(mode, "on") != 0)
-    preempt_report("ignoring PREEMPT_DAEMON='%s': expected 'off' or 'on'", mode);
-  const char *path = getenv("PREEMPT_DAEMON_SOCKET");
-  int named = path && *path;
-  snprintf(client->socket_path, sizeof client->socket_path, "%s", named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT);
-  read_priority_variable(client);
-  read_weight_variable(client);
+  int named = (settings->given & (1ull << PREEMPT_SETTING_DAEMON_SOCKET)) != 0;
+  snprintf(client->socket_path, sizeof client->socket_path, "%s", settings->daemon_socket);
+  take_settings(client, settings);
   preempt_program_name(client->program, sizeof client->program);
   if (describe_gpus(runtime) != 0)
     return;
@@ -393,11 +366,12 @@ static void daemon_start(preempt_runtime *runtime) {
   build_register(client, &request);
   daemon_link link;
   char why[384] = "";
-  int result = register_with_daemon(named ? path : PREEMPT_DAEMON_SOCKET_DEFAULT, &request, &link, why, sizeof why);
+  int result = register_with_daemon(client->socket_path, &request, &link, why, sizeof why);
   if (result == PREEMPT_LINK_ABSENT) {
     /* No daemon on this node is the usual case: say nothing unless asked for one. */
     if (named)
-      preempt_report("no preemptd at PREEMPT_DAEMON_SOCKET=%s (%s): kernels run unscheduled", path, why);
+      preempt_report("no preemptd at PREEMPT_DAEMON_SOCKET=%s (%s): kernels run unscheduled", client->socket_path,
+                     why);
     client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
     return;
   }

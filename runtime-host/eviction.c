@@ -128,6 +128,7 @@ preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
                                     preempt_launch_record *record, const preempt_sm_mask *sms) {
   const preempt_gpu_ops *gpu = runtime->gpu;
+  runtime->evictions_asked = 1; /* from now on auto weighs the drain form's eviction latency (launch.c) */
   if (!record->in_flight || preempt_launch_finished(record, gpu))
     return PREEMPT_ERROR_FINISHED;
   preempt_status refused = preempt_refuse_relaunch(runtime, device, record, "eviction", 1);

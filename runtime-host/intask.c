@@ -14,40 +14,6 @@
  * low estimate of the H100's write bandwidth (bytes per ns). */
 #define INTASK_SAVE_BYTES_PER_NS 1000.0
 
-static int configure_shape(preempt_runtime *runtime, const char *shape) {
-  runtime->intask_shape = PREEMPT_SHAPE_AUTO;
-  if (!shape || !*shape || strcmp(shape, "auto") == 0)
-    return 0;
-  if (strcmp(shape, "runtime") == 0) {
-    runtime->intask_shape = PREEMPT_SHAPE_RUNTIME;
-    return 0;
-  }
-  if (strcmp(shape, "chunks") == 0) {
-    runtime->intask_shape = PREEMPT_SHAPE_CHUNKS;
-    return 0;
-  }
-  preempt_report("PREEMPT_INTASK_SHAPE='%s' is none of 'auto', 'runtime', 'chunks': auto", shape);
-  return -1;
-}
-
-int preempt_intask_configure(preempt_runtime *runtime, const char *mode, const char *shape, unsigned long period_us) {
-  runtime->intask_mode = PREEMPT_INTASK_AUTO;
-  runtime->intask_period_ns = (uint32_t)(period_us * 1000);
-  int status = configure_shape(runtime, shape);
-  if (!mode || !*mode || strcmp(mode, "auto") == 0)
-    return status;
-  if (strcmp(mode, "on") == 0) {
-    runtime->intask_mode = PREEMPT_INTASK_ON;
-    return status;
-  }
-  if (strcmp(mode, "off") == 0) {
-    runtime->intask_mode = PREEMPT_INTASK_OFF;
-    return status;
-  }
-  preempt_report("PREEMPT_INTASK='%s' is none of 'auto', 'on', 'off': auto", mode);
-  return -1;
-}
-
 /* Bytes of one saved context of this kernel at this block size. */
 static uint64_t record_bytes(const preempt_intask_desc *desc, uint32_t block_threads) {
   uint64_t bytes = PREEMPT_INTASK_HEADER_BYTES + ((uint64_t)desc->cta_bytes + 15) / 16 * 16 +

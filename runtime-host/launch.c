@@ -295,8 +295,30 @@ static void start_sample(preempt_kernel_on_device *on_device, preempt_launch_rec
  * and later launches take whichever ran faster per task. The caller keeps
  * launches persistent under preemptd, whose held launches start through the
  * relaunch path. */
+/* A drained launch's first eviction lasts until every block not yet started
+ * has passed its gate and left (docs/preemption.md, "Drain form"): on the
+ * H200 about 0.85 us per wave of such blocks (preempt_bench at 963389f: the
+ * first eviction of a 27.0 M-block launch at 1,056 resident CTAs took
+ * 21.8 ms, of a 3.4 M-block launch 2.49 ms; later evictions of the same
+ * launches, persistent relaunches by then: the 80 evictions' medians 44 and 189 us). */
+#define DRAIN_SKIP_NS_PER_WAVE 850.0
+
+/* Issue 42: where evictions are expected (PREEMPT_STRESS,
+ * PREEMPT_EVICT_READY=1, or one was asked), `auto` drains only launches
+ * whose blocks would all leave within PREEMPT_EVICT_BOUND_US; a larger grid
+ * runs persistent, whose CTAs leave at their next check. Until then nothing
+ * in the process evicts, and the faster form is taken. */
+static int drain_leaves_in_time(const preempt_runtime *runtime, uint64_t task_count, uint32_t ctas) {
+  const preempt_settings *settings = &runtime->settings;
+  if (settings->evict_bound_us == 0 || ctas == 0)
+    return 1;
+  if (!runtime->stress.enabled && settings->evict_ready != 1 && !runtime->evictions_asked)
+    return 1;
+  return (double)task_count / ctas * DRAIN_SKIP_NS_PER_WAVE <= settings->evict_bound_us * 1e3;
+}
+
 static int choose_drain(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
-                        uint32_t block_threads, uint32_t ctas) {
+                        uint32_t block_threads, uint32_t ctas, uint64_t task_count) {
   if (!on_device->drain_function || runtime->form == PREEMPT_FORM_PERSISTENT)
     return 0;
   /* The drain form has no in-task points: where they would check, its
@@ -305,6 +327,8 @@ static int choose_drain(const preempt_runtime *runtime, const preempt_kernel_on_
     return 0;
   if (runtime->form == PREEMPT_FORM_DRAIN)
     return 1;
+  if (!drain_leaves_in_time(runtime, task_count, ctas))
+    return 0;
   if (on_device->task_samples < PREEMPT_TASK_SAMPLES)
     return 0;
   if (on_device->drain_samples < PREEMPT_DRAIN_SAMPLES)
@@ -445,7 +469,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
    * stub says RUNNING, so the daemon can still evict it (docs/daemon.md, "Leases"). */
   int started = stub >= 0 && preempt_daemon_may_start(runtime, device_index, stub);
   int held = stub >= 0 && !started;
-  int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas);
+  int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas, task_count);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
                                               : on_device->task_samples < PREEMPT_TASK_SAMPLES);
   if (sample)

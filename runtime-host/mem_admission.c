@@ -15,6 +15,7 @@
 
 #include "preempt/daemon_protocol.h" /* preempt_futex_wait, PREEMPT_PRIORITY_MIN/MAX */
 #include "preempt/mem_ahead.h"
+#include "settings.h"
 
 static preempt_memory memory_context = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -22,8 +23,10 @@ preempt_memory *preempt_memory_context(void) { return &memory_context; }
 
 static void say(const char *format, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *format, ...) {
-  const char *quiet = getenv("PREEMPT_QUIET");
-  if (quiet && strcmp(quiet, "1") == 0)
+  preempt_settings settings;
+  int fresh;
+  preempt_settings_load(0, &settings, &fresh);
+  if (settings.quiet)
     return;
   va_list arguments;
   va_start(arguments, format);
@@ -35,25 +38,15 @@ static void say(const char *format, ...) {
 
 static void configure(preempt_memory *memory) {
   memory->configured = 1;
-  const char *setting = getenv("PREEMPT_MEM");
-  memory->enabled = !(setting && (strcmp(setting, "off") == 0 || strcmp(setting, "0") == 0));
-  if (setting && *setting && memory->enabled && strcmp(setting, "on") != 0 && strcmp(setting, "1") != 0)
-    say("PREEMPT_MEM='%s' is neither 'on' nor 'off': admission stays on", setting);
-  memory->timeout_ms = PREEMPT_MEM_DEFAULT_TIMEOUT_MS;
-  const char *timeout = getenv("PREEMPT_MEM_TIMEOUT_MS");
-  if (timeout && *timeout) {
-    char *end;
-    errno = 0;
-    long long value = strtoll(timeout, &end, 10);
-    if (errno || *end || value < -1)
-      say("ignoring PREEMPT_MEM_TIMEOUT_MS='%s': expected -1 (no limit) or a whole number of milliseconds", timeout);
-    else
-      memory->timeout_ms = value;
-  }
-  memory->policy = PREEMPT_MEM_POLICY_FIFO;
-  const char *policy = getenv("PREEMPT_MEM_POLICY");
-  if (policy && *policy && preempt_mem_policy_parse(policy, &memory->policy) != 0)
-    say("ignoring PREEMPT_MEM_POLICY='%s': expected fifo, mmu, priority-fifo or priority-mmu", policy);
+  preempt_settings settings;
+  int fresh;
+  preempt_settings_load(0, &settings, &fresh);
+  /* Under LD_PRELOAD (libpreempt_mem.so) nobody else reads them: their complaints are ours to say. */
+  for (unsigned index = 0; fresh && index < settings.complaint_count; index++)
+    say("%s", settings.complaints[index]);
+  memory->enabled = settings.mem;
+  memory->timeout_ms = settings.mem_timeout_ms;
+  memory->policy = (preempt_mem_policy)settings.mem_policy;
   /* As preemptd's rule (EffiSha §6.4): a user other than root asks for at most -nice. Without a daemon
    * nothing enforces it beyond this process, but the ledger is per user (mem_segment.c), so a process
    * that lies only gets ahead of its own user's others. */
@@ -61,46 +54,20 @@ static void configure(preempt_memory *memory) {
   int nice_value = getpriority(PRIO_PROCESS, 0);
   int32_t limit;
   preempt_grant_priority(geteuid(), errno ? 0 : nice_value, 0, 0, &memory->priority, &limit);
-  const char *priority = getenv("PREEMPT_PRIORITY");
-  if (priority && *priority) {
-    char *end;
-    long value = strtol(priority, &end, 10);
-    if (*end || value < PREEMPT_PRIORITY_MIN || value > PREEMPT_PRIORITY_MAX)
-      say("ignoring PREEMPT_PRIORITY='%s': expected %d..%d", priority, PREEMPT_PRIORITY_MIN, PREEMPT_PRIORITY_MAX);
-    else {
-      memory->priority = preempt_clamp_priority((int32_t)value, limit);
-      memory->priority_requested = 1;
-      memory->priority_asked = (int32_t)value;
-    }
+  if (settings.given & (1ull << PREEMPT_SETTING_PRIORITY)) {
+    memory->priority = preempt_clamp_priority((int32_t)settings.priority, limit);
+    memory->priority_requested = 1;
+    memory->priority_asked = (int32_t)settings.priority;
   }
-  const char *ledger = getenv("PREEMPT_MEM_LEDGER");
-  memory->daemon_wanted = !(ledger && strcmp(ledger, "shared") == 0);
-  if (ledger && *ledger && strcmp(ledger, "shared") != 0 && strcmp(ledger, "auto") != 0)
-    say("ignoring PREEMPT_MEM_LEDGER='%s': expected 'auto' (preemptd's ledger when it answers) or 'shared'", ledger);
-  const char *socket_path = getenv("PREEMPT_DAEMON_SOCKET");
-  memory->daemon_socket_named = socket_path && *socket_path;
-  snprintf(memory->daemon_socket, sizeof memory->daemon_socket, "%s",
-           memory->daemon_socket_named ? socket_path : PREEMPT_DAEMON_SOCKET_DEFAULT);
-  const char *budget = getenv("PREEMPT_MEM_BUDGET");
-  if (budget && *budget && preempt_parse_byte_count(budget, &memory->environment_budget) != 0) {
-    say("ignoring PREEMPT_MEM_BUDGET='%s': expected bytes, optionally with K, M, G or T", budget);
-    memory->environment_budget = 0;
-  }
+  memory->daemon_wanted = !settings.mem_ledger_shared;
+  memory->daemon_socket_named = (settings.given & (1ull << PREEMPT_SETTING_DAEMON_SOCKET)) != 0;
+  snprintf(memory->daemon_socket, sizeof memory->daemon_socket, "%s", settings.daemon_socket);
+  memory->environment_budget = settings.mem_budget;
   /* Reserve-ahead (lib/mem_ahead.c): preemptd's round trip cost 27 us per cudaMalloc on the H200; with up to this
    * much admitted ahead, most allocations take it from what the process holds. */
-  memory->ahead_bytes = PREEMPT_MEM_DEFAULT_AHEAD_BYTES;
-  const char *ahead = getenv("PREEMPT_MEM_AHEAD");
-  if (ahead && *ahead && preempt_parse_byte_count(ahead, &memory->ahead_bytes) != 0) {
-    say("ignoring PREEMPT_MEM_AHEAD='%s': expected bytes, optionally with K, M, G or T", ahead);
-    memory->ahead_bytes = PREEMPT_MEM_DEFAULT_AHEAD_BYTES;
-  }
-  const char *prefix = getenv("PREEMPT_MEM_SEGMENT");
-  snprintf(memory->segment_prefix, sizeof memory->segment_prefix, "%s",
-           prefix && prefix[0] == '/' && !strchr(prefix + 1, '/') ? prefix : "/preempt-mem");
-  if (prefix && *prefix && strcmp(prefix, memory->segment_prefix) != 0)
-    say("ignoring PREEMPT_MEM_SEGMENT='%s': expected a name like /preempt-mem (one leading slash)", prefix);
-  const char *hold = getenv("PREEMPT_MEM_TEST_HOLD_NS");
-  memory->hold_lock_ns = hold ? strtoull(hold, NULL, 10) : 0;
+  memory->ahead_bytes = settings.mem_ahead;
+  snprintf(memory->segment_prefix, sizeof memory->segment_prefix, "%s", settings.mem_segment);
+  memory->hold_lock_ns = (uint64_t)settings.mem_test_hold_ns;
 }
 
 static void release_at_exit(void);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "daemon_socket.h" /* preempt_monotonic_ns */
+#include "settings.h"
 #include "preempt.h"
 #include "preempt/daemon_protocol.h"
 #include "preempt/mem_ledger.h"
@@ -16,8 +17,6 @@
 /* Waiters look for dead clients and for memory freed outside the ledger at least this often: a client killed
  * while others wait has its memory back in their hands within this, well inside schedGPU's 1 s. */
 #define PREEMPT_MEM_POLL_NS 100000000LL
-/* Default wait for memory before an allocation fails with the API's out-of-memory error. */
-#define PREEMPT_MEM_DEFAULT_TIMEOUT_MS 60000
 #define PREEMPT_MEM_MAX_DEVICES 64
 
 /* What processes share, one per GPU (and user): /dev/shm/preempt-mem-<uid>-<GPU UUID>. */
@@ -145,8 +144,7 @@ typedef struct preempt_mem_allocation {
   preempt_mem_charge charge;
 } preempt_mem_allocation;
 
-/* PREEMPT_MEM_AHEAD's default, and how long a request with some ahead may wait before it goes again without. */
-#define PREEMPT_MEM_DEFAULT_AHEAD_BYTES (32ull << 20)
+/* How long a request with some ahead (PREEMPT_MEM_AHEAD) may wait before it goes again without. */
 #define PREEMPT_MEM_AHEAD_WAIT_NS 2000000ull
 
 /* The memory module's one context object. */
@@ -159,7 +157,7 @@ typedef struct preempt_memory {
   int32_t priority;         /* PREEMPT_PRIORITY, clamped as preemptd would */
   uint64_t environment_budget; /* PREEMPT_MEM_BUDGET */
   uint64_t ahead_bytes;     /* PREEMPT_MEM_AHEAD: reserve-ahead through preemptd (lib/mem_ahead.c); 0 off */
-  char segment_prefix[64];  /* PREEMPT_MEM_SEGMENT, default "/preempt-mem" */
+  char segment_prefix[PREEMPT_SETTING_TEXT_BYTES]; /* PREEMPT_MEM_SEGMENT (under 64 bytes: settings.c) */
   int priority_requested;   /* PREEMPT_PRIORITY was given: preemptd is asked for priority_asked */
   int32_t priority_asked;
   int daemon_wanted;        /* PREEMPT_MEM_LEDGER=auto (the default): preemptd's ledger when it answers */

@@ -11,6 +11,7 @@
 #include "preempt.h"
 #include "preempt/daemon_protocol.h"
 #include "preempt/launch_length.h"
+#include "settings.h"
 
 #define PREEMPT_MAX_DEVICES 64
 /* Kernel parameter space is 32 KiB on current GPUs: at most 8192 4-byte parameters. */
@@ -199,6 +200,7 @@ typedef struct preempt_runtime {
   int lock_waiters; /* threads blocked on the lock: an unlocking thread yields to them */
   const preempt_gpu_ops *gpu;
   int configured;                /* environment read */
+  preempt_settings settings;     /* as read at configure (settings.c); the fields below derive from it */
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
   int one_wave_persistent;       /* PREEMPT_ONE_WAVE=persistent: one-wave launches stay converted */
@@ -211,6 +213,7 @@ typedef struct preempt_runtime {
   int lazy_loading;              /* CUDA loads modules lazily: 1, 0, or -1 not asked yet (eviction.c) */
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
   int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
+  int evictions_asked;           /* an eviction was asked in this process (eviction.c): launch.c's drain_leaves_in_time */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
@@ -257,9 +260,6 @@ preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_l
                                              preempt_device_state **device_out);
 
 /* In-task preemption (intask.c, docs/intask.md). Context locked. */
-/* Reads PREEMPT_INTASK's and PREEMPT_INTASK_SHAPE's values (NULL: unset) and the period; 0, or -1 when either
- * was not understood (said, and auto kept). */
-int preempt_intask_configure(preempt_runtime *runtime, const char *mode, const char *shape, unsigned long period_us);
 /* Whether a launch of this kernel, at this block size and CTA count, checks its in-task points. */
 int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
                           uint32_t block_threads, uint32_t ctas);

@@ -165,7 +165,9 @@ def main():
         per_round = [rp[r]["wall_s"] / ro[r]["wall_s"] for r in rounds if ro[r]["wall_s"] > 0]
         row = {"name": n, "rounds": len(rounds), "failed_rounds": failed_rounds, "wall_o": wo, "wall_p": wp,
                "ratio": wp / wo if wo > 0 else None,
-               "spread": (min(per_round), max(per_round)) if per_round else None}
+               "spread": (min(per_round), max(per_round)) if per_round else None,
+               # What the plugin's build adds to the whole process (start, launches, exit), same round.
+               "added_ms": statistics.median((rp[r]["wall_s"] - ro[r]["wall_s"]) * 1e3 for r in rounds)}
         # GPU time of the kernels both builds ran.
         g_ratios, g_o, g_p, g_rt, launches = [], [], [], [], []
         short = 0
@@ -299,6 +301,19 @@ def main():
     w(f"Wall time: geomean {fmt(gw)}, {sum(1 for x in wall_ratios if x > 1.10)} of {len(wall_ratios)} programs above 1.10. ")
     w(f"GPU time of the kernels both builds ran (CUPTI): geomean {fmt(gg)}, {sum(1 for x in gpu_ratios if x > 1.10)} of "
       f"{len(gpu_ratios)} above 1.10. Programs with kernels shorter than 20 µs on average: {len(short_programs)}.\n\n")
+    added = sorted((r["added_ms"], r["name"]) for r in timing_rows if r.get("added_ms") is not None)
+    if added:
+        w(f"Time the plugin's build adds to a whole process (wall, plugin minus original in the same round, median "
+          f"over rounds; start-up, launches and exit together, so an upper bound on start-up): median "
+          f"{fmt(statistics.median(a for a, _ in added))} ms over {len(added)} programs, largest "
+          f"{fmt(added[-1][0])} ms ({added[-1][1]}), {sum(1 for a, _ in added if a > 50)} above 50 ms. ")
+        many = sorted((r["added_ms"] * 1e3 / r["launches"], r["name"]) for r in timing_rows
+                      if r.get("added_ms") is not None and r.get("launches", 0) >= 1000)
+        if many:
+            w(f"Per launch, in the {len(many)} programs with 1,000 launches or more (the same difference over the "
+              f"launches, an upper bound): median {fmt(statistics.median(x for x, _ in many))} µs, largest "
+              f"{fmt(many[-1][0])} µs ({many[-1][1]}).")
+        w("\n\n")
     w("| program | rounds | wall orig s | wall plugin s | ratio | per-round min-max | GPU orig ms | GPU plugin ms | GPU ratio | min-max | runtime's kernels ms | launches | kernels <20 µs | stress x | stress+intask x |\n")
     w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     srow = {r["name"]: r for r in stress_rows}

@@ -10,7 +10,8 @@
 #
 # CORPUS_BUDGET_S (default 470): seconds from the start by which the timing rounds stop starting programs;
 # the correctness phase always runs whole. CORPUS_ONLY=REGEX: only the programs whose names match.
-# CORPUS_TARBALL: another tarball. CORPUS_DRY=1: a dry run of the logic without a GPU (each program is
+# CORPUS_PHASES=timing: the timing rounds only (default correctness,timing). CORPUS_TARBALL: another tarball.
+# CORPUS_DRY=1: a dry run of the logic without a GPU (each program is
 # replaced by a shell that prints its name and its expected line).
 set -uo pipefail
 start=$(date +%s)
@@ -20,7 +21,7 @@ out=${1:-${OUT:-$here/out/run}}
 tarball=${CORPUS_TARBALL:-$here/out/corpus.tar.xz}
 budget=${CORPUS_BUDGET_S:-470}
 command_line="bash bench/corpus/run.sh $*"
-for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY; do
+for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES; do
   [ -n "${!v:-}" ] && command_line="$v=${!v} $command_line"
 done
 mkdir -p "$out"

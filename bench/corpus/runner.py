@@ -346,8 +346,14 @@ def main():
     if only:
         progs = [p for p in progs if re.search(only, p["name"])]
     log(f"{len(progs)} programs, {'dry run, ' if r.dry else ''}CUPTI {'on' if r.use_cupti else 'off'}")
-    orig_time, orig_lines = r.correctness(progs, args.deadline)
-    r.timing(progs, orig_time, orig_lines, args.deadline)
+    # CORPUS_PHASES=timing: the timing rounds alone (a second call's worth of rounds, once the correctness phase
+    # of the same build has run in another call).
+    phases = os.environ.get("CORPUS_PHASES", "correctness,timing").split(",")
+    if not set(phases) <= {"correctness", "timing"}:
+        sys.exit(f"runner.py: CORPUS_PHASES={','.join(phases)}: expected correctness, timing or both")
+    orig_time, orig_lines = r.correctness(progs, args.deadline) if "correctness" in phases else ({}, {})
+    if "timing" in phases:
+        r.timing(progs, orig_time, orig_lines, args.deadline)
     log("done")
 
 
