@@ -17,19 +17,6 @@ int preempt_stream_capturing(const preempt_gpu_ops *gpu, void *stream) {
   return gpu->stream_capturing(stream, &capturing) != 0 || capturing;
 }
 
-int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count) {
-  preempt_device_state *state = &runtime->devices[device];
-  if (state->sm_count == 0) {
-    int status = runtime->gpu->sm_count(device, &state->sm_count);
-    if (status != 0) {
-      state->sm_count = 0;
-      return preempt_report_gpu(runtime->gpu, status, "reading the SM count", NULL);
-    }
-  }
-  *count = state->sm_count;
-  return 0;
-}
-
 /* A capture records the launch into a graph that runs later, any number of
  * times, where nothing of the runtime's (events, control blocks, stream
  * waits) can follow it: the kernel runs as written there, through the

@@ -43,9 +43,15 @@ typedef enum eviction_outlook {
   EVICTIONS_MANY_STREAMS, /* and 32 hardware queues */
 } eviction_outlook;
 
-/* Settings read again at the next configure: preempt_shutdown's, for programs and tests that change the
+/* Settings read again at the next configure: after preempt_shutdown, for programs and tests that change the
  * environment between runs. */
 static int settings_stale;
+
+void preempt_runtime_unconfigure(preempt_runtime *runtime) {
+  runtime->configured = 0;
+  runtime->evictions_asked = 0;
+  settings_stale = 1;
+}
 
 static void report_complaints(const preempt_settings *settings) {
   for (unsigned index = 0; index < settings->complaint_count; index++)
@@ -119,6 +125,8 @@ static void configure(preempt_runtime *runtime) {
   runtime->stress.verbose = settings->stress == 2;
 }
 
+preempt_runtime *preempt_runtime_context(void) { return &runtime_context; }
+
 preempt_runtime *preempt_runtime_lock(void) {
   if (pthread_mutex_trylock(&runtime_context.lock) != 0) {
     __atomic_add_fetch(&runtime_context.lock_waiters, 1, __ATOMIC_RELAXED);
@@ -185,6 +193,19 @@ int preempt_relax_thread_capture(const preempt_gpu_ops *gpu, const char *thread)
 
 const char *preempt_last_error(void) { return last_error; }
 
+int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count) {
+  preempt_device_state *state = &runtime->devices[device];
+  if (state->sm_count == 0) {
+    int status = runtime->gpu->sm_count(device, &state->sm_count);
+    if (status != 0) {
+      state->sm_count = 0;
+      return preempt_report_gpu(runtime->gpu, status, "reading the SM count", NULL);
+    }
+  }
+  *count = state->sm_count;
+  return 0;
+}
+
 int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out) {
   preempt_device_state *state = &runtime->devices[device];
   const preempt_gpu_ops *gpu = runtime->gpu;
@@ -249,52 +270,4 @@ preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_l
     return NULL;
   *device_out = state;
   return record;
-}
-
-preempt_status preempt_shutdown(void) {
-  preempt_stress_stop(&runtime_context);
-  preempt_runtime *runtime = preempt_runtime_lock();
-  /* First, while the relaunch thread still runs: launches preemptd holds
-   * are resumed (they run unscheduled) before the connection closes. */
-  runtime = preempt_daemon_stop(runtime);
-  if (runtime->relauncher.running) {
-    runtime->relauncher.stopping = 1;
-    pthread_cond_signal(&runtime->relauncher.wake);
-    preempt_runtime_unlock(runtime);
-    pthread_join(runtime->relauncher.thread, NULL);
-    runtime = preempt_runtime_lock();
-    runtime->relauncher.running = runtime->relauncher.stopping = 0;
-  }
-  for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
-    preempt_device_state *state = &runtime->devices[device];
-    state->sm_count = 0; /* read again: set before the pool, by launches as written too */
-    if (!state->initialized)
-      continue;
-    preempt_control_pool_destroy(&state->control_pool, runtime->gpu);
-    runtime->gpu->event_destroy(state->resume_ready);
-    runtime->gpu->stream_destroy(state->control_stream);
-    for (int index = 0; index < PREEMPT_RESUME_STREAMS; index++)
-      if (state->resume_streams[index])
-        runtime->gpu->stream_destroy(state->resume_streams[index]);
-    memset(state->resume_streams, 0, sizeof state->resume_streams);
-    state->extra_resume_streams = 0;
-    state->initialized = 0;
-  }
-  while (runtime->kernels) {
-    preempt_kernel_state *kernel = runtime->kernels;
-    runtime->kernels = kernel->next;
-    kernel->desc->runtime_state = NULL;
-    for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
-      free(kernel->on_device[device].param_sizes);
-      for (int index = 0; index < 2; index++)
-        if (kernel->on_device[device].length_events[index])
-          runtime->gpu->event_destroy(kernel->on_device[device].length_events[index]);
-    }
-    free(kernel);
-  }
-  runtime->configured = 0;
-  runtime->evictions_asked = 0;
-  settings_stale = 1;
-  preempt_runtime_unlock(runtime);
-  return PREEMPT_OK;
 }

@@ -113,6 +113,13 @@ int preempt_launch_finished(const preempt_launch_record *record, const preempt_g
   return !record->resumed || gpu->event_query(record->resume_event) == 0;
 }
 
+int preempt_yield_mask_full(const uint32_t *words) {
+  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+    if (words[word] != 0xffffffffu)
+      return 0;
+  return 1;
+}
+
 int preempt_launch_suspended(const preempt_launch_record *record) {
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     if (record->yield_mask[word])
@@ -268,4 +275,25 @@ int preempt_launch_record_store_params(preempt_launch_record *record, uint32_t p
   extra[6] = &record->check_interval;
   extra[7] = &record->relaunched;
   return 0;
+}
+
+preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
+  if (!record->in_flight || preempt_launch_finished(record, gpu))
+    return PREEMPT_LAUNCH_DONE;
+  if (!preempt_launch_suspended(record))
+    return PREEMPT_LAUNCH_RUNNING;
+  return preempt_record_all_gone(gpu, record) ? PREEMPT_LAUNCH_EVICTED : PREEMPT_LAUNCH_EVICTING;
+}
+
+int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
+  /* Evicted from every SM, and every CTA gone: the first wave's (none for a
+   * launch preemptd held before its first run) and the relaunches'. A
+   * relaunch asked for before the eviction and not enqueued yet (it waits for
+   * the launch's start) still comes: its CTAs, which leave at once, or restore
+   * in-task contexts and save them again, run after the host would have been
+   * told EVICTED (the likely cause of one H100 eviction in 800 whose GPU time,
+   * preempt_get_eviction_time, was not ready once EVICTED had been said). */
+  return !record->relaunch_pending && preempt_yield_mask_full(record->yield_mask) &&
+         gpu->event_query(record->wave_done_event) == 0 &&
+         (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0);
 }

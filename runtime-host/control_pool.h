@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "gpu.h"
+#include "preempt.h" /* preempt_launch_state */
 #include "preempt/control_block.h"
 
 /* Everything needed to relaunch CTAs of a launch and to know where it is. */
@@ -158,6 +159,13 @@ int preempt_launch_finished(const preempt_launch_record *record, const preempt_g
 /* Whether a record's launch is evicted and was not resumed: its block cannot
  * be reused until the application resumes it. */
 int preempt_launch_suspended(const preempt_launch_record *record);
+
+/* Every SM's bit set in a yield mask (PREEMPT_YIELD_MASK_WORDS words). */
+int preempt_yield_mask_full(const uint32_t *words);
+/* Where a launch is (preempt_query's answer for a record). Context locked. */
+preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
+/* Evicted from every SM and every CTA of it gone (whether or not its tasks are all done). */
+int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 
 /* Whether a record is free for a new launch: not being launched, and its
  * last launch seen finished (not suspended); records the finish it sees. */

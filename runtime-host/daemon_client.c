@@ -51,12 +51,6 @@ typedef struct daemon_link {
 } daemon_link;
 
 
-static int mask_is_full(const uint32_t *words) {
-  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
-    if (words[word] != 0xffffffffu)
-      return 0;
-  return 1;
-}
 
 static void close_link(daemon_link *link) {
   if (link->page)
@@ -710,7 +704,7 @@ static int carry_out_evict(preempt_runtime *runtime, preempt_daemon_stub_view *v
       return 0;
     }
     record->daemon_evicted = 1;
-    if (!all && !mask_is_full(record->yield_mask)) {
+    if (!all && !preempt_yield_mask_full(record->yield_mask)) {
       /* Spatial: CTAs on those SMs leave after their current task while the
        * others go on; the waiting kernel takes the SMs as they free. Still
        * running, so polled for its completion: nothing else wakes the agent

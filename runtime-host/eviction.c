@@ -8,13 +8,6 @@
 
 static void full_mask(preempt_sm_mask *mask) { memset(mask->words, 0xff, sizeof mask->words); }
 
-static int mask_is_full(const uint32_t *words) {
-  for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
-    if (words[word] != 0xffffffffu)
-      return 0;
-  return 1;
-}
-
 static uint32_t mask_popcount(const uint32_t *words) {
   uint32_t count = 0;
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
@@ -56,7 +49,7 @@ static int write_yield_mask(const preempt_gpu_ops *gpu, preempt_device_state *de
   }
   if (first < 0)
     return 0;
-  if (!mask_is_full(wanted))
+  if (!preempt_yield_mask_full(wanted))
     record->evict_request_recorded = 0; /* a later full eviction is timed afresh */
   preempt_control_block *control = record->control;
   int status = gpu->stream_write_words(device->control_stream, &control->yield_mask[first], &wanted[first],
@@ -163,14 +156,14 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   uint32_t wanted[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     wanted[word] = record->yield_mask[word] | requested.words[word];
-  const int full = mask_is_full(wanted);
+  const int full = preempt_yield_mask_full(wanted);
   /* A full eviction also stops CTAs inside their tasks (intask.c). */
   status = preempt_intask_before_evict(gpu, device, record, full);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "asking the launch's CTAs to save their in-task contexts", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
-  const int becomes_full = full && !mask_is_full(record->yield_mask);
+  const int becomes_full = full && !preempt_yield_mask_full(record->yield_mask);
   status = write_yield_mask(gpu, device, record, wanted);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
@@ -336,7 +329,7 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
    * SMs at the kernel's occupancy. CTAs that find no task left (or land on an
    * SM still evicted) just leave, so an estimate on the high side costs little. */
   uint32_t ctas = record->full_ctas;
-  if (!mask_is_full(cleared) && (uint64_t)resumed_sms * record->ctas_per_sm < ctas)
+  if (!preempt_yield_mask_full(cleared) && (uint64_t)resumed_sms * record->ctas_per_sm < ctas)
     ctas = resumed_sms * record->ctas_per_sm;
   if (ctas == 0)
     ctas = 1;
@@ -412,27 +405,6 @@ preempt_status preempt_resume(preempt_launch_id launch) {
     result = preempt_resume_record(runtime, device, record);
   preempt_runtime_unlock(runtime);
   return result;
-}
-
-preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
-  if (!record->in_flight || preempt_launch_finished(record, gpu))
-    return PREEMPT_LAUNCH_DONE;
-  if (!preempt_launch_suspended(record))
-    return PREEMPT_LAUNCH_RUNNING;
-  return preempt_record_all_gone(gpu, record) ? PREEMPT_LAUNCH_EVICTED : PREEMPT_LAUNCH_EVICTING;
-}
-
-int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record) {
-  /* Evicted from every SM, and every CTA gone: the first wave's (none for a
-   * launch preemptd held before its first run) and the relaunches'. A
-   * relaunch asked for before the eviction and not enqueued yet (it waits for
-   * the launch's start) still comes: its CTAs, which leave at once, or restore
-   * in-task contexts and save them again, run after the host would have been
-   * told EVICTED (the likely cause of one H100 eviction in 800 whose GPU time,
-   * preempt_get_eviction_time, was not ready once EVICTED had been said). */
-  return !record->relaunch_pending && mask_is_full(record->yield_mask) &&
-         gpu->event_query(record->wave_done_event) == 0 &&
-         (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0);
 }
 
 preempt_status preempt_query(preempt_launch_id launch, preempt_launch_state *state) {

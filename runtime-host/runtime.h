@@ -229,6 +229,12 @@ typedef struct preempt_runtime {
 /* Locks the context and returns it. */
 preempt_runtime *preempt_runtime_lock(void);
 void preempt_runtime_unlock(preempt_runtime *runtime);
+/* The context, unlocked: for preempt_shutdown's thread joins only (shutdown.c). */
+preempt_runtime *preempt_runtime_context(void);
+/* Context locked: the next lock reads the settings again and starts afresh (preempt_shutdown). */
+void preempt_runtime_unconfigure(preempt_runtime *runtime);
+/* The device's SM count, read once (no other device state is set up). Context locked. */
+int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count);
 
 /* Records (and prints, unless PREEMPT_QUIET=1) an error of the GPU API.
  * Returns `code` so callers can `return preempt_report_gpu(...)`. */
@@ -298,14 +304,19 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
  * relaunch_after_clear). Context locked. */
 preempt_status preempt_relaunch_more(preempt_runtime *runtime, preempt_device_state *device,
                                      preempt_launch_record *record, uint32_t ctas);
-/* CTA quotas (quota.c), context locked: sets one (evicting and relaunching a
- * launch that had none), reads a launch's progress (and ends a finished
- * shrink), and what eviction.c writes around evictions and resumptions of
- * quota launches. The last three return the GPU API's code. */
+/* CTA quotas, context locked (quota_change.c): sets one (evicting and relaunching a
+ * launch that had none), reads a launch's progress (and ends a finished shrink). */
 preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_state *device,
                                     preempt_launch_record *record, uint32_t quota);
 preempt_status preempt_progress_record(preempt_runtime *runtime, preempt_device_state *device,
                                        preempt_launch_record *record, preempt_progress *progress);
+/* The quota's words (quota.c): written (cta_quota and quota_next, one call), ordered after a raise's writes,
+ * and what eviction.c writes around evictions and resumptions of quota launches. They return the GPU API's
+ * code. */
+int preempt_quota_write(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record,
+                        uint32_t quota_now, uint32_t quota_next);
+int preempt_quota_after_refresh(const preempt_gpu_ops *gpu, preempt_device_state *device,
+                                preempt_launch_record *record);
 int preempt_quota_end_shrink(const preempt_gpu_ops *gpu, preempt_device_state *device, preempt_launch_record *record);
 int preempt_quota_before_evict(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                preempt_launch_record *record);
@@ -317,10 +328,6 @@ int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_rec
  * mask full has written its words; nothing without the variable. Returns the GPU API's code. Context locked. */
 int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record);
-/* Where a launch is (preempt_query's answer for a record). Context locked. */
-preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
-/* Evicted from every SM and every CTA of it gone (whether or not its tasks are all done). */
-int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (DESIGN.md's hardware-queue trap). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
@@ -383,8 +390,6 @@ int preempt_short_launch(preempt_runtime *runtime, preempt_kernel_state *kernel,
                          preempt_dim3 grid, preempt_dim3 block, void **args, size_t shared_bytes, void *stream);
 /* Whether `stream` is capturing into a graph (0 where the API cannot tell). */
 int preempt_stream_capturing(const preempt_gpu_ops *gpu, void *stream);
-/* The device's SM count, read once (no other device state is set up). */
-int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count);
 
 /* Starts the random eviction thread if PREEMPT_STRESS=1 (once). */
 void preempt_stress_start_if_requested(preempt_runtime *runtime);

@@ -10,45 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Replies never block the socket thread: a peer that stops reading gets dropped, not the daemon stuck. */
-static preempt_daemon_status send_packet(int fd, const void *bytes, size_t length, const int *fds, int fd_count) {
-  struct iovec iov = {(void *)bytes, length};
-  struct msghdr message;
-  memset(&message, 0, sizeof message);
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  union {
-    char buffer[CMSG_SPACE(2 * sizeof(int))];
-    struct cmsghdr align;
-  } control;
-  if (fd_count > 0) {
-    memset(&control, 0, sizeof control);
-    message.msg_control = control.buffer;
-    message.msg_controllen = CMSG_SPACE((size_t)fd_count * sizeof(int));
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN((size_t)fd_count * sizeof(int));
-    memcpy(CMSG_DATA(header), fds, (size_t)fd_count * sizeof(int));
-  }
-  ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
-  return sent == (ssize_t)length ? PREEMPT_DAEMON_OK : PREEMPT_DAEMON_SYSTEM;
-}
-
-preempt_daemon_status preemptd_send(int fd, const void *bytes, size_t length) {
-  return send_packet(fd, bytes, length, NULL, 0);
-}
-
-preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_daemon_status status,
-                                           const char *text) {
-  preempt_msg_status reply;
-  memset(&reply, 0, sizeof reply);
-  preempt_msg_header_init(&reply.header, PREEMPT_MSG_STATUS, sizeof reply, request_id);
-  reply.status = (int32_t)status;
-  preempt_copy_name(reply.message, sizeof reply.message, text ? text : preempt_daemon_status_name(status));
-  return send_packet(fd, &reply, sizeof reply, NULL, 0);
-}
-
 /* Closes a connection (under the lock): a registered client is reclaimed first. */
 static void disconnect(preemptd_context *ctx, preemptd_client *client, const char *why) {
   /* The page outlives the process: what it finished before dying counts as finished. A broken page is
@@ -159,7 +120,7 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   reply.page_bytes = sizeof(preempt_client_page);
   reply.doorbell_bytes = sizeof(preempt_doorbell_page);
   int fds[2] = {page_fd, ctx->doorbell_fd};
-  status = send_packet(client->fd, &reply, sizeof reply, fds, 2);
+  status = preemptd_send_fds(client->fd, &reply, sizeof reply, fds, 2);
   close(page_fd); /* the client has its own descriptor now; the daemon keeps only the mapping */
   char job[40] = "";
   if (client->job_id)
@@ -187,7 +148,7 @@ static preempt_daemon_status handle_set_priority(preemptd_context *ctx, preemptd
   preempt_msg_header_init(&reply.header, PREEMPT_MSG_PRIORITY, sizeof reply, request_id);
   reply.priority = client->priority;
   reply.priority_limit = client->priority_limit;
-  return send_packet(client->fd, &reply, sizeof reply, NULL, 0);
+  return preemptd_send(client->fd, &reply, sizeof reply);
 }
 
 static preempt_daemon_status handle_set_policy(preemptd_context *ctx, preemptd_client *client,
@@ -276,7 +237,7 @@ static void handle_packet(preemptd_context *ctx, preemptd_client *client, const 
     uint64_t buffer[PREEMPT_DAEMON_MAX_MESSAGE / 8];
     size_t bytes_out = 0;
     status = preemptd_build_listing(ctx, message.request_id, buffer, sizeof buffer, &bytes_out);
-    status = status == PREEMPT_DAEMON_OK ? send_packet(client->fd, buffer, bytes_out, NULL, 0)
+    status = status == PREEMPT_DAEMON_OK ? preemptd_send(client->fd, buffer, bytes_out)
                                          : preemptd_send_status(client->fd, message.request_id, status, NULL);
     break;
   }

@@ -456,7 +456,9 @@ preempt_daemon_status preemptd_reclaim(preemptd_context *ctx, preemptd_client *c
 preempt_daemon_status preemptd_client_broken(preemptd_context *ctx, preemptd_client *client, const char *why);
 preemptd_client *preemptd_client_by_id(preemptd_context *ctx, uint32_t client_id);
 
-/* ---- replies (clients.c) */
+/* ---- replies (replies.c) */
+/* A reply with up to two descriptors (SCM_RIGHTS); never blocks. */
+preempt_daemon_status preemptd_send_fds(int fd, const void *bytes, size_t length, const int *fds, int fd_count);
 /* A STATUS packet; never blocks (a client that does not read loses the reply, not the daemon its thread). */
 preempt_daemon_status preemptd_send_status(int fd, uint32_t request_id, preempt_daemon_status status,
                                            const char *text);
