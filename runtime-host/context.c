@@ -1,6 +1,7 @@
 /* context.c: the runtime's one context object: its lock, configuration, devices, launch ids and errors.
  * FLEP §3: one runtime per process holds per-device and per-kernel state. */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -112,6 +113,7 @@ static void configure(preempt_runtime *runtime) {
    * H200: a shorter launch ends about as soon as it could be evicted. */
   runtime->long_launch_ns = settings->long_us * 1e3;
   runtime->lazy_loading = -1; /* asked at the first eviction (eviction.c) */
+  runtime->max_stream_priority = INT_MIN; /* no converted launch yet (priority.c) */
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS"); /* CUDA's setting, as CUDA reads it */
   int mps = !connections && preempt_mps_running();
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : mps ? PREEMPT_MPS_DEFAULT_QUEUES : 8;

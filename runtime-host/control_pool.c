@@ -46,6 +46,10 @@ static void destroy_events(preempt_launch_record *record, const preempt_gpu_ops 
       *event = NULL;
     }
   }
+  if (record->resume_after_event) { /* made on first use (eviction.c) */
+    gpu->event_destroy(record->resume_after_event);
+    record->resume_after_event = NULL;
+  }
 }
 
 /* All or none: a slot is known to have its events by its first one. */

@@ -72,6 +72,13 @@ typedef struct preempt_launch_record {
   int time_first_relaunch;
   uint32_t relaunches;
   void *relaunch_start_event;
+  /* Its stream's priority at launch (lower numbers first; 0 where the API has none), and, evicted for a
+   * launch on a higher-priority stream (priority.c), the event after that launch: the relaunch thread resumes
+   * the launch once it has completed (eviction.c, preempt_resume_after): resume_after 1 while that launch is
+   * being enqueued, 2 once the event is recorded. The event is made on first use. */
+  int stream_priority;
+  int resume_after;
+  void *resume_after_event;
   /* Scheduled by preemptd (daemon_client.c): its stub + 1, else 0. */
   uint32_t daemon_stub;
   /* The daemon keeps it off some or all SMs (held before its first run, or

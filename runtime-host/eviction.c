@@ -276,13 +276,46 @@ uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime) {
   return waiting;
 }
 
+static int wake_relauncher(preempt_runtime *runtime);
+
+/* Launches evicted until other work completes (preempt_resume_after): resumed once it has. */
+static void resume_if_after(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,
+                            preempt_launch_record *record, void *waiting) {
+  (void)slot;
+  /* 1: evicted for a launch not enqueued yet (its caller may have unlocked the context meanwhile); 2: watched. */
+  if (record->resume_after != 2)
+    return;
+  if (!record->in_flight || runtime->gpu->event_query(record->resume_after_event) == 0) {
+    record->resume_after = 0;
+    if (record->in_flight && preempt_launch_suspended(record) &&
+        preempt_resume_record(runtime, device, record) != PREEMPT_OK)
+      preempt_report("resuming kernel '%s' after the higher-priority launch it made room for failed: it stays "
+                     "evicted until the program resumes it", record->desc->name);
+    return;
+  }
+  ++*(uint32_t *)waiting;
+}
+
+int preempt_resume_after(preempt_runtime *runtime, preempt_launch_record *record, void *stream) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  int status = record->resume_after_event ? 0 : gpu->event_create(&record->resume_after_event, 0);
+  if (status == 0)
+    status = gpu->event_record(record->resume_after_event, stream);
+  if (status != 0)
+    return preempt_report_gpu(gpu, status, "marking where an evicted launch may resume", record->desc->name);
+  record->resume_after = 2;
+  return wake_relauncher(runtime);
+}
+
 static void *relauncher_loop(void *argument) {
   prctl(PR_SET_TIMERSLACK, 1000UL); /* its 20 us pauses, not 70 */
   preempt_runtime *runtime = preempt_runtime_lock();
   (void)argument;
   (void)preempt_relax_thread_capture(runtime->gpu, "relauncher"); /* reported; its calls then run as before */
   while (!runtime->relauncher.stopping) {
-    if (preempt_enqueue_ready_relaunches(runtime) == 0) {
+    uint32_t waiting = 0;
+    preempt_for_each_record(runtime, resume_if_after, &waiting);
+    if (preempt_enqueue_ready_relaunches(runtime) + waiting == 0) {
       pthread_cond_wait(&runtime->relauncher.wake, &runtime->lock);
       continue;
     }
@@ -384,6 +417,8 @@ preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sm
   preempt_runtime *runtime = preempt_runtime_lock();
   preempt_device_state *device;
   preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
+  if (record)
+    record->resume_after = 0; /* the program's own eviction: resumed when the program says */
   preempt_status result = record ? preempt_evict_record(runtime, device, record, sms) : PREEMPT_ERROR_FINISHED;
   /* No launch: in a process that cannot evict every launch ran as written
    * (as_written.c), which the caller should hear with the way out. */

@@ -104,6 +104,9 @@ typedef struct preempt_gpu_ops {
    * then waits for the device, held streams included); NULL: never lazy. */
   int (*module_loading_lazy)(int *lazy);
   int (*publish_relaunch)(void *publisher, void *stream, void *control, uint32_t generation, uint32_t task_count);
+  /* A stream's priority (lower numbers first, as CUDA and HIP order them); NULL: priorities are not kept
+   * (priority.c). */
+  int (*stream_priority)(void *stream, int *priority);
 } preempt_gpu_ops;
 
 const preempt_gpu_ops *preempt_gpu_backend(void);

@@ -379,6 +379,10 @@ static int cuda_stream_capturing(void *stream, int *capturing) {
   return status;
 }
 
+static int cuda_stream_priority(void *stream, int *priority) {
+  return cudaStreamGetPriority((cudaStream_t)stream, priority);
+}
+
 static int cuda_capture_mode_relax(int *saved) {
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaError_t status = cudaThreadExchangeStreamCaptureMode(&mode);
@@ -445,6 +449,7 @@ static const preempt_gpu_ops cuda_ops = {
     .publisher_load = preempt_cuda_publisher_load,
     .publish_relaunch = preempt_cuda_publish_relaunch,
     .stream_capturing = cuda_stream_capturing,
+    .stream_priority = cuda_stream_priority,
     .capture_mode_relax = cuda_capture_mode_relax,
     .capture_mode_restore = cuda_capture_mode_restore,
     .module_loading_lazy = cuda_module_loading_lazy,

@@ -426,6 +426,12 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->generation = preempt_next_generation(record->generation);
   record->desc = desc;
   record->stream = stream;
+  record->resume_after = 0;
+  record->stream_priority = 0;
+  if (gpu->stream_priority)
+    gpu->stream_priority(stream, &record->stream_priority); /* a failed query leaves 0, CUDA's default */
+  if (record->stream_priority > runtime->max_stream_priority)
+    runtime->max_stream_priority = record->stream_priority;
   record->block = block;
   record->shared_bytes = shared_bytes;
   record->ctas_per_sm = on_device->ctas_per_sm;
@@ -675,17 +681,23 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
   /* A launch runs as written unless it is long enough to need eviction
    * (docs/preemption.md, "Launches as written"): no control block, event or
    * stream wait, and the device's pool is not even set up. */
+  /* Stream priorities kept (priority.c): room made on lower-priority persistent grids first. */
+  int made_room = preempt_priority_make_room(runtime, device, stream, preempt_grid_task_count(original),
+                                             kernel->on_device[device].ctas_per_sm);
   if ((status = preempt_short_launch(runtime, kernel, device, sm_count, grid, block, args, dynamic_shared_bytes,
                                      stream)) >= 0)
-    goto done;
+    goto launched;
   status = 0;
   preempt_device_state *device_state = NULL;
   status = preempt_device_state_get(runtime, device, &device_state);
   if (status != 0)
-    goto done;
+    goto launched;
   if (!one_wave_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes, stream))
     status = persistent_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes,
                                stream);
+launched:
+  if (made_room)
+    preempt_priority_after_launch(runtime, device, stream, status == 0);
 done:
   preempt_runtime_unlock(runtime);
   return status;

@@ -214,6 +214,7 @@ typedef struct preempt_runtime {
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
   int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
   int evictions_asked;           /* an eviction was asked in this process (eviction.c): launch.c's drain_leaves_in_time */
+  int max_stream_priority;       /* the greatest (least urgent) priority any converted launch ran at (priority.c) */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
@@ -253,6 +254,17 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
 /* Enqueues the relaunches whose launch has started; returns how many still
  * wait. Context locked. */
 uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime);
+/* An evicted launch resumes once the work enqueued on `stream` so far has completed (the relaunch thread
+ * watches an event recorded there); an eviction through the API cancels it. Context locked; the GPU API's
+ * code. */
+int preempt_resume_after(preempt_runtime *runtime, preempt_launch_record *record, void *stream);
+/* Stream priorities kept (priority.c), context locked: before a converted kernel's launch on `stream`,
+ * persistent launches of lower-priority streams on the device leave just enough SMs for its `blocks` at
+ * `ctas_per_sm`; how many were evicted. After the launch (only where some were), they resume once it ends, or at
+ * once where it failed (`launched` 0). */
+int preempt_priority_make_room(preempt_runtime *runtime, int device, void *stream, uint64_t blocks,
+                               uint32_t ctas_per_sm);
+void preempt_priority_after_launch(preempt_runtime *runtime, int device, void *stream, int launched);
 
 /* Calls `visit` on every launch record of every device in use. Context locked. */
 typedef void (*preempt_record_visitor)(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,

@@ -154,6 +154,7 @@ static int fake_event_create(void **event, int timed) {
   if (!state)
     return FAKE_ERROR_OUT_OF_MEMORY;
   state->timed = timed;
+  state->pending = fake_gpu.events_born_pending;
   *event = state;
   fake_gpu.events_created++;
   return 0;
@@ -324,6 +325,10 @@ static int fake_stream_capturing(void *stream, int *capturing) {
   *capturing = fake_gpu.capturing;
   return fake_gpu.capture_query_error;
 }
+static int fake_stream_priority(void *stream, int *priority) {
+  *priority = stream && stream == fake_gpu.priority_stream ? fake_gpu.priority_value : 0;
+  return 0;
+}
 static int fake_capture_mode_relax(int *saved) {
   fake_gpu.capture_relaxes++;
   thread_relaxed = 1;
@@ -402,6 +407,7 @@ static const preempt_gpu_ops fake_ops = {
     .publisher_load = fake_publisher_load,
     .publish_relaunch = fake_publish_relaunch,
     .stream_capturing = fake_stream_capturing,
+    .stream_priority = fake_stream_priority,
     .capture_mode_relax = fake_capture_mode_relax,
     .capture_mode_restore = fake_capture_mode_restore,
     .module_loading_lazy = fake_module_loading_lazy,

@@ -92,6 +92,10 @@ typedef struct fake_gpu_state {
    * code instead: the query fails), and the calls that relax and restore the thread's capture mode. */
   uint32_t original_ctas_per_sm;
   int capturing, capture_query_error, capture_relaxes, capture_restores;
+  /* One stream of another priority than 0 (lower numbers first), for priority.c. */
+  void *priority_stream;
+  int priority_value;
+  int events_born_pending; /* events created from now on start pending (fake_event_set_pending ends them) */
   /* Stream writes from a thread other than the one that reset the fake (the application's) that had not relaxed its
    * capture mode: under CUDA's global capture mode each would be refused and invalidate an application's capture. */
   int unrelaxed_thread_writes;

@@ -635,6 +635,81 @@ static void test_drain_form(void) {
   preempt_shutdown();
 }
 
+/* Stream priorities kept (priority.c): a converted launch on a higher-priority stream evicts lower-priority
+ * persistent grids from just enough SMs for its blocks (100 blocks at 8 CTAs per SM: 13 SMs), and they resume
+ * once it has ended (an event after it); same priority or a drained grid: nothing evicted; the program's own
+ * eviction cancels the automatic resume. */
+static void test_stream_priorities(void) {
+  static const preempt_dim3 block64 = {64, 1, 1};
+  static const preempt_dim3 long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  int low_stream, urgent_stream, other_stream;
+  const char *long_us = getenv("PREEMPT_LONG_US"); /* the tests around this one set it */
+  char kept_long_us[32];
+  snprintf(kept_long_us, sizeof kept_long_us, "%s", long_us ? long_us : "");
+  for (int drained = 0; drained <= 1; drained++) {
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    setenv("PREEMPT_FORM", drained ? "drain" : "persistent", 1);
+    setenv("PREEMPT_LONG_US", "0", 1);
+    fake_gpu.has_drain = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.priority_stream = &urgent_stream;
+    fake_gpu.priority_value = -1;
+    preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+    preempt_launch_id low = preempt_last_launch();
+    preempt_launch_record *record = fake_launch_record(low);
+    CHECK(record != NULL && record->drained == drained);
+    fake_event_set_pending(record->done_event, 1); /* still running */
+    fake_event_set_pending(record->wave_done_event, 1);
+    /* The same priority: nothing happens to it. */
+    CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &other_stream), 0);
+    CHECK(!preempt_launch_suspended(record));
+    fake_gpu.events_born_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+    fake_gpu.events_born_pending = 0;
+    if (drained) {
+      CHECK(!preempt_launch_suspended(record) && !record->resume_after);
+      continue;
+    }
+    uint32_t evicted_sms = 0;
+    for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+      evicted_sms += (uint32_t)__builtin_popcount(record->yield_mask[word]);
+    CHECK_EQ_U64(evicted_sms, 13);
+    CHECK_EQ_U64(record->yield_mask[0], 0x1fffu);
+    CHECK(record->resume_after && record->resume_after_event != NULL);
+    CHECK(fake_event_stream(record->resume_after_event) == &urgent_stream);
+    /* Held while the urgent launch runs. */
+    usleep(50000);
+    CHECK(preempt_launch_suspended(record) && record->resume_after);
+    int launches_before = __atomic_load_n(&fake_gpu.launches, __ATOMIC_ACQUIRE);
+    fake_event_set_pending(record->resume_after_event, 0);
+    fake_event_set_pending(record->wave_done_event, 0);
+    wait_for_relauncher();
+    CHECK(!preempt_launch_suspended(record) && !record->resume_after);
+    CHECK(__atomic_load_n(&fake_gpu.launches, __ATOMIC_ACQUIRE) > launches_before); /* the relaunch */
+    /* Evicted again for an urgent launch, then by the program itself: the program decides when it resumes. */
+    fake_gpu.events_born_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+    fake_gpu.events_born_pending = 0;
+    CHECK(preempt_launch_suspended(record) && record->resume_after);
+    CHECK_EQ_U64(preempt_evict(low, NULL), PREEMPT_OK);
+    CHECK(!record->resume_after);
+    fake_event_set_pending(record->resume_after_event, 0);
+    wait_for_relauncher();
+    CHECK(preempt_launch_suspended(record));
+    CHECK_EQ_U64(preempt_resume(low), PREEMPT_OK);
+  }
+  unsetenv("PREEMPT_FORM");
+  if (*kept_long_us)
+    setenv("PREEMPT_LONG_US", kept_long_us, 1);
+  else
+    unsetenv("PREEMPT_LONG_US");
+  preempt_shutdown();
+}
+
 /* CTA quotas (quota.c; FlexSched §4.2's BSUs placed by the CTAs themselves, control_block.h). The fake's device
  * memory is host memory: the test reads the control block the runtime wrote, and writes what CTAs would. */
 static void test_quota(void) {
@@ -1941,6 +2016,7 @@ int main(int argc, char **argv) {
   test_lazy_loading_refuses_eviction();
   test_param_count_from_device();
   test_drain_form();
+  test_stream_priorities();
   test_quota();
   test_intask();
   test_intask_shapes();
