@@ -1,5 +1,5 @@
 /* inline_asm.c: a PTX inline-assembly string split into statements, each classified as pure, memory or unsafe.
- * Issue 39 item 4; DESIGN.md "Correctness rules" (FLEP §4.1's conversion, the drain form's gate, CTXBack §III-B). */
+ * Issue 39 item 4; docs/persistent-threads.md "Refusals" (FLEP §4.1's conversion, the drain form's gate, CTXBack §III-B). */
 #include "preempt/inline_asm.h"
 
 #include <string.h>

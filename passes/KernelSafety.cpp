@@ -1,5 +1,5 @@
 // KernelSafety.cpp: the refusal rules of persistent-thread conversion, as an analysis with a reason.
-// DESIGN.md "Correctness rules"; barrier rule from FLEP §4.1 (a return becomes the end of a task).
+// docs/persistent-threads.md "Refusals"; barrier rule from FLEP §4.1 (a return becomes the end of a task).
 #include "KernelSafety.h"
 
 #include "preempt/barrier_divergence.h"

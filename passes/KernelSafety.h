@@ -1,5 +1,5 @@
 // KernelSafety.h: decides whether a kernel can become persistent-threaded without changing its results.
-// DESIGN.md "Correctness rules"; FLEP §4.1 and EffiSha §5 assume kernels these checks admit.
+// docs/persistent-threads.md "Refusals"; FLEP §4.1 and EffiSha §5 assume kernels these checks admit.
 #ifndef PREEMPT_KERNEL_SAFETY_H
 #define PREEMPT_KERNEL_SAFETY_H
 

@@ -524,7 +524,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
                                        : gpu->stream_wait_u32(stream, &control->done_generation, record->generation)) !=
              0) {
     /* Stream order: the application's later work waits until every task is
-     * done, however often the launch is evicted and resumed (DESIGN.md). A
+     * done, however often the launch is evicted and resumed (docs/preemption.md, "Stream order"). A
      * drained launch's stream waits only while an eviction holds it: its
      * first wave publishes nothing, and its relaunches' publisher clears
      * drain_hold once every block has run (control_block.h). */

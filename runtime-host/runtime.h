@@ -341,7 +341,7 @@ int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_rec
 int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record);
 /* Distinct application streams, other than `except`, held by launches that
- * are evicted and not resumed (DESIGN.md's hardware-queue trap). */
+ * are evicted and not resumed (docs/preemption.md, "The hardware-queue trap"). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
 /* Why a launch may not be sent away and relaunched (`what`: "eviction", "quota"), said and returned as
  * UNSUPPORTED, or OK: the relaunch publisher did not load; and when `holds_stream` (the launch's stream will wait

@@ -1,5 +1,5 @@
 // overhead_parts.cu: where a converted launch's time goes when it is never evicted, one piece at a time.
-// Issue 3's overhead goal (FLEP §4.1 persistent threads, EffiSha §6.3 adaptive checking, DESIGN.md stream order).
+// Issue 3's overhead goal (FLEP §4.1 persistent threads, EffiSha §6.3 adaptive checking, docs/preemption.md "Stream order").
 //
 // The converted kernels (overhead_kernels.cu built with the plugin) are
 // launched here directly with their extra parameters and a control

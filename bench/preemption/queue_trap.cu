@@ -1,4 +1,4 @@
-// queue_trap.cu: DESIGN.md's hardware-queue trap: streams held by an evicted launch's wait, and everyone else.
+// queue_trap.cu: the hardware-queue trap (docs/preemption.md): streams held by an evicted launch's wait, and everyone else.
 // EffiSha §6's stream order after eviction: with 40 application streams evicted at once, do unrelated
 // streams still run, and does everything finish once resumed? Prints one JSON object; exit 0 unless stuck.
 #include <chrono>

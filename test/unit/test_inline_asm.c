@@ -1,5 +1,5 @@
 /* test_inline_asm.c: the inline-assembly classifier (lib/inline_asm.c) on real strings of CUDA 13's headers.
- * Issue 39 item 4; DESIGN.md "Correctness rules" (what the conversion, the drain form and in-task points refuse). */
+ * Issue 39 item 4; docs/persistent-threads.md "Refusals" (what the conversion, the drain form and in-task points refuse). */
 #include "preempt/inline_asm.h"
 
 #include "check.h"

@@ -1,5 +1,5 @@
 /* barrier_divergence.h: does any CTA barrier sit under thread-divergent control flow?
- * Safety rule for persistent-thread conversion (FLEP §4.1; DESIGN.md "Correctness rules"). */
+ * Safety rule for persistent-thread conversion (FLEP §4.1; docs/persistent-threads.md "Refusals"). */
 #ifndef PREEMPT_BARRIER_DIVERGENCE_H
 #define PREEMPT_BARRIER_DIVERGENCE_H
 

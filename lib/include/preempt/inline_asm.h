@@ -1,5 +1,5 @@
 /* inline_asm.h: what a PTX inline-assembly string does, instruction by instruction: register work, memory, or unsafe.
- * Issue 39 item 4; DESIGN.md "Correctness rules" (FLEP §4.1's conversion, the drain form's gate, CTXBack §III-B). */
+ * Issue 39 item 4; docs/persistent-threads.md "Refusals" (FLEP §4.1's conversion, the drain form's gate, CTXBack §III-B). */
 #ifndef PREEMPT_INLINE_ASM_H
 #define PREEMPT_INLINE_ASM_H
 
