@@ -702,6 +702,30 @@ static void test_stream_priorities(void) {
     CHECK(preempt_launch_suspended(record));
     CHECK_EQ_U64(preempt_resume(low), PREEMPT_OK);
   }
+  /* Where the eviction would be refused (lazy module loading here), nothing is evicted and nothing said: the
+   * program asked for no eviction. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  setenv("PREEMPT_FORM", "persistent", 1);
+  setenv("PREEMPT_LONG_US", "0", 1);
+  fake_gpu.lazy_loading = 1;
+  fake_gpu.priority_stream = &urgent_stream;
+  fake_gpu.priority_value = -1;
+  fake_gpu.expected_params = 2;
+  {
+    preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+    preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+    CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+    preempt_launch_record *record = fake_launch_record(preempt_last_launch());
+    CHECK(record != NULL);
+    if (record) {
+      fake_event_set_pending(record->done_event, 1);
+      preempt_report("marker");
+      CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+      CHECK(!preempt_launch_suspended(record) && !record->resume_after);
+      CHECK(strstr(preempt_last_error(), "marker") != NULL);
+      fake_event_set_pending(record->done_event, 0);
+    }
+  }
   unsetenv("PREEMPT_FORM");
   if (*kept_long_us)
     setenv("PREEMPT_LONG_US", kept_long_us, 1);
