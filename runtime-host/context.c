@@ -94,17 +94,7 @@ static void configure(preempt_runtime *runtime) {
   const preempt_settings *settings = &runtime->settings;
   runtime->check_interval_env = (uint32_t)settings->check_interval;
   runtime->check_period_ns = settings->check_period_us * 1000.0;
-  /* What a launch whose grid fits in one wave of persistent CTAs runs: the
-   * kernel's unconverted copy ("original", the default: no CTA would reach a
-   * task boundary, so nothing could be evicted anyway) or the persistent form
-   * ("persistent": tracked and evictable like any other launch, at the
-   * persistent form's cost; also where the setting is malformed, the safe choice). */
-  runtime->one_wave_persistent = settings->one_wave_persistent;
-  /* Which form converted launches take (launch.c, choose_drain). */
-  runtime->form = (preempt_form)settings->form;
   /* In-task yield points (intask.c). */
-  runtime->intask_mode = (preempt_intask_mode)settings->intask;
-  runtime->intask_shape = (preempt_intask_shape)settings->intask_shape;
   runtime->intask_period_ns = (uint32_t)(settings->intask_period_us * 1000);
   /* Which launches of a converted kernel are long enough to run a
    * preemptible form (as_written.c): those predicted to run this long or
@@ -121,8 +111,6 @@ static void configure(preempt_runtime *runtime) {
                                   : mps       ? "CUDA_DEVICE_MAX_CONNECTIONS unset under MPS: a client's share of the "
                                                 "server's pool"
                                               : "CUDA's default";
-  /* Eviction times on the GPU's clock (eviction_time.c). */
-  runtime->time_evictions = settings->time_evictions;
   runtime->stress.enabled = settings->stress != 0;
   runtime->stress.verbose = settings->stress == 2;
 }
@@ -151,10 +139,8 @@ void preempt_runtime_unlock(preempt_runtime *runtime) {
 }
 
 static void publish_error(void) {
-  preempt_settings settings;
-  int fresh;
-  preempt_settings_load(0, &settings, &fresh);
-  (void)fresh; /* read at load (prepare_for_eviction), whose caller said the complaints */
+  preempt_settings settings; /* read at load (prepare_for_eviction), which said the complaints */
+  preempt_settings_load(0, &settings, NULL);
   if (!settings.quiet)
     fprintf(stderr, "%s\n", last_error);
 }
@@ -217,7 +203,7 @@ int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_devic
     if (status != 0)
       return status;
     status = preempt_control_pool_init(&state->control_pool, gpu, PREEMPT_CONTROL_POOL_CAPACITY,
-                                       runtime->time_evictions);
+                                       runtime->settings.time_evictions);
     if (status == -1) {
       preempt_report("out of host memory for the control-block pool");
       return gpu->out_of_memory;

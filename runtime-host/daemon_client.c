@@ -50,8 +50,6 @@ typedef struct daemon_link {
   int32_t granted, limit;
 } daemon_link;
 
-
-
 static void close_link(daemon_link *link) {
   if (link->page)
     munmap(link->page, sizeof *link->page);
@@ -262,7 +260,7 @@ static int describe_gpus(preempt_runtime *runtime) {
  * (FLEP §5.2.2). The daemon clamps both to what the user may have. */
 static void take_settings(preempt_daemon_client *client, const preempt_settings *settings) {
   client->weight = (uint32_t)settings->weight;
-  if (!(settings->given & (1ull << PREEMPT_SETTING_PRIORITY)) || client->priority_from_api)
+  if (!preempt_setting_given(settings, PREEMPT_SETTING_PRIORITY) || client->priority_from_api)
     return;
   client->priority = (int32_t)settings->priority;
   client->priority_requested = 1;
@@ -350,7 +348,7 @@ static void daemon_start(preempt_runtime *runtime) {
   const preempt_settings *settings = &runtime->settings;
   if (!settings->daemon)
     return;
-  int named = (settings->given & (1ull << PREEMPT_SETTING_DAEMON_SOCKET)) != 0;
+  int named = preempt_setting_given(settings, PREEMPT_SETTING_DAEMON_SOCKET);
   snprintf(client->socket_path, sizeof client->socket_path, "%s", settings->daemon_socket);
   take_settings(client, settings);
   preempt_program_name(client->program, sizeof client->program);

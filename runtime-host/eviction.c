@@ -1,5 +1,6 @@
 /* eviction.c: temporal and spatial eviction of running launches, resumption, and launch states.
  * FLEP §4.1 Fig. 4 (yield flag; per-SM yield through %smid), EffiSha §6.1 (kernel states). */
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -85,37 +86,42 @@ int preempt_device_can_relaunch(const preempt_runtime *runtime, const preempt_de
   return !runtime->gpu->publisher_load || (device->publisher_status == 0 && device->publisher);
 }
 
-preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
-                                      preempt_launch_record *record, const char *what, int holds_stream) {
+int preempt_relaunch_obstacle(preempt_runtime *runtime, const preempt_device_state *device,
+                              const preempt_launch_record *record, int holds_stream, char *why, size_t why_bytes) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   if (!preempt_device_can_relaunch(runtime, device)) {
-    preempt_report("%s refused for kernel '%s': the relaunch publisher failed to load on this device (%s "
-                   "error %d), so a relaunch could never complete", what, record->desc->name, gpu->api_name,
-                   device->publisher_status);
-    return PREEMPT_ERROR_UNSUPPORTED;
+    snprintf(why, why_bytes, "the relaunch publisher failed to load on this device (%s error %d), so a relaunch "
+             "could never complete", gpu->api_name, device->publisher_status);
+    return 1;
   }
   if (!holds_stream)
-    return PREEMPT_OK;
+    return 0;
   if (preempt_lazy_loading(runtime)) {
-    preempt_report("%s refused for kernel '%s': CUDA loads this process's modules lazily, and a launch of a kernel "
-                   "not yet loaded would wait behind the held stream, for ever if the same thread is to resume it: "
-                   "set PREEMPT_EVICT_READY=1 (or CUDA_MODULE_LOADING=EAGER) before the program starts",
-                   what, record->desc->name);
-    return PREEMPT_ERROR_UNSUPPORTED;
+    snprintf(why, why_bytes, "CUDA loads this process's modules lazily, and a launch of a kernel not yet loaded "
+             "would wait behind the held stream, for ever if the same thread is to resume it: set "
+             "PREEMPT_EVICT_READY=1 (or CUDA_MODULE_LOADING=EAGER) before the program starts");
+    return 1;
   }
   if (record->unordered) {
-    preempt_report("%s refused for kernel '%s': its stream could not be ordered after it", what,
-                   record->desc->name);
-    return PREEMPT_ERROR_UNSUPPORTED;
+    snprintf(why, why_bytes, "its stream could not be ordered after it");
+    return 1;
   }
   if (!preempt_may_hold_stream(runtime, device, record->stream)) {
-    uint32_t held = preempt_held_streams(device, record->stream);
-    preempt_report("%s refused for kernel '%s': %u streams already held by evicted launches, and %u hardware "
-                   "queues (%s): more would deadlock",
-                   what, record->desc->name, held, runtime->hardware_queues, runtime->hardware_queues_from);
-    return PREEMPT_ERROR_UNSUPPORTED;
+    snprintf(why, why_bytes, "%u streams already held by evicted launches, and %u hardware queues (%s): more "
+             "would deadlock", preempt_held_streams(device, record->stream), runtime->hardware_queues,
+             runtime->hardware_queues_from);
+    return 1;
   }
-  return PREEMPT_OK;
+  return 0;
+}
+
+preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
+                                      preempt_launch_record *record, const char *what, int holds_stream) {
+  char why[384];
+  if (!preempt_relaunch_obstacle(runtime, device, record, holds_stream, why, sizeof why))
+    return PREEMPT_OK;
+  preempt_report("%s refused for kernel '%s': %s", what, record->desc->name, why);
+  return PREEMPT_ERROR_UNSUPPORTED;
 }
 
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,

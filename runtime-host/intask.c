@@ -23,9 +23,9 @@ static uint64_t record_bytes(const preempt_intask_desc *desc, uint32_t block_thr
 
 int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
                           uint32_t block_threads, uint32_t ctas) {
-  if (on_device->intask.point_count == 0 || runtime->intask_mode == PREEMPT_INTASK_OFF)
+  if (on_device->intask.point_count == 0 || runtime->settings.intask == PREEMPT_INTASK_OFF)
     return 0;
-  if (runtime->intask_mode == PREEMPT_INTASK_ON)
+  if (runtime->settings.intask == PREEMPT_INTASK_ON)
     return 1;
   /* auto: only where preemptd schedules the launch (other processes share
    * the GPU, and an eviction can come any time): the variant cost
@@ -120,8 +120,8 @@ preempt_intask_shape preempt_intask_chosen_shape(const preempt_runtime *runtime,
                                                  const preempt_kernel_on_device *on_device) {
   if (!on_device->intask_chunks_function)
     return PREEMPT_SHAPE_AUTO;
-  if (runtime->intask_shape != PREEMPT_SHAPE_AUTO)
-    return runtime->intask_shape;
+  if (runtime->settings.intask_shape != PREEMPT_SHAPE_AUTO)
+    return (preempt_intask_shape)runtime->settings.intask_shape;
   if (on_device->shape_samples[0] < PREEMPT_SHAPE_SAMPLES || on_device->shape_samples[1] < PREEMPT_SHAPE_SAMPLES)
     return PREEMPT_SHAPE_AUTO;
   return on_device->shape_ns_per_task[1] < on_device->shape_ns_per_task[0] ? PREEMPT_SHAPE_CHUNKS
@@ -131,10 +131,10 @@ preempt_intask_shape preempt_intask_chosen_shape(const preempt_runtime *runtime,
 static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int *timed) {
   *timed = 0;
   /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). */
-  if (!on_device->intask_chunks_function || runtime->intask_shape == PREEMPT_SHAPE_RUNTIME ||
+  if (!on_device->intask_chunks_function || runtime->settings.intask_shape == PREEMPT_SHAPE_RUNTIME ||
       on_device->intask_chunks_ctas_per_sm == 0)
     return 0;
-  if (runtime->intask_mode == PREEMPT_INTASK_AUTO && on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm)
+  if (runtime->settings.intask == PREEMPT_INTASK_AUTO && on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm)
     return 0;
   preempt_intask_shape chosen = preempt_intask_chosen_shape(runtime, on_device);
   if (chosen != PREEMPT_SHAPE_AUTO)

@@ -226,12 +226,12 @@ static int kernel_occupancy(const preempt_runtime *runtime, const preempt_kernel
     return preempt_report_gpu(gpu, status, "querying occupancy", desc->name);
   on_device->intask_ctas_per_sm = 0;
   on_device->intask_chunks_ctas_per_sm = 0;
-  if (on_device->intask_chunks_function && runtime->intask_mode != PREEMPT_INTASK_OFF &&
+  if (on_device->intask_chunks_function && runtime->settings.intask != PREEMPT_INTASK_OFF &&
       (status = gpu->function_occupancy(desc->host_stub, on_device->intask_chunks_function, block_threads,
                                         shared_bytes, &on_device->intask_chunks_ctas_per_sm)) != 0)
     preempt_report_gpu(gpu, status, "querying the constant-chunk variant's occupancy (PREEMPT_INTASK=auto will not "
                        "run it)", desc->name);
-  if (on_device->intask_function && runtime->intask_mode != PREEMPT_INTASK_OFF) {
+  if (on_device->intask_function && runtime->settings.intask != PREEMPT_INTASK_OFF) {
     status = gpu->function_occupancy(desc->host_stub, on_device->intask_function, block_threads, shared_bytes,
                                      &on_device->intask_ctas_per_sm);
     if (status != 0)
@@ -283,18 +283,6 @@ static void start_sample(preempt_kernel_on_device *on_device, preempt_launch_rec
   record->time_first_relaunch = held;
 }
 
-/* Which form a converted launch takes (docs/preemption.md, "Drain form").
- * Both are evictable; they differ in cost, which depends on the kernel: the
- * persistent form's task loop costs short blocks with barriers 10-20% on the
- * H100, while it balances load the hardware's block order does not (spmv_csr
- * ran in 0.64x the original's time). So, unless PREEMPT_FORM says which,
- * each kernel is timed in the persistent form first (its task length sets
- * the check interval, two samples; the second, at that interval, counts),
- * then twice in the drain form (one timing alone chose wrongly for one of
- * float_atomics' kernels on the H100 often enough to show in its median),
- * and later launches take whichever ran faster per task. The caller keeps
- * launches persistent under preemptd, whose held launches start through the
- * relaunch path. */
 /* A drained launch's first eviction lasts until every block not yet started
  * has passed its gate and left (docs/preemption.md, "Drain form"): on the
  * H200 about 0.85 us per wave of such blocks (preempt_bench at 963389f: the
@@ -317,15 +305,27 @@ static int drain_leaves_in_time(const preempt_runtime *runtime, uint64_t task_co
   return (double)task_count / ctas * DRAIN_SKIP_NS_PER_WAVE <= settings->evict_bound_us * 1e3;
 }
 
+/* Which form a converted launch takes (docs/preemption.md, "Drain form").
+ * Both are evictable; they differ in cost, which depends on the kernel: the
+ * persistent form's task loop costs short blocks with barriers 10-20% on the
+ * H100, while it balances load the hardware's block order does not (spmv_csr
+ * ran in 0.64x the original's time). So, unless PREEMPT_FORM says which,
+ * each kernel is timed in the persistent form first (its task length sets
+ * the check interval, two samples; the second, at that interval, counts),
+ * then twice in the drain form (one timing alone chose wrongly for one of
+ * float_atomics' kernels on the H100 often enough to show in its median),
+ * and later launches take whichever ran faster per task. The caller keeps
+ * launches persistent under preemptd, whose held launches start through the
+ * relaunch path. */
 static int choose_drain(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
                         uint32_t block_threads, uint32_t ctas, uint64_t task_count) {
-  if (!on_device->drain_function || runtime->form == PREEMPT_FORM_PERSISTENT)
+  if (!on_device->drain_function || runtime->settings.form == PREEMPT_FORM_PERSISTENT)
     return 0;
   /* The drain form has no in-task points: where they would check, its
    * evictions would wait for whole blocks (docs/intask.md). */
-  if (runtime->form == PREEMPT_FORM_AUTO && preempt_intask_wanted(runtime, on_device, block_threads, ctas))
+  if (runtime->settings.form == PREEMPT_FORM_AUTO && preempt_intask_wanted(runtime, on_device, block_threads, ctas))
     return 0;
-  if (runtime->form == PREEMPT_FORM_DRAIN)
+  if (runtime->settings.form == PREEMPT_FORM_DRAIN)
     return 1;
   if (!drain_leaves_in_time(runtime, task_count, ctas))
     return 0;
@@ -590,7 +590,7 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
                            const preempt_device_state *device, preempt_grid_dims grid, preempt_dim3 block, void **args,
                            size_t shared_bytes, void *stream) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device_index];
-  if (runtime->one_wave_persistent || !on_device->original_function ||
+  if (runtime->settings.one_wave_persistent || !on_device->original_function ||
       preempt_daemon_schedules(runtime, device_index))
     return 0;
   /* With in-task points a one-wave launch can still be evicted inside its
@@ -598,7 +598,7 @@ static int one_wave_launch(preempt_runtime *runtime, preempt_kernel_state *kerne
    * stays persistent. (Under preemptd, above, it is anyway; auto checks
    * nowhere else: run persistent with checks, nbody and matmul_tiled took
    * 1.14x and 1.11x the original on the H100.) */
-  if (on_device->intask.point_count && runtime->intask_mode == PREEMPT_INTASK_ON)
+  if (on_device->intask.point_count && runtime->settings.intask == PREEMPT_INTASK_ON)
     return 0;
   /* The persistent grid would be the whole grid: task count <= CTAs per SM x
    * SMs (never at occupancy 0, a block that cannot run: the persistent path
@@ -678,12 +678,12 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
   if ((status = preempt_device_sm_count(runtime, device, &sm_count)) != 0 ||
       (status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes)) != 0)
     goto done;
-  /* A launch runs as written unless it is long enough to need eviction
-   * (docs/preemption.md, "Launches as written"): no control block, event or
-   * stream wait, and the device's pool is not even set up. */
   /* Stream priorities kept (priority.c): room made on lower-priority persistent grids first. */
   int made_room = preempt_priority_make_room(runtime, device, stream, preempt_grid_task_count(original),
                                              kernel->on_device[device].ctas_per_sm);
+  /* A launch runs as written unless it is long enough to need eviction
+   * (docs/preemption.md, "Launches as written"): no control block, event or
+   * stream wait, and the device's pool is not even set up. */
   if ((status = preempt_short_launch(runtime, kernel, device, sm_count, grid, block, args, dynamic_shared_bytes,
                                      stream)) >= 0)
     goto launched;

@@ -24,8 +24,7 @@ preempt_memory *preempt_memory_context(void) { return &memory_context; }
 static void say(const char *format, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *format, ...) {
   preempt_settings settings;
-  int fresh;
-  preempt_settings_load(0, &settings, &fresh);
+  preempt_settings_load(0, &settings, NULL);
   if (settings.quiet)
     return;
   va_list arguments;
@@ -54,13 +53,13 @@ static void configure(preempt_memory *memory) {
   int nice_value = getpriority(PRIO_PROCESS, 0);
   int32_t limit;
   preempt_grant_priority(geteuid(), errno ? 0 : nice_value, 0, 0, &memory->priority, &limit);
-  if (settings.given & (1ull << PREEMPT_SETTING_PRIORITY)) {
+  if (preempt_setting_given(&settings, PREEMPT_SETTING_PRIORITY)) {
     memory->priority = preempt_clamp_priority((int32_t)settings.priority, limit);
     memory->priority_requested = 1;
     memory->priority_asked = (int32_t)settings.priority;
   }
   memory->daemon_wanted = !settings.mem_ledger_shared;
-  memory->daemon_socket_named = (settings.given & (1ull << PREEMPT_SETTING_DAEMON_SOCKET)) != 0;
+  memory->daemon_socket_named = preempt_setting_given(&settings, PREEMPT_SETTING_DAEMON_SOCKET);
   snprintf(memory->daemon_socket, sizeof memory->daemon_socket, "%s", settings.daemon_socket);
   memory->environment_budget = settings.mem_budget;
   /* Reserve-ahead (lib/mem_ahead.c): preemptd's round trip cost 27 us per cudaMalloc on the H200; with up to this

@@ -13,14 +13,6 @@ static int in_the_way(const preempt_runtime *runtime, const preempt_launch_recor
          !preempt_launch_finished(record, runtime->gpu);
 }
 
-/* What preempt_refuse_relaunch would refuse, asked without a word: the program asked for no eviction, so a
- * refusal here is not its error to read on every urgent launch. The grid then runs on, as CUDA would run it. */
-static int may_evict(preempt_runtime *runtime, const preempt_device_state *device,
-                     const preempt_launch_record *record) {
-  return preempt_device_can_relaunch(runtime, device) && !preempt_lazy_loading(runtime) && !record->unordered &&
-         preempt_may_hold_stream(runtime, device, record->stream);
-}
-
 int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void *stream, uint64_t blocks,
                                uint32_t ctas_per_sm) {
   const preempt_gpu_ops *gpu = runtime->gpu;
@@ -42,7 +34,11 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
   int evicted = 0;
   for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
     preempt_launch_record *record = &device->control_pool.records[slot];
-    if (!in_the_way(runtime, record, stream, urgent) || !may_evict(runtime, device, record))
+    /* An eviction that would be refused is not tried: the program asked for none, so the refusal is not its
+     * error to read on every urgent launch. The grid runs on, as CUDA would run it. */
+    char why[384];
+    if (!in_the_way(runtime, record, stream, urgent) ||
+        preempt_relaunch_obstacle(runtime, device, record, 1, why, sizeof why))
       continue;
     if (preempt_evict_record(runtime, device, record, sms) == PREEMPT_OK) {
       record->resume_after = 1; /* its event comes with the launch (preempt_priority_after_launch) */

@@ -203,16 +203,11 @@ typedef struct preempt_runtime {
   preempt_settings settings;     /* as read at configure (settings.c); the fields below derive from it */
   uint32_t check_interval_env;   /* PREEMPT_CHECK_INTERVAL, 0 if unset */
   double check_period_ns;        /* PREEMPT_CHECK_PERIOD_US */
-  int one_wave_persistent;       /* PREEMPT_ONE_WAVE=persistent: one-wave launches stay converted */
-  preempt_form form;             /* PREEMPT_FORM: which form converted launches take */
-  preempt_intask_mode intask_mode; /* PREEMPT_INTASK (intask.c) */
-  preempt_intask_shape intask_shape; /* PREEMPT_INTASK_SHAPE (intask.c) */
   uint32_t intask_period_ns;       /* PREEMPT_INTASK_PERIOD_US: the time between in-task checks */
   uint32_t hardware_queues;      /* CUDA_DEVICE_MAX_CONNECTIONS as CUDA will see it */
   const char *hardware_queues_from; /* where that number comes from, for messages */
   int lazy_loading;              /* CUDA loads modules lazily: 1, 0, or -1 not asked yet (eviction.c) */
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
-  int time_evictions;            /* PREEMPT_TIME_EVICTIONS=1: eviction times on the GPU's clock */
   int evictions_asked;           /* an eviction was asked in this process (eviction.c): launch.c's drain_leaves_in_time */
   int max_stream_priority;       /* the greatest (least urgent) priority any converted launch ran at (priority.c) */
   preempt_kernel_state *kernels;
@@ -343,10 +338,13 @@ int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (docs/preemption.md, "The hardware-queue trap"). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);
-/* Why a launch may not be sent away and relaunched (`what`: "eviction", "quota"), said and returned as
- * UNSUPPORTED, or OK: the relaunch publisher did not load; and when `holds_stream` (the launch's stream will wait
- * on CTAs that are gone), its stream could not be ordered after it or one more held stream risks the
- * hardware-queue trap. Context locked. */
+/* Whether a launch may not be sent away and relaunched, and why (into `why`): the relaunch publisher did not
+ * load; and when `holds_stream` (the launch's stream will wait on CTAs that are gone), modules load lazily, its
+ * stream could not be ordered after it, or one more held stream risks the hardware-queue trap. 1 or 0; says
+ * nothing. Context locked. */
+int preempt_relaunch_obstacle(preempt_runtime *runtime, const preempt_device_state *device,
+                              const preempt_launch_record *record, int holds_stream, char *why, size_t why_bytes);
+/* The same, said (`what`: "eviction", "quota") and returned as UNSUPPORTED, or OK. Context locked. */
 preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
                                       preempt_launch_record *record, const char *what, int holds_stream);
 /* Whether CUDA loads modules lazily in this process (asked once): holding a stream is then refused. */

@@ -73,6 +73,11 @@ typedef struct preempt_settings {
   char complaints[PREEMPT_SETTINGS_MAX_COMPLAINTS][192];
 } preempt_settings;
 
+/* Whether the user set `id` and it was well formed (not the default). */
+static inline int preempt_setting_given(const preempt_settings *settings, preempt_setting_id id) {
+  return (int)((settings->given >> id) & 1);
+}
+
 typedef const char *(*preempt_settings_lookup)(const char *name, void *context);
 
 /* Parses every setting from `lookup` (getenv's shape): plain code over plain data, for tests. Returns the
@@ -80,8 +85,8 @@ typedef const char *(*preempt_settings_lookup)(const char *name, void *context);
 unsigned preempt_settings_parse(preempt_settings *out, preempt_settings_lookup lookup, void *context);
 
 /* The process's settings, read from the environment the first time and again when `again` (after
- * preempt_shutdown: tests change the environment between runs). *fresh is 1 when this call read them, so that
- * exactly one caller reports the complaints. A copy: no lock is held over its use. */
+ * preempt_shutdown: tests change the environment between runs). *fresh (where not NULL) is 1 when this call read
+ * them, so that exactly one caller reports the complaints. A copy: no lock is held over its use. */
 void preempt_settings_load(int again, preempt_settings *copy, int *fresh);
 
 /* The table, for documentation and tests: name, accepted values, default, meaning. */

@@ -900,7 +900,7 @@ static void *device_control_stream(void) {
 /* As PREEMPT_INTASK would set it (its spelling is test_settings'). */
 static void set_intask_mode(preempt_intask_mode mode) {
   preempt_runtime *runtime = preempt_runtime_lock();
-  runtime->intask_mode = mode;
+  runtime->settings.intask = mode;
   preempt_runtime_unlock(runtime);
 }
 
@@ -1206,7 +1206,7 @@ static void test_intask(void) {
      * 6208 B for 64 CTAs: 0.4 us to save). */
     preempt_runtime decider;
     memset(&decider, 0, sizeof decider);
-    decider.intask_mode = PREEMPT_INTASK_AUTO;
+    decider.settings.intask = PREEMPT_INTASK_AUTO;
     decider.daemon.registered = 1;
     preempt_kernel_on_device kernel;
     memset(&kernel, 0, sizeof kernel);
@@ -1219,9 +1219,9 @@ static void test_intask(void) {
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
     kernel.intask_ctas_per_sm = 0; /* the query failed */
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
-    decider.intask_mode = PREEMPT_INTASK_ON;
+    decider.settings.intask = PREEMPT_INTASK_ON;
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
-    decider.intask_mode = PREEMPT_INTASK_AUTO;
+    decider.settings.intask = PREEMPT_INTASK_AUTO;
     kernel.intask_ctas_per_sm = 4;
     kernel.task_nanoseconds = 50e3; /* short tasks */
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);

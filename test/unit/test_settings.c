@@ -35,8 +35,6 @@ static int complained(const preempt_settings *settings, const char *text) {
   return 0;
 }
 
-static int given(const preempt_settings *settings, preempt_setting_id id) { return (settings->given >> id) & 1; }
-
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--names") == 0) {
     for (int id = 0; id < PREEMPT_SETTING_COUNT; id++)
@@ -72,7 +70,7 @@ int main(int argc, char **argv) {
   /* Every default, written out by a user, is well formed and given. */
   CHECK_EQ_U64(preempt_settings_parse(&settings, lookup_defaults, NULL), 0);
   for (int id = 0; id < PREEMPT_SETTING_COUNT; id++)
-    CHECK_EQ_U64(given(&settings, id), *preempt_setting_describe(id)->fallback != '\0');
+    CHECK_EQ_U64(preempt_setting_given(&settings, id), *preempt_setting_describe(id)->fallback != '\0');
 
   /* Well-formed values, the edges of the ranges among them. */
   pair good[] = {{"PREEMPT_QUIET", "1"},
