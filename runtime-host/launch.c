@@ -76,31 +76,21 @@ static void resolve_chunks_variant(const preempt_gpu_ops *gpu, const preempt_ker
     memset(chunks, 0, sizeof *chunks);
 }
 
-/* Drops what a failed resolve_kernel read: the kernel is resolved again at its next launch. */
+/* Drops what a failed resolve_forms read: the kernel is resolved again at its next launch. */
 static void forget_params(preempt_kernel_on_device *on_device) {
   free(on_device->param_sizes);
   on_device->param_sizes = NULL;
 }
 
-/* Finds out once per device whether the plugin converted this kernel, the
- * sizes of its parameters, which a relaunch needs, and its unconverted copy,
- * which one-wave launches run. */
-static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel, int device) {
+/* Finds out once per device whether the plugin converted this kernel (its
+ * marker). Only that: under lazy module loading each form looked up is a
+ * module load, which a process that never evicts must not pay for. */
+static int resolve_marker(preempt_runtime *runtime, preempt_kernel_state *kernel, int device) {
   preempt_kernel_on_device *on_device = &kernel->on_device[device];
-  if (on_device->resolved)
-    return 0;
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
-  char marker_name[NAME_CAPACITY], persistent_name[NAME_CAPACITY], drain_name[NAME_CAPACITY],
-      intask_name[NAME_CAPACITY], variant_name[NAME_CAPACITY], chunks_desc_name[NAME_CAPACITY],
-      chunks_name[NAME_CAPACITY];
-  if (prefixed_name(marker_name, PREEMPT_KERNEL_MARKER_PREFIX, desc->name) ||
-      prefixed_name(persistent_name, PREEMPT_PERSISTENT_KERNEL_PREFIX, desc->name) ||
-      prefixed_name(drain_name, PREEMPT_DRAIN_KERNEL_PREFIX, desc->name) ||
-      prefixed_name(intask_name, PREEMPT_INTASK_DESC_PREFIX, desc->name) ||
-      prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name) ||
-      prefixed_name(chunks_desc_name, PREEMPT_INTASK_CHUNKS_DESC_PREFIX, desc->name) ||
-      prefixed_name(chunks_name, PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX, desc->name)) {
+  char marker_name[NAME_CAPACITY];
+  if (prefixed_name(marker_name, PREEMPT_KERNEL_MARKER_PREFIX, desc->name)) {
     preempt_report("kernel name too long: '%.64s...'", desc->name);
     return gpu->invalid_value;
   }
@@ -114,20 +104,46 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
                    desc->name, abi_version, PREEMPT_KERNEL_ABI_VERSION);
     return gpu->not_supported;
   }
+  on_device->converted = abi_version != 0;
+  on_device->resolved = 1;
+  return 0;
+}
+
+/* Before a converted kernel's first launch that may take a preemptible form:
+ * the sizes of its parameters, which a relaunch needs, its forms, and its
+ * unconverted copy, which one-wave launches run. */
+static int resolve_forms(preempt_runtime *runtime, preempt_kernel_state *kernel, int device) {
+  preempt_kernel_on_device *on_device = &kernel->on_device[device];
+  if (on_device->forms_resolved)
+    return 0;
+  const preempt_kernel_desc *desc = kernel->desc;
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  char persistent_name[NAME_CAPACITY], drain_name[NAME_CAPACITY], intask_name[NAME_CAPACITY],
+      variant_name[NAME_CAPACITY], chunks_desc_name[NAME_CAPACITY], chunks_name[NAME_CAPACITY];
+  if (prefixed_name(persistent_name, PREEMPT_PERSISTENT_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(drain_name, PREEMPT_DRAIN_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(intask_name, PREEMPT_INTASK_DESC_PREFIX, desc->name) ||
+      prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(chunks_desc_name, PREEMPT_INTASK_CHUNKS_DESC_PREFIX, desc->name) ||
+      prefixed_name(chunks_name, PREEMPT_INTASK_CHUNKS_KERNEL_PREFIX, desc->name)) {
+    preempt_report("kernel name too long: '%.64s...'", desc->name);
+    return gpu->invalid_value;
+  }
+  int status;
   /* The kernel's own parameters as the device compiled them: the host
    * stub's argument count (desc->param_count) counts a small struct the host
    * ABI splits as two, and read that many, a relaunch copied memory past the
    * application's argument array (CUB's kernels crashed or got none). */
   uint32_t param_count = 0;
-  if (abi_version != 0 && (status = gpu->kernel_param_sizes(desc->host_stub, 0, NULL, &param_count)) != 0)
+  if ((status = gpu->kernel_param_sizes(desc->host_stub, 0, NULL, &param_count)) != 0)
     return preempt_report_gpu(gpu, status, "reading the parameter count", desc->name);
-  if (abi_version != 0 && param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
+  if (param_count > PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS) {
     preempt_report("kernel '%s' has %u parameters, more than the %u supported", desc->name, param_count,
                    PREEMPT_MAX_KERNEL_PARAMS - PREEMPT_KERNEL_EXTRA_PARAMS);
     return gpu->invalid_value;
   }
   on_device->param_count = param_count;
-  if (abi_version != 0 && param_count > 0) {
+  if (param_count > 0) {
     on_device->param_sizes = calloc(param_count, sizeof *on_device->param_sizes);
     if (!on_device->param_sizes) {
       preempt_report("out of host memory resolving kernel '%s'", desc->name);
@@ -153,55 +169,64 @@ static int resolve_kernel(preempt_runtime *runtime, preempt_kernel_state *kernel
   on_device->intask_function = NULL;
   memset(&on_device->intask_chunks, 0, sizeof on_device->intask_chunks);
   on_device->intask_chunks_function = NULL;
-  if (abi_version != 0) {
-    /* The persistent form, which every converted launch needs: a kernel
-     * whose marker says converted but has none cannot be launched as
-     * converted, and its own name may not be the kernel as written either. */
-    status = gpu->original_kernel(desc->host_stub, persistent_name, &on_device->persistent_function);
-    if (status == 0 && !on_device->persistent_function)
-      status = gpu->not_supported;
-    if (status != 0) {
-      forget_params(on_device);
-      on_device->persistent_function = NULL;
-      return preempt_report_gpu(gpu, status, "looking up the persistent form (rebuild the kernel with the matching "
-                                "libpreempt.so)", desc->name);
-    }
-    /* In-task points (docs/intask.md): a descriptor of another ABI or with
-     * more points than the runtime knows is refused, not guessed at. Left
-     * unresolved, the kernel is resolved again at its next launch: its
-     * parameter sizes go, or each attempt would leak them. */
-    status = gpu->kernel_global(desc->host_stub, intask_name, &on_device->intask, sizeof on_device->intask);
-    if (status == 0 && on_device->intask.point_count != 0 &&
-        (on_device->intask.abi_version != PREEMPT_KERNEL_ABI_VERSION ||
-         on_device->intask.point_count > PREEMPT_INTASK_MAX_POINTS)) {
-      preempt_report("kernel '%s' has an in-task descriptor of ABI %u with %u points: rebuild it with the matching "
-                     "libpreempt.so", desc->name, on_device->intask.abi_version, on_device->intask.point_count);
-      status = gpu->not_supported;
-    } else if (status != 0) {
-      preempt_report_gpu(gpu, status, "looking up the in-task descriptor", desc->name);
-    }
-    if (status != 0) {
-      forget_params(on_device);
-      memset(&on_device->intask, 0, sizeof on_device->intask);
-      return status;
-    }
-    if (on_device->intask.point_count != 0) {
-      on_device->intask_function =
-          look_up_copy(gpu, desc, variant_name, "looking up the in-task variant (evictions wait for task boundaries)");
-      if (!on_device->intask_function)
-        memset(&on_device->intask, 0, sizeof on_device->intask);
-    }
-    if (on_device->intask_function)
-      resolve_chunks_variant(gpu, desc, on_device, chunks_desc_name, chunks_name);
-    /* The kernel's own name: the kernel as written (control_block.h). */
-    on_device->original_function =
-        look_up_copy(gpu, desc, desc->name, "looking up the kernel as written (launches stay converted)");
-    on_device->drain_function =
-        look_up_copy(gpu, desc, drain_name, "looking up the drain form (launches stay persistent)");
+  /* The persistent form, which every converted launch needs: a kernel
+   * whose marker says converted but has none cannot be launched as
+   * converted, and its own name may not be the kernel as written either. */
+  status = gpu->original_kernel(desc->host_stub, persistent_name, &on_device->persistent_function);
+  if (status == 0 && !on_device->persistent_function)
+    status = gpu->not_supported;
+  if (status != 0) {
+    forget_params(on_device);
+    on_device->persistent_function = NULL;
+    return preempt_report_gpu(gpu, status, "looking up the persistent form (rebuild the kernel with the matching "
+                              "libpreempt.so)", desc->name);
   }
-  on_device->converted = abi_version != 0;
-  on_device->resolved = 1;
+  /* In-task points (docs/intask.md): a descriptor of another ABI or with
+   * more points than the runtime knows is refused, not guessed at. Left
+   * unresolved, the kernel is resolved again at its next launch: its
+   * parameter sizes go, or each attempt would leak them. */
+  status = gpu->kernel_global(desc->host_stub, intask_name, &on_device->intask, sizeof on_device->intask);
+  if (status == 0 && on_device->intask.point_count != 0 &&
+      (on_device->intask.abi_version != PREEMPT_KERNEL_ABI_VERSION ||
+       on_device->intask.point_count > PREEMPT_INTASK_MAX_POINTS)) {
+    preempt_report("kernel '%s' has an in-task descriptor of ABI %u with %u points: rebuild it with the matching "
+                   "libpreempt.so", desc->name, on_device->intask.abi_version, on_device->intask.point_count);
+    status = gpu->not_supported;
+  } else if (status != 0) {
+    preempt_report_gpu(gpu, status, "looking up the in-task descriptor", desc->name);
+  }
+  if (status != 0) {
+    forget_params(on_device);
+    memset(&on_device->intask, 0, sizeof on_device->intask);
+    return status;
+  }
+  if (on_device->intask.point_count != 0) {
+    on_device->intask_function =
+        look_up_copy(gpu, desc, variant_name, "looking up the in-task variant (evictions wait for task boundaries)");
+    if (!on_device->intask_function)
+      memset(&on_device->intask, 0, sizeof on_device->intask);
+  }
+  if (on_device->intask_function)
+    resolve_chunks_variant(gpu, desc, on_device, chunks_desc_name, chunks_name);
+  /* The kernel's own name: the kernel as written (control_block.h). */
+  on_device->original_function =
+      look_up_copy(gpu, desc, desc->name, "looking up the kernel as written (launches stay converted)");
+  on_device->drain_function =
+      look_up_copy(gpu, desc, drain_name, "looking up the drain form (launches stay persistent)");
+  on_device->forms_resolved = 1;
   return 0;
+}
+
+/* A resolve step with the thread's capture mode relaxed. */
+static int resolve_relaxed(preempt_runtime *runtime, preempt_kernel_state *kernel, int device,
+                           int (*resolve)(preempt_runtime *, preempt_kernel_state *, int)) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  int saved_mode = 0;
+  int relaxed = gpu->capture_mode_relax && gpu->capture_mode_relax(&saved_mode) == 0;
+  int status = resolve(runtime, kernel, device);
+  if (relaxed)
+    gpu->capture_mode_restore(saved_mode);
+  return status;
 }
 
 /* The converted kernel's occupancy for this block size and dynamic shared
@@ -643,18 +668,11 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
     status = gpu->out_of_memory;
     goto done;
   }
-  if (!kernel->on_device[device].resolved) {
-    /* Once per kernel and device: the lookups read device memory, which a
-     * stream capture in CUDA's global mode forbids to every thread that has
-     * not relaxed its own mode. */
-    int saved_mode = 0;
-    int relaxed = gpu->capture_mode_relax && gpu->capture_mode_relax(&saved_mode) == 0;
-    status = resolve_kernel(runtime, kernel, device);
-    if (relaxed)
-      gpu->capture_mode_restore(saved_mode);
-    if (status != 0)
-      goto done;
-  }
+  /* Once per kernel and device: the lookups read device memory, which a
+   * stream capture in CUDA's global mode forbids to every thread that has
+   * not relaxed its own mode. */
+  if (!kernel->on_device[device].resolved && (status = resolve_relaxed(runtime, kernel, device, resolve_marker)) != 0)
+    goto done;
   preempt_grid_dims original = {grid.x, grid.y, grid.z};
   /* An unconverted kernel, or an empty grid that the API must reject itself:
    * the launch goes through exactly as written. */
@@ -664,13 +682,17 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       kernel->on_device[device].launches++;
     goto done;
   }
-  /* A process that cannot evict: as written, with the context unlocked by the call. */
+  /* A process that cannot evict: as written, with the context unlocked by
+   * the call, and no form of the kernel ever looked up (loaded). */
   if (preempt_cannot_evict(runtime))
     return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
   if (preempt_stream_capturing(gpu, stream)) {
     status = preempt_capture_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
     goto done;
   }
+  if (!kernel->on_device[device].forms_resolved &&
+      (status = resolve_relaxed(runtime, kernel, device, resolve_forms)) != 0)
+    goto done;
   /* Under PREEMPT_STRESS a program of short launches only still gets its
    * report at exit, which says they ran as written (stress.c). */
   preempt_stress_start_if_requested(runtime);

@@ -43,6 +43,7 @@ typedef enum preempt_intask_shape {
 typedef struct preempt_kernel_on_device {
   int resolved; /* marker looked up on this device */
   int converted;
+  int forms_resolved; /* parameter sizes and forms looked up (launch.c, resolve_forms) */
   size_t *param_sizes; /* of the kernel's own parameters, once converted */
   uint32_t param_count; /* how many: the device kernel's, not the host stub's LLVM arguments */
   /* The kernel as written, under its own name since ABI 9 (what the

@@ -93,6 +93,12 @@ def main():
             shas += [x["stdout_sha"] for x in t["original"] if x["rc"] == 0 and not x["timed_out"]]
         return shas
 
+    def own_spread_ms(name):
+        walls = [recs[name][m]["wall_s"] for m in ("original", "original_again")
+                 if m in recs[name] and recs[name][m].get("rc") == 0 and not recs[name][m].get("timed_out")
+                 and recs[name][m].get("wall_s") is not None]
+        return (max(walls) - min(walls)) * 1e3 if len(walls) == 2 else None
+
     def run_ok(r, expect):
         why = []
         if r.get("missing"):
@@ -167,7 +173,10 @@ def main():
                "ratio": wp / wo if wo > 0 else None,
                "spread": (min(per_round), max(per_round)) if per_round else None,
                # What the plugin's build adds to the whole process (start, launches, exit), same round.
-               "added_ms": statistics.median((rp[r]["wall_s"] - ro[r]["wall_s"]) * 1e3 for r in rounds)}
+               "added_ms": statistics.median((rp[r]["wall_s"] - ro[r]["wall_s"]) * 1e3 for r in rounds),
+               # The original's own run-to-run difference (its two correctness runs, same call, no CUPTI): an
+               # added time below it is not told apart from noise.
+               "own_ms": own_spread_ms(n)}
         # GPU time of the kernels both builds ran.
         g_ratios, g_o, g_p, g_rt, launches = [], [], [], [], []
         short = 0
@@ -307,6 +316,14 @@ def main():
           f"over rounds; start-up, launches and exit together, so an upper bound on start-up): median "
           f"{fmt(statistics.median(a for a, _ in added))} ms over {len(added)} programs, largest "
           f"{fmt(added[-1][0])} ms ({added[-1][1]}), {sum(1 for a, _ in added if a > 50)} above 50 ms. ")
+        own = {r["name"]: r.get("own_ms") for r in timing_rows}
+        above = [(a, n) for a, n in reversed(added) if a > 50]
+        if above:
+            beyond = [(a, n) for a, n in above if own.get(n) is not None and a > own[n]]
+            w(f"Of those, {len(beyond)} add more than the original's own difference between its two runs"
+              f"{': ' + ', '.join(f'{n} +{fmt(a, 0)} ms (own {fmt(own[n], 0)})' for a, n in beyond) if beyond else ''}; "
+              f"the others: "
+              f"{', '.join(f'{n} +{fmt(a, 0)} ms (own ' + (fmt(own[n], 0) if own.get(n) is not None else 'unknown') + ')' for a, n in above if (a, n) not in beyond) or 'none'}. ")
         many = sorted((r["added_ms"] * 1e3 / r["launches"], r["name"]) for r in timing_rows
                       if r.get("added_ms") is not None and r.get("launches", 0) >= 1000)
         if many:

@@ -44,6 +44,7 @@ static int fake_kernel_global(const void *stub, const char *name, void *value, s
 }
 static int fake_param_sizes(const void *stub, uint32_t capacity, size_t *sizes, uint32_t *count) {
   (void)stub;
+  fake_gpu.param_size_reads++;
   *count = fake_gpu.expected_params > 0 ? (uint32_t)fake_gpu.expected_params : 0;
   for (uint32_t index = 0; sizes && index < *count && index < capacity; index++)
     sizes[index] = 8; /* the tests pass 8-byte parameters */
@@ -235,6 +236,7 @@ static int is_intask_function(const void *function) {
 
 static int fake_original_kernel(const void *stub, const char *name, void **function) {
   (void)stub;
+  fake_gpu.form_lookups++;
   if (strncmp(name, PREEMPT_DRAIN_KERNEL_PREFIX, strlen(PREEMPT_DRAIN_KERNEL_PREFIX)) == 0) {
     fake_gpu.drain_lookups++;
     *function = fake_gpu.has_drain ? &fake_drain_function : NULL;

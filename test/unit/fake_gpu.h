@@ -62,6 +62,7 @@ typedef struct fake_gpu_state {
    * copies that fail. */
   int has_original, original_lookup_error, fail_function_launch;
   int original_lookups, function_launches; /* function_launches count in `launches` too */
+  int form_lookups, param_size_reads; /* every original_kernel lookup (any form), every kernel_param_sizes call */
   char last_original_name[256];
   /* Drain forms: whether kernels have one, and how often one was looked up. */
   int has_drain, drain_lookups;

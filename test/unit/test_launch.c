@@ -105,8 +105,13 @@ static void test_short_launches(void) {
     }
     CHECK_EQ_U64(fake_gpu.timed_event_records, 0);
     CHECK_EQ_U64(fake_gpu.device_allocs, 0);
+    /* Only the marker is read, once: no form is looked up (under lazy loading each lookup loads it). */
+    CHECK_EQ_U64(fake_gpu.marker_lookups, 1);
+    CHECK_EQ_U64(fake_gpu.form_lookups, 0);
+    CHECK_EQ_U64(fake_gpu.param_size_reads, 0);
     CHECK_EQ_U64(preempt_last_launch(), 0);
     CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(info.converted);
     CHECK_EQ_U64(info.unevictable_launches, 3);
     CHECK_EQ_U64(info.short_launches, 0);
     CHECK_EQ_U64(preempt_evict(preempt_last_launch(), NULL), PREEMPT_ERROR_FINISHED);
@@ -119,6 +124,7 @@ static void test_short_launches(void) {
     preempt_kernel_desc converted = fake_kernel_desc(&stub_a, "_Z4idlePxx", 2);
     CHECK_EQ_U64(preempt_launch_kernel(&converted, (preempt_dim3){1000000, 1, 1}, block64, args, 0, app_stream), 0);
     CHECK(fake_gpu.last.persistent);
+    CHECK(fake_gpu.form_lookups > 0 && fake_gpu.param_size_reads > 0); /* a converted form needs them */
     unsetenv("PREEMPT_LONG_US");
   }
 
