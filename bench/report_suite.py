@@ -54,7 +54,9 @@ def preemption_table(bench):
     for label, key in (("alone", "short_alone"), ("(a) same-priority streams", "short_same_priority"),
                        ("(b) CUDA stream priorities", "short_stream_priority"),
                        ("(c) temporal eviction", "short_temporal_eviction"),
-                       ("(d) spatial eviction, just enough SMs", "short_spatial_eviction")):
+                       ("(d) spatial eviction, just enough SMs", "short_spatial_eviction"),
+                       ("(e) as (d), short kernel on the higher-priority stream (against (b): the runtime's own "
+                        "eviction)", "short_spatial_eviction_urgent_stream")):
         lines.append(f"| {label} | {cell(original, key)} | {cell(converted, key)} |")
     temporal, spatial = converted.get("pair_temporal"), converted.get("pair_spatial")
     if temporal and spatial:

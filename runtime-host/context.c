@@ -117,6 +117,11 @@ static void configure(preempt_runtime *runtime) {
 
 preempt_runtime *preempt_runtime_context(void) { return &runtime_context; }
 
+int preempt_evictions_expected(const preempt_runtime *runtime) {
+  return runtime->daemon.registered || runtime->stress.enabled || runtime->settings.evict_ready == 1 ||
+         runtime->evictions_asked;
+}
+
 preempt_runtime *preempt_runtime_lock(void) {
   if (pthread_mutex_trylock(&runtime_context.lock) != 0) {
     __atomic_add_fetch(&runtime_context.lock_waiters, 1, __ATOMIC_RELAXED);

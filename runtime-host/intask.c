@@ -5,11 +5,6 @@
 
 #include "runtime.h"
 
-/* A task this long or longer gets in-task checks under PREEMPT_INTASK=auto
- * (with preemptd):
- * below it, a task-boundary eviction already waits less than a few check
- * periods, and the checks would cost without helping. */
-#define INTASK_MIN_TASK_NS 100000.0
 /* How fast CTAs write their contexts, for "the context pays for itself": a
  * low estimate of the H100's write bandwidth (bytes per ns). */
 #define INTASK_SAVE_BYTES_PER_NS 1000.0
@@ -27,14 +22,17 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
     return 0;
   if (runtime->settings.intask == PREEMPT_INTASK_ON)
     return 1;
-  /* auto: only where preemptd schedules the launch (other processes share
-   * the GPU, and an eviction can come any time): the variant cost
-   * 1.02-1.04x at the 10 us period on the H100
+  /* auto: only where evictions are expected (preemptd schedules the
+   * launch, PREEMPT_STRESS, PREEMPT_EVICT_READY=1, an eviction asked): the
+   * variant cost 1.02-1.04x at the 10 us period on the H100
    * (bench/results/2026-11-24-intask-entry-poll-period-h100.md), a cost a
-   * GPU nobody shares would pay for nothing. And
-   * only where the tasks measured long, and saving every CTA's context costs
-   * well under one task (as the check period does). */
-  if (!runtime->daemon.registered)
+   * process that never evicts would pay for nothing. And only where a
+   * task-boundary eviction would outlast the latency bound
+   * (PREEMPT_EVICT_BOUND_US; 0: none, so no variant for latency), and
+   * saving every CTA's context costs well under one task (as the check
+   * period does). */
+  double bound_ns = runtime->settings.evict_bound_us * 1e3;
+  if (!preempt_evictions_expected(runtime) || bound_ns <= 0)
     return 0;
   /* The grid is sized for the persistent form: a variant that holds fewer
    * CTAs per SM (launch.c says so) would cost the whole launch occupancy. */
@@ -42,7 +40,7 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
     return 0;
   double save_ns = (double)record_bytes(&on_device->intask, block_threads) * ctas / INTASK_SAVE_BYTES_PER_NS;
   double task_ns = on_device->task_nanoseconds;
-  return task_ns >= INTASK_MIN_TASK_NS && task_ns >= 4 * save_ns;
+  return task_ns > bound_ns && task_ns >= 4 * save_ns;
 }
 
 /* Writes words [first, first + count) of the host image `image` of the

@@ -325,7 +325,7 @@ static int drain_leaves_in_time(const preempt_runtime *runtime, uint64_t task_co
   const preempt_settings *settings = &runtime->settings;
   if (settings->evict_bound_us == 0 || ctas == 0)
     return 1;
-  if (!runtime->stress.enabled && settings->evict_ready != 1 && !runtime->evictions_asked)
+  if (!preempt_evictions_expected(runtime))
     return 1;
   return (double)task_count / ctas * DRAIN_SKIP_NS_PER_WAVE <= settings->evict_bound_us * 1e3;
 }

@@ -209,7 +209,7 @@ typedef struct preempt_runtime {
   const char *hardware_queues_from; /* where that number comes from, for messages */
   int lazy_loading;              /* CUDA loads modules lazily: 1, 0, or -1 not asked yet (eviction.c) */
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
-  int evictions_asked;           /* an eviction was asked in this process (eviction.c): launch.c's drain_leaves_in_time */
+  int evictions_asked;           /* an eviction was asked in this process (eviction.c): preempt_evictions_expected */
   int max_stream_priority;       /* the greatest (least urgent) priority any converted launch ran at (priority.c) */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
@@ -224,6 +224,9 @@ typedef struct preempt_runtime {
 } preempt_runtime;
 
 /* Locks the context and returns it. */
+/* Whether this process expects evictions (context.c): preemptd schedules it, PREEMPT_STRESS, PREEMPT_EVICT_READY=1,
+ * or an eviction was asked. From then on `auto` weighs eviction latency (PREEMPT_EVICT_BOUND_US) as well as time. */
+int preempt_evictions_expected(const preempt_runtime *runtime);
 preempt_runtime *preempt_runtime_lock(void);
 void preempt_runtime_unlock(preempt_runtime *runtime);
 /* The context, unlocked: for preempt_shutdown's thread joins only (shutdown.c). */

@@ -96,11 +96,12 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
                               KIND_CHOICE, FIELD(form), 0, 0, form, NULL, NULL},
     [PREEMPT_SETTING_EVICT_BOUND_US] =
         {{"PREEMPT_EVICT_BOUND_US", "0..1000000", "50",
-          "once evictions are expected (PREEMPT_STRESS, PREEMPT_EVICT_READY=1, an eviction asked), auto drains no "
-          "launch whose not-yet-started blocks would take longer than this to leave; 0: auto weighs time only"},
+          "once evictions are expected (preemptd, PREEMPT_STRESS, PREEMPT_EVICT_READY=1, an eviction asked), auto "
+          "drains no launch whose not-yet-started blocks would take longer than this to leave, and runs the in-task "
+          "variant where tasks are longer; 0: auto weighs time only"},
          KIND_NUMBER, FIELD(evict_bound_us), 0, 1000000, NULL, NULL, NULL},
     [PREEMPT_SETTING_INTASK] = {{"PREEMPT_INTASK", "auto, on, off", "auto",
-                                 "in-task yield points: where preemptd schedules and tasks are long, always, never"},
+                                 "in-task yield points: where evictions are expected and tasks outlast PREEMPT_EVICT_BOUND_US, always, never"},
                                 KIND_CHOICE, FIELD(intask), 0, 0, intask, NULL, NULL},
     [PREEMPT_SETTING_INTASK_SHAPE] = {{"PREEMPT_INTASK_SHAPE", "auto, runtime, chunks", "auto",
                                        "which in-task variant runs: the faster per task, or one always"},

@@ -129,6 +129,10 @@ int main() {
   report += ", " + json("short_temporal_eviction", temporal.first) + ", " + json("pair_temporal", temporal.second);
   auto spatial = turnaround(short_stream, 2);
   report += ", " + json("short_spatial_eviction", spatial.first) + ", " + json("pair_spatial", spatial.second);
+  // The same eviction by the program with the short kernel on the higher-priority stream: against (b), which the
+  // runtime evicts for by itself (priority.c), it tells the runtime's path from the stream's priority.
+  auto spatial_urgent = turnaround(urgent_stream, 2);
+  report += ", " + json("short_spatial_eviction_urgent_stream", spatial_urgent.first);
 
   // Eviction latency: from the request to every CTA gone (host-observed:
   // the launch reaches EVICTED), at random moments of a long launch, for the

@@ -1213,6 +1213,7 @@ static void test_intask(void) {
     preempt_runtime decider;
     memset(&decider, 0, sizeof decider);
     decider.settings.intask = PREEMPT_INTASK_AUTO;
+    decider.settings.evict_bound_us = 50;
     decider.daemon.registered = 1;
     preempt_kernel_on_device kernel;
     memset(&kernel, 0, sizeof kernel);
@@ -1229,11 +1230,25 @@ static void test_intask(void) {
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
     decider.settings.intask = PREEMPT_INTASK_AUTO;
     kernel.intask_ctas_per_sm = 4;
-    kernel.task_nanoseconds = 50e3; /* short tasks */
+    kernel.task_nanoseconds = 50e3; /* tasks within the 50 us bound: a task-boundary eviction meets it */
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
-    kernel.task_nanoseconds = 1e6;
-    decider.daemon.registered = 0;
+    kernel.task_nanoseconds = 60e3; /* beyond it */
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    decider.settings.evict_bound_us = 0; /* no bound: no variant for latency */
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    decider.settings.evict_bound_us = 50;
+    decider.daemon.registered = 0; /* nothing expects an eviction: no cost for nothing */
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    /* Each other way evictions come to be expected. */
+    decider.stress.enabled = 1;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    decider.stress.enabled = 0;
+    decider.settings.evict_ready = 1;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    decider.settings.evict_ready = -1;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    decider.evictions_asked = 1;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
   }
   /* A failed query is said; the launch goes on. Off: never asked. */
   intask_fake();
