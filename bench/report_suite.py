@@ -54,15 +54,20 @@ def preemption_table(bench):
     for label, key in (("alone", "short_alone"), ("(a) same-priority streams", "short_same_priority"),
                        ("(b) CUDA stream priorities", "short_stream_priority"),
                        ("(c) temporal eviction", "short_temporal_eviction"),
-                       ("(d) spatial eviction, just enough SMs", "short_spatial_eviction"),
-                       ("(e) as (d), short kernel on the higher-priority stream (against (b): the runtime's own "
-                        "eviction)", "short_spatial_eviction_urgent_stream")):
+                       ("(d) spatial eviction, just enough SMs (blocks packed at occupancy)", "short_spatial_eviction"),
+                       ("(e) spatial eviction, one SM per block", "short_spatial_spread"),
+                       ("(f) as (e), short kernel on the higher-priority stream: (b)'s eviction asked by the program",
+                        "short_spatial_spread_urgent_stream")):
         lines.append(f"| {label} | {cell(original, key)} | {cell(converted, key)} |")
     temporal, spatial = converted.get("pair_temporal"), converted.get("pair_spatial")
     if temporal and spatial:
         lines += ["", f"Pair total (long + short), converted: temporal {temporal['median_us']:.0f} us, spatial "
                       f"{spatial['median_us']:.0f} us (spatial / temporal = {spatial['median_us'] / temporal['median_us']:.3f}); "
                       f"same-priority co-run {converted['pair_same_priority']['median_us']:.0f} us."]
+        spread = converted.get("pair_spatial_spread")
+        if spread:
+            lines[-1] += (f" One SM per block: {spread['median_us']:.0f} us (/ temporal = "
+                          f"{spread['median_us'] / temporal['median_us']:.3f}).")
     for key, task, checks in (("eviction_latency", converted.get("task_us", 0), "adaptive check interval"),
                               ("eviction_latency_short_tasks", converted.get("task_us", 0) / 10,
                                "adaptive check interval"),

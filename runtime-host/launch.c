@@ -701,8 +701,7 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       (status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes)) != 0)
     goto done;
   /* Stream priorities kept (priority.c): room made on lower-priority persistent grids first. */
-  int made_room = preempt_priority_make_room(runtime, device, stream, preempt_grid_task_count(original),
-                                             kernel->on_device[device].ctas_per_sm);
+  int made_room = preempt_priority_make_room(runtime, device, stream, preempt_grid_task_count(original));
   /* A launch runs as written unless it is long enough to need eviction
    * (docs/preemption.md, "Launches as written"): no control block, event or
    * stream wait, and the device's pool is not even set up. */

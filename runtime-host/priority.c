@@ -13,8 +13,7 @@ static int in_the_way(const preempt_runtime *runtime, const preempt_launch_recor
          !preempt_launch_finished(record, runtime->gpu);
 }
 
-int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void *stream, uint64_t blocks,
-                               uint32_t ctas_per_sm) {
+int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void *stream, uint64_t blocks) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_device_state *device = &runtime->devices[device_index];
   int urgent;
@@ -22,10 +21,13 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
   if (!gpu->stream_priority || !device->initialized || gpu->stream_priority(stream, &urgent) != 0 ||
       urgent >= runtime->max_stream_priority)
     return 0;
-  /* The SMs its blocks need at its occupancy: its first wave, placed where the evicted CTAs were. */
+  /* One SM per block, up to every SM: the spread the hardware gives the kernel on an idle GPU, and the SMs it
+   * would take by itself from a grid of ordinary blocks as they end. Not packed at its occupancy (FLEP §4.3's
+   * "just enough SMs"): 8 blocks sharing an SM run slower than 8 on their own SMs, which the urgent kernel would
+   * pay for in turnaround (preempt_bench's (d) packed, (e) spread). */
   preempt_sm_mask room = {{0}};
   const preempt_sm_mask *sms = NULL;
-  uint64_t needed = ctas_per_sm ? (blocks + ctas_per_sm - 1) / ctas_per_sm : device->sm_count;
+  uint64_t needed = blocks;
   if (needed < device->sm_count) {
     for (uint64_t sm = 0; sm < needed; sm++)
       room.words[sm / 32] |= 1u << (sm % 32);

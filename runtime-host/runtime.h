@@ -258,11 +258,10 @@ uint32_t preempt_enqueue_ready_relaunches(preempt_runtime *runtime);
  * code. */
 int preempt_resume_after(preempt_runtime *runtime, preempt_launch_record *record, void *stream);
 /* Stream priorities kept (priority.c), context locked: before a converted kernel's launch on `stream`,
- * persistent launches of lower-priority streams on the device leave just enough SMs for its `blocks` at
- * `ctas_per_sm`; how many were evicted. After the launch (only where some were), they resume once it ends, or at
+ * persistent launches of lower-priority streams on the device leave one SM for each of its `blocks` (every SM
+ * from a wave's worth on); how many launches were evicted. After the launch (only where some were), they resume once it ends, or at
  * once where it failed (`launched` 0). */
-int preempt_priority_make_room(preempt_runtime *runtime, int device, void *stream, uint64_t blocks,
-                               uint32_t ctas_per_sm);
+int preempt_priority_make_room(preempt_runtime *runtime, int device, void *stream, uint64_t blocks);
 void preempt_priority_after_launch(preempt_runtime *runtime, int device, void *stream, int launched);
 
 /* Calls `visit` on every launch record of every device in use. Context locked. */

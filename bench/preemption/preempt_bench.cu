@@ -86,11 +86,13 @@ int main() {
       preempt_launch_id launch = preempt_last_launch();
       if (policy == 1) {
         preempt_evict(launch, nullptr);
-      } else if (policy == 2) {
-        // Just enough SMs for the short kernel: its blocks at its occupancy.
+      } else if (policy == 2 || policy == 3) {
+        // 2: just enough SMs for the short kernel, its blocks at its occupancy (FLEP §4.3); 3: one SM per block,
+        // as the runtime's own eviction for a higher-priority stream does (runtime-host/priority.c).
         int short_per_sm = 0;
         CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&short_per_sm, short_kernel, short_threads, 0));
-        int needed = (short_blocks + short_per_sm - 1) / std::max(short_per_sm, 1);
+        int needed = policy == 3 ? std::min(short_blocks, sm_count)
+                                 : (short_blocks + short_per_sm - 1) / std::max(short_per_sm, 1);
         preempt_sm_mask mask = {};
         for (int sm = 0; sm < needed; sm++)
           mask.words[sm / 32] |= 1u << (sm % 32);
@@ -129,10 +131,12 @@ int main() {
   report += ", " + json("short_temporal_eviction", temporal.first) + ", " + json("pair_temporal", temporal.second);
   auto spatial = turnaround(short_stream, 2);
   report += ", " + json("short_spatial_eviction", spatial.first) + ", " + json("pair_spatial", spatial.second);
-  // The same eviction by the program with the short kernel on the higher-priority stream: against (b), which the
-  // runtime evicts for by itself (priority.c), it tells the runtime's path from the stream's priority.
-  auto spatial_urgent = turnaround(urgent_stream, 2);
-  report += ", " + json("short_spatial_eviction_urgent_stream", spatial_urgent.first);
+  auto spread = turnaround(short_stream, 3);
+  report += ", " + json("short_spatial_spread", spread.first) + ", " + json("pair_spatial_spread", spread.second);
+  // The runtime's own eviction for the higher-priority stream, done by the program: against (b), it tells the
+  // runtime's automatic path from the stream's priority.
+  auto spread_urgent = turnaround(urgent_stream, 3);
+  report += ", " + json("short_spatial_spread_urgent_stream", spread_urgent.first);
 
   // Eviction latency: from the request to every CTA gone (host-observed:
   // the launch reaches EVICTED), at random moments of a long launch, for the

@@ -683,8 +683,10 @@ static void test_stream_priorities(void) {
     uint32_t evicted_sms = 0;
     for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
       evicted_sms += (uint32_t)__builtin_popcount(record->yield_mask[word]);
-    CHECK_EQ_U64(evicted_sms, 13);
-    CHECK_EQ_U64(record->yield_mask[0], 0x1fffu);
+    /* One SM per urgent block: 100 of the 132. */
+    CHECK_EQ_U64(evicted_sms, 100);
+    CHECK_EQ_U64(record->yield_mask[0], 0xffffffffu);
+    CHECK_EQ_U64(record->yield_mask[3], 0xfu);
     CHECK(record->resume_after && record->resume_after_event != NULL);
     CHECK(fake_event_stream(record->resume_after_event) == &urgent_stream);
     /* Held while the urgent launch runs. */
@@ -707,6 +709,14 @@ static void test_stream_priorities(void) {
     wait_for_relauncher();
     CHECK(preempt_launch_suspended(record));
     CHECK_EQ_U64(preempt_resume(low), PREEMPT_OK);
+    /* A wave's worth of urgent blocks or more (200 for 132 SMs): every SM, and resumed after it as before. */
+    fake_gpu.events_born_pending = 1;
+    CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, (preempt_dim3){200, 1, 1}, block64, args, 0, &urgent_stream), 0);
+    fake_gpu.events_born_pending = 0;
+    CHECK(preempt_launch_suspended(record) && preempt_yield_mask_full(record->yield_mask) && record->resume_after);
+    fake_event_set_pending(record->resume_after_event, 0);
+    wait_for_relauncher();
+    CHECK(!preempt_launch_suspended(record) && !record->resume_after);
   }
   /* Where the eviction would be refused (lazy module loading here), nothing is evicted and nothing said: the
    * program asked for no eviction. */
