@@ -213,6 +213,27 @@ for name, label in (("write_then_event", "stream write + event, host polls the e
     print("| %s | %s | %s |" % (label, cells[0], cells[1]))
 ' "$work/floor.json"
   echo
+  echo "The converted preempt_bench again with PREEMPT_TIME_EVICTIONS=1: each eviction host-observed and on the GPU's"
+  echo "clock (the runtime's event after the request's words -> the end of the launch's last grid), median (p99) us."
+  echo
+  timeout -s KILL 300 env PREEMPT_TIME_EVICTIONS=1 "$bin/preempt/preempt_bench" > "$work/bench_preempt_timed.json" \
+    2> "$work/bench_preempt_timed.err" || { echo "preempt_bench (timed) failed:"; sed 's/^/    /' "$work/bench_preempt_timed.err"; }
+  python3 -c '
+import json, sys
+try:
+    bench = json.load(open(sys.argv[1]))
+except Exception as error:
+    print("(no result: %s)" % error); sys.exit(0)
+print("| tasks | host-observed | GPU clock |")
+print("|---|---|---|")
+for key, label in (("eviction_latency", "%.1f us, adaptive checks" % bench.get("task_us", 0)),
+                   ("eviction_latency_short_tasks", "%.1f us, adaptive checks" % (bench.get("task_us", 0) / 10)),
+                   ("eviction_latency_short_tasks_every_task", "%.1f us, a check per task" % (bench.get("task_us", 0) / 10))):
+    cells = ["%.0f (%.0f)" % (bench[k]["median_us"], bench[k]["p99_us"]) if k in bench else "n/a"
+             for k in (key, key + "_gpu")]
+    print("| %s | %s | %s |" % (label, cells[0], cells[1]))
+' "$work/bench_preempt_timed.json"
+  echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
   echo
   echo "96 launches per round in the legacy default stream, median of 11 rounds per variant; 'bare' launches the"

@@ -141,8 +141,15 @@ int main() {
   // Eviction latency: from the request to every CTA gone (host-observed:
   // the launch reaches EVICTED), at random moments of a long launch, for the
   // long kernel's tasks and for tasks 10x shorter.
+  // With PREEMPT_TIME_EVICTIONS=1 (gpu_check.sh's second run) each eviction is also read on the GPU's clock, from
+  // the runtime's event after the request's words to the end of the launch's last grid: the device's part of the
+  // host-observed latency.
+  const char *time_evictions = std::getenv("PREEMPT_TIME_EVICTIONS");
+  const bool gpu_timed = time_evictions && std::string(time_evictions) == "1";
+  std::vector<double> gpu_latencies;
   auto eviction_latency = [&](unsigned blocks, unsigned task_iterations, unsigned *buffer) {
     std::vector<double> latencies;
+    gpu_latencies.clear();
     long_kernel<<<blocks, 256, 0, long_stream>>>(buffer, task_iterations);
     preempt_launch_id launch = preempt_last_launch();
     std::uniform_int_distribution<int> gap_us(300, 2000);
@@ -159,13 +166,24 @@ int main() {
         latencies.push_back(since_us(start));
         if (latencies.back() > 10000) // an outlier: which eviction, to tell a one-time cost from a stall
           std::fprintf(stderr, "preempt_bench: eviction %d of 80 took %.0f us\n", e, latencies.back());
+        double gpu_us = 0;
+        preempt_status timed = PREEMPT_ERROR_NOT_READY;
+        for (auto asked = Clock::now(); gpu_timed && timed == PREEMPT_ERROR_NOT_READY && since_us(asked) < 1e6;)
+          timed = preempt_get_eviction_time(launch, &gpu_us);
+        if (gpu_timed && timed == PREEMPT_OK)
+          gpu_latencies.push_back(gpu_us);
       }
       preempt_resume(launch);
     }
     CHECK_CUDA(cudaStreamSynchronize(long_stream));
     return stats(latencies);
   };
-  report += ", " + json("eviction_latency", eviction_latency(long_blocks * latency_scale, iterations, out));
+  auto with_gpu_time = [&](const char *key, const Stats &host) {
+    report += ", " + json(key, host);
+    if (!gpu_latencies.empty())
+      report += ", " + json((std::string(key) + "_gpu").c_str(), stats(gpu_latencies));
+  };
+  with_gpu_time("eviction_latency", eviction_latency(long_blocks * latency_scale, iterations, out));
   long_launches++; // its first long_blocks blocks add to the same cells as the others
   // Tasks 10x shorter, in buffers of their own, checked below: with the
   // adaptive check interval (a yield check per PREEMPT_CHECK_PERIOD_US, 20 us
@@ -181,7 +199,7 @@ int main() {
       std::fprintf(stderr, "preempt_bench: preempt_set_check_interval failed: %s\n", preempt_last_error());
       std::exit(2);
     }
-    report += ", " + json(key, eviction_latency(short_task_blocks, iterations / 10, short_task_out));
+    with_gpu_time(key, eviction_latency(short_task_blocks, iterations / 10, short_task_out));
     std::vector<unsigned> short_result(short_task_blocks);
     CHECK_CUDA(cudaMemcpy(short_result.data(), short_task_out, short_result.size() * sizeof(unsigned),
                           cudaMemcpyDeviceToHost));
