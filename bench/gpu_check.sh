@@ -224,14 +224,14 @@ try:
     bench = json.load(open(sys.argv[1]))
 except Exception as error:
     print("(no result: %s)" % error); sys.exit(0)
-print("| tasks | host-observed | GPU clock |")
-print("|---|---|---|")
+print("| tasks | host-observed | GPU clock | preempt_evict call | one preempt_query |")
+print("|---|---|---|---|---|")
 for key, label in (("eviction_latency", "%.1f us, adaptive checks" % bench.get("task_us", 0)),
                    ("eviction_latency_short_tasks", "%.1f us, adaptive checks" % (bench.get("task_us", 0) / 10)),
                    ("eviction_latency_short_tasks_every_task", "%.1f us, a check per task" % (bench.get("task_us", 0) / 10))):
-    cells = ["%.0f (%.0f)" % (bench[k]["median_us"], bench[k]["p99_us"]) if k in bench else "n/a"
-             for k in (key, key + "_gpu")]
-    print("| %s | %s | %s |" % (label, cells[0], cells[1]))
+    cells = ["%.1f (%.1f)" % (bench[k]["median_us"], bench[k]["p99_us"]) if k in bench else "n/a"
+             for k in (key, key + "_gpu", key + "_call", key + "_query")]
+    print("| %s | %s | %s | %s | %s |" % (label, cells[0], cells[1], cells[2], cells[3]))
 ' "$work/bench_preempt_timed.json"
   echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"

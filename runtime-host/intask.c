@@ -5,6 +5,13 @@
 
 #include "runtime.h"
 
+/* The most an in-task variant may cost per task, against the persistent
+ * form's, for PREEMPT_INTASK=auto to run it: latency is bought with
+ * throughput only where it is cheap. The H200 ran preempt_bench's long kernel
+ * (an ALU loop) 1.22x slower in its variant (gpu_check at b252bc4), and
+ * EffiSha's mix under preemptd 1.23x slower standalone; the H100's intask
+ * bench kernels cost 1.02-1.04x. */
+#define INTASK_MAX_COST 1.05
 /* How fast CTAs write their contexts, for "the context pays for itself": a
  * low estimate of the H100's write bandwidth (bytes per ns). */
 #define INTASK_SAVE_BYTES_PER_NS 1000.0
@@ -14,6 +21,29 @@ static uint64_t record_bytes(const preempt_intask_desc *desc, uint32_t block_thr
   uint64_t bytes = PREEMPT_INTASK_HEADER_BYTES + ((uint64_t)desc->cta_bytes + 15) / 16 * 16 +
                    (uint64_t)desc->thread_bytes * block_threads;
   return (bytes + 15) / 16 * 16;
+}
+
+/* Whether the constant-chunk twin can run this launch's configuration (choose_shape times it only then). */
+static int twin_usable(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
+  return on_device->intask_chunks_function && runtime->settings.intask_shape != PREEMPT_SHAPE_RUNTIME &&
+         on_device->intask_chunks_ctas_per_sm != 0 &&
+         !(runtime->settings.intask == PREEMPT_INTASK_AUTO &&
+           on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm);
+}
+
+/* The variant's cost per task against the persistent form's, once every shape that may run has its samples; 0
+ * until then (its launches are the trial). */
+static double variant_cost(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
+  if (on_device->persistent_ns_per_task <= 0 || on_device->shape_samples[0] < PREEMPT_SHAPE_SAMPLES)
+    return 0;
+  double best = on_device->shape_ns_per_task[0];
+  if (twin_usable(runtime, on_device)) {
+    if (on_device->shape_samples[1] < PREEMPT_SHAPE_SAMPLES)
+      return 0;
+    if (on_device->shape_ns_per_task[1] < best)
+      best = on_device->shape_ns_per_task[1];
+  }
+  return best / on_device->persistent_ns_per_task;
 }
 
 int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
@@ -38,9 +68,18 @@ int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_o
    * CTAs per SM (launch.c says so) would cost the whole launch occupancy. */
   if (on_device->intask_ctas_per_sm < on_device->ctas_per_sm)
     return 0;
+  /* The persistent form's own samples first: its time per task is what
+   * the variant's cost is weighed against. */
+  if (on_device->task_samples < PREEMPT_TASK_SAMPLES)
+    return 0;
   double save_ns = (double)record_bytes(&on_device->intask, block_threads) * ctas / INTASK_SAVE_BYTES_PER_NS;
   double task_ns = on_device->task_nanoseconds;
-  return task_ns > bound_ns && task_ns >= 4 * save_ns;
+  if (task_ns <= bound_ns || task_ns < 4 * save_ns)
+    return 0;
+  /* Then a trial: the variant's launches are timed (choose_shape) until its
+   * cost is known, and it runs on only where that cost is small. */
+  double cost = variant_cost(runtime, on_device);
+  return cost == 0 || cost <= INTASK_MAX_COST;
 }
 
 /* Writes words [first, first + count) of the host image `image` of the
@@ -128,12 +167,13 @@ preempt_intask_shape preempt_intask_chosen_shape(const preempt_runtime *runtime,
 
 static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int *timed) {
   *timed = 0;
-  /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). */
-  if (!on_device->intask_chunks_function || runtime->settings.intask_shape == PREEMPT_SHAPE_RUNTIME ||
-      on_device->intask_chunks_ctas_per_sm == 0)
+  /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). Under
+   * auto the one shape is still timed, for the variant's cost (preempt_intask_wanted). */
+  if (!twin_usable(runtime, on_device)) {
+    *timed = runtime->settings.intask == PREEMPT_INTASK_AUTO && !on_device->sampling &&
+             on_device->shape_samples[0] < PREEMPT_SHAPE_SAMPLES;
     return 0;
-  if (runtime->settings.intask == PREEMPT_INTASK_AUTO && on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm)
-    return 0;
+  }
   preempt_intask_shape chosen = preempt_intask_chosen_shape(runtime, on_device);
   if (chosen != PREEMPT_SHAPE_AUTO)
     return chosen == PREEMPT_SHAPE_CHUNKS;

@@ -276,7 +276,9 @@ preempt_launch_record *preempt_launch_lookup(preempt_runtime *runtime, preempt_l
                                              preempt_device_state **device_out);
 
 /* In-task preemption (intask.c, docs/intask.md). Context locked. */
-/* Whether a launch of this kernel, at this block size and CTA count, checks its in-task points. */
+/* Whether a launch of this kernel, at this block size and CTA count, checks its in-task points: under auto where
+ * evictions are expected, tasks outlast the bound and the variant's measured cost per task is within 1.05x the
+ * persistent form's (its first launches are the trial that measures it). */
 int preempt_intask_wanted(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device,
                           uint32_t block_threads, uint32_t ctas);
 /* The in-task shape a kernel's launches run once chosen (forced by PREEMPT_INTASK_SHAPE, or both timed), or

@@ -146,10 +146,12 @@ int main() {
   // host-observed latency.
   const char *time_evictions = std::getenv("PREEMPT_TIME_EVICTIONS");
   const bool gpu_timed = time_evictions && std::string(time_evictions) == "1";
-  std::vector<double> gpu_latencies;
+  std::vector<double> gpu_latencies, call_us, query_us; // the last two: preempt_evict's own time, one query's
   auto eviction_latency = [&](unsigned blocks, unsigned task_iterations, unsigned *buffer) {
     std::vector<double> latencies;
     gpu_latencies.clear();
+    call_us.clear();
+    query_us.clear();
     long_kernel<<<blocks, 256, 0, long_stream>>>(buffer, task_iterations);
     preempt_launch_id launch = preempt_last_launch();
     std::uniform_int_distribution<int> gap_us(300, 2000);
@@ -159,9 +161,16 @@ int main() {
       auto start = Clock::now();
       if (preempt_evict(launch, nullptr) != PREEMPT_OK)
         break; // finished
+      double called = since_us(start);
+      int queries = 0;
       do {
         preempt_query(launch, &state);
+        queries++;
       } while (state == PREEMPT_LAUNCH_EVICTING && since_us(start) < 1e6);
+      if (state == PREEMPT_LAUNCH_EVICTED) {
+        call_us.push_back(called);
+        query_us.push_back((since_us(start) - called) / queries);
+      }
       if (state == PREEMPT_LAUNCH_EVICTED) {
         latencies.push_back(since_us(start));
         if (latencies.back() > 10000) // an outlier: which eviction, to tell a one-time cost from a stall
@@ -181,7 +190,9 @@ int main() {
   auto with_gpu_time = [&](const char *key, const Stats &host) {
     report += ", " + json(key, host);
     if (!gpu_latencies.empty())
-      report += ", " + json((std::string(key) + "_gpu").c_str(), stats(gpu_latencies));
+      report += ", " + json((std::string(key) + "_gpu").c_str(), stats(gpu_latencies)) + ", " +
+                json((std::string(key) + "_call").c_str(), stats(call_us)) + ", " +
+                json((std::string(key) + "_query").c_str(), stats(query_us));
   };
   with_gpu_time("eviction_latency", eviction_latency(long_blocks * latency_scale, iterations, out));
   long_launches++; // its first long_blocks blocks add to the same cells as the others

@@ -698,22 +698,29 @@ static void test_stream_priorities(void) {
     wait_for_relauncher();
     CHECK(!preempt_launch_suspended(record) && !record->resume_after);
     CHECK(__atomic_load_n(&fake_gpu.launches, __ATOMIC_ACQUIRE) > launches_before); /* the relaunch */
-    /* Evicted again for an urgent launch, then by the program itself: the program decides when it resumes. */
+    /* Evicted again for an urgent launch, then by the program itself: the program decides when it resumes. Every
+     * event pending meanwhile (the event made room for before is re-recorded, and the fake's recording does not
+     * make it pending again: the relaunch thread would resume at once). */
     fake_gpu.events_born_pending = 1;
+    fake_gpu.events_pending = 1;
     CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
     fake_gpu.events_born_pending = 0;
     CHECK(preempt_launch_suspended(record) && record->resume_after);
     CHECK_EQ_U64(preempt_evict(low, NULL), PREEMPT_OK);
     CHECK(!record->resume_after);
+    fake_gpu.events_pending = 0;
     fake_event_set_pending(record->resume_after_event, 0);
     wait_for_relauncher();
     CHECK(preempt_launch_suspended(record));
     CHECK_EQ_U64(preempt_resume(low), PREEMPT_OK);
+    wait_for_relauncher();
     /* A wave's worth of urgent blocks or more (200 for 132 SMs): every SM, and resumed after it as before. */
     fake_gpu.events_born_pending = 1;
+    fake_gpu.events_pending = 1;
     CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, (preempt_dim3){200, 1, 1}, block64, args, 0, &urgent_stream), 0);
     fake_gpu.events_born_pending = 0;
     CHECK(preempt_launch_suspended(record) && preempt_yield_mask_full(record->yield_mask) && record->resume_after);
+    fake_gpu.events_pending = 0;
     fake_event_set_pending(record->resume_after_event, 0);
     wait_for_relauncher();
     CHECK(!preempt_launch_suspended(record) && !record->resume_after);
@@ -1231,7 +1238,12 @@ static void test_intask(void) {
     kernel.task_nanoseconds = 1e6;
     kernel.ctas_per_sm = 4;
     kernel.intask_ctas_per_sm = 4;
-    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    /* The persistent form's own samples come first: its time per task is the variant's yardstick. */
+    kernel.task_samples = PREEMPT_TASK_SAMPLES - 1;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    kernel.task_samples = PREEMPT_TASK_SAMPLES;
+    kernel.persistent_ns_per_task = 1000;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1); /* the trial: the variant is timed */
     kernel.intask_ctas_per_sm = 3;
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
     kernel.intask_ctas_per_sm = 0; /* the query failed */
@@ -1258,6 +1270,25 @@ static void test_intask(void) {
     decider.settings.evict_ready = -1;
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
     decider.evictions_asked = 1;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    /* Its cost decides once its samples are in: 1.04x runs on, 1.22x does not. */
+    kernel.shape_samples[0] = PREEMPT_SHAPE_SAMPLES;
+    kernel.shape_ns_per_task[0] = 1040;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    kernel.shape_ns_per_task[0] = 1220;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    /* With a usable constant-chunk twin, both shapes are timed first, and the cheaper one counts. */
+    static int twin;
+    kernel.intask_chunks_function = &twin;
+    kernel.intask_chunks_ctas_per_sm = 4;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1); /* the twin's trial */
+    kernel.shape_samples[1] = PREEMPT_SHAPE_SAMPLES;
+    kernel.shape_ns_per_task[1] = 1010;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
+    kernel.shape_ns_per_task[1] = 1300;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    /* PREEMPT_INTASK=on runs it whatever it costs. */
+    decider.settings.intask = PREEMPT_INTASK_ON;
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
   }
   /* A failed query is said; the launch goes on. Off: never asked. */
@@ -1911,8 +1942,8 @@ int main(int argc, char **argv) {
       most_held = held > most_held ? held : most_held;
       preempt_runtime_unlock(runtime);
     }
-    CHECK(skipped >= 8);
-    CHECK(most_held >= 1 && most_held <= 4);
+    CHECK(skipped >= 8); /* the limit was reached: a pass-by happens only with 4 streams held */
+    CHECK(most_held <= 4); /* sampled every 500 us, which may miss the moments any was held: no lower bound */
     /* The stress thread's writes (and the relauncher's) came from threads that relaxed their capture mode: in CUDA's
      * global mode they would otherwise invalidate an application thread's capture (graphMemoryNodes, corpus). */
     CHECK(fake_gpu.mask_writes >= 24);
