@@ -101,7 +101,8 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
           "variant where tasks are longer; 0: auto weighs time only"},
          KIND_NUMBER, FIELD(evict_bound_us), 0, 1000000, NULL, NULL, NULL},
     [PREEMPT_SETTING_INTASK] = {{"PREEMPT_INTASK", "auto, on, off", "auto",
-                                 "in-task yield points: where evictions are expected and tasks outlast PREEMPT_EVICT_BOUND_US, always, never"},
+                                 "in-task yield points: where evictions are expected, tasks outlast PREEMPT_EVICT_BOUND_US and the variant "
+                                 "measured at most 1.05x the persistent form; always; never"},
                                 KIND_CHOICE, FIELD(intask), 0, 0, intask, NULL, NULL},
     [PREEMPT_SETTING_INTASK_SHAPE] = {{"PREEMPT_INTASK_SHAPE", "auto, runtime, chunks", "auto",
                                        "which in-task variant runs: the faster per task, or one always"},
