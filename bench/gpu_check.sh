@@ -193,46 +193,14 @@ md=$(ls -t "$results"/*.md | head -1)
   echo
   timeout -s KILL 60 "$bin/original/latency_floor" > "$work/floor.json" 2> "$work/floor.err" ||
     { echo "latency_floor failed:"; sed 's/^/    /' "$work/floor.err"; }
-  python3 -c '
-import json, sys
-try:
-    rows = json.load(open(sys.argv[1]))
-except Exception as error:
-    print("(no result: %s)" % error); sys.exit(0)
-print("| round trip | idle GPU | every SM busy |")
-print("|---|---|---|")
-for name, label in (("write_then_event", "stream write + event, host polls the event"),
-                    ("empty_kernel_then_event", "empty kernel + event, host polls the event"),
-                    ("write_seen_by_device_answer_seen_by_host", "stream write seen by a spinning kernel, its answer seen by the host"),
-                    ("host_store_seen_by_device_answer_seen_by_host", "host store to mapped host memory seen by a spinning kernel, its answer seen by the host"),
-                    ("copy_seen_by_device_answer_seen_by_host", "4-byte cudaMemcpyAsync seen by a spinning kernel, its answer seen by the host")):
-    cells = []
-    for state in ("idle", "busy"):
-        row = rows.get(state + "_" + name)
-        cells.append("%.1f (%.1f)" % (row["median_us"], row["p99_us"]) if row else "n/a")
-    print("| %s | %s | %s |" % (label, cells[0], cells[1]))
-' "$work/floor.json"
+  python3 "$root/bench/preemption/report_latency.py" floor "$work/floor.json"
   echo
   echo "The converted preempt_bench again with PREEMPT_TIME_EVICTIONS=1: each eviction host-observed and on the GPU's"
   echo "clock (the runtime's event after the request's words -> the end of the launch's last grid), median (p99) us."
   echo
   timeout -s KILL 300 env PREEMPT_TIME_EVICTIONS=1 "$bin/preempt/preempt_bench" > "$work/bench_preempt_timed.json" \
     2> "$work/bench_preempt_timed.err" || { echo "preempt_bench (timed) failed:"; sed 's/^/    /' "$work/bench_preempt_timed.err"; }
-  python3 -c '
-import json, sys
-try:
-    bench = json.load(open(sys.argv[1]))
-except Exception as error:
-    print("(no result: %s)" % error); sys.exit(0)
-print("| tasks | host-observed | GPU clock | preempt_evict call | one preempt_query |")
-print("|---|---|---|---|---|")
-for key, label in (("eviction_latency", "%.1f us, adaptive checks" % bench.get("task_us", 0)),
-                   ("eviction_latency_short_tasks", "%.1f us, adaptive checks" % (bench.get("task_us", 0) / 10)),
-                   ("eviction_latency_short_tasks_every_task", "%.1f us, a check per task" % (bench.get("task_us", 0) / 10))):
-    cells = ["%.1f (%.1f)" % (bench[k]["median_us"], bench[k]["p99_us"]) if k in bench else "n/a"
-             for k in (key, key + "_gpu", key + "_call", key + "_query")]
-    print("| %s | %s | %s | %s | %s |" % (label, cells[0], cells[1], cells[2], cells[3]))
-' "$work/bench_preempt_timed.json"
+  python3 "$root/bench/preemption/report_latency.py" timed "$work/bench_preempt_timed.json"
   echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
   echo
