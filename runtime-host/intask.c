@@ -31,17 +31,29 @@ static int twin_usable(const preempt_runtime *runtime, const preempt_kernel_on_d
            on_device->intask_chunks_ctas_per_sm < on_device->ctas_per_sm);
 }
 
-/* The variant's cost per task against the persistent form's, once every shape that may run has its samples; 0
- * until then (its launches are the trial). */
+/* Whether `shape` (0: run-time chunks, 1: the twin) may run this launch: both under PREEMPT_INTASK_SHAPE=auto
+ * where the twin can, else the one asked for (the first where the twin cannot). */
+static int shape_may_run(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int shape) {
+  if (!twin_usable(runtime, on_device))
+    return shape == 0;
+  if (runtime->settings.intask_shape == PREEMPT_SHAPE_AUTO)
+    return 1;
+  return shape == (runtime->settings.intask_shape == PREEMPT_SHAPE_CHUNKS);
+}
+
+/* The variant's cost per task against the persistent form's, over the shapes that may run, once each has its
+ * samples; 0 until then (its launches are the trial). */
 static double variant_cost(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
-  if (on_device->persistent_ns_per_task <= 0 || on_device->shape_samples[0] < PREEMPT_SHAPE_SAMPLES)
+  if (on_device->persistent_ns_per_task <= 0)
     return 0;
-  double best = on_device->shape_ns_per_task[0];
-  if (twin_usable(runtime, on_device)) {
-    if (on_device->shape_samples[1] < PREEMPT_SHAPE_SAMPLES)
+  double best = 0;
+  for (int shape = 0; shape < 2; shape++) {
+    if (!shape_may_run(runtime, on_device, shape))
+      continue;
+    if (on_device->shape_samples[shape] < PREEMPT_SHAPE_SAMPLES)
       return 0;
-    if (on_device->shape_ns_per_task[1] < best)
-      best = on_device->shape_ns_per_task[1];
+    if (best == 0 || on_device->shape_ns_per_task[shape] < best)
+      best = on_device->shape_ns_per_task[shape];
   }
   return best / on_device->persistent_ns_per_task;
 }
@@ -167,12 +179,16 @@ preempt_intask_shape preempt_intask_chosen_shape(const preempt_runtime *runtime,
 
 static int choose_shape(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device, int *timed) {
   *timed = 0;
-  /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). Under
-   * auto the one shape is still timed, for the variant's cost (preempt_intask_wanted). */
-  if (!twin_usable(runtime, on_device)) {
+  /* Occupancy 0: it cannot run at this block size (its registers), or the query failed (said: launch.c). One
+   * shape, the first or the one asked for: under PREEMPT_INTASK=auto it is still timed, for the variant's cost
+   * (preempt_intask_wanted). */
+  int only = !twin_usable(runtime, on_device) ? 0
+             : runtime->settings.intask_shape == PREEMPT_SHAPE_CHUNKS ? 1
+                                                                       : -1;
+  if (only >= 0) {
     *timed = runtime->settings.intask == PREEMPT_INTASK_AUTO && !on_device->sampling &&
-             on_device->shape_samples[0] < PREEMPT_SHAPE_SAMPLES;
-    return 0;
+             on_device->shape_samples[only] < PREEMPT_SHAPE_SAMPLES;
+    return only;
   }
   preempt_intask_shape chosen = preempt_intask_chosen_shape(runtime, on_device);
   if (chosen != PREEMPT_SHAPE_AUTO)

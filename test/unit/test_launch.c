@@ -1287,6 +1287,14 @@ static void test_intask(void) {
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
     kernel.shape_ns_per_task[1] = 1300;
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0);
+    /* A shape asked for (PREEMPT_INTASK_SHAPE) is the one weighed: the twin alone, then the first alone. */
+    decider.settings.intask_shape = PREEMPT_SHAPE_CHUNKS;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0); /* 1.30x */
+    kernel.shape_samples[1] = 0;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1); /* its trial */
+    decider.settings.intask_shape = PREEMPT_SHAPE_RUNTIME;
+    CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 0); /* the first: 1.22x */
+    decider.settings.intask_shape = PREEMPT_SHAPE_AUTO;
     /* PREEMPT_INTASK=on runs it whatever it costs. */
     decider.settings.intask = PREEMPT_INTASK_ON;
     CHECK_EQ_U64(preempt_intask_wanted(&decider, &kernel, 128, 64), 1);
