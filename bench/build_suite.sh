@@ -47,6 +47,7 @@ clang++-22 "${flags[@]}" -I"$root/lib/include" "$root/bench/preemption/overhead_
   -L"$runtime" -lpreempt_runtime "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/persistent_shapes.cu" -o "$out/original/persistent_shapes" "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/latency_floor.cu" -o "$out/original/latency_floor" "${libs[@]}"
+clang++-22 "${flags[@]}" "$root/bench/preemption/evict_call_probe.cu" -o "$out/original/evict_call_probe" "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/sync_copy_lock_probe.cu" -o "$out/original/sync_copy_lock_probe" \
   "${libs[@]}"
 # Drain-form probe (bench/preemption/drain_probe.md): standalone, plain nvcc, no plugin or runtime.
