@@ -17,17 +17,10 @@
 #include <vector>
 
 #include "bench_kernels.cuh"
+#include "busy_kernel.cuh"
 
 typedef CUresult (*batch_fn)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
 typedef CUresult (*write_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-__global__ void busy_kernel(unsigned *sink, unsigned iterations) {
-  unsigned value = threadIdx.x;
-  for (unsigned i = 0; i < iterations; i++)
-    value = value * 1664525u + 1013904223u;
-  if (value == 0xdeadbeef)
-    sink[blockIdx.x] = value;
-}
 
 int main() {
   auto batch = driver_function<batch_fn>("cuStreamBatchMemOp");

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "bench_kernels.cuh"
+#include "busy_kernel.cuh"
 
 typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
@@ -40,14 +41,6 @@ __global__ void answer_when_asked(volatile unsigned *request, volatile unsigned 
 }
 
 // Keeps every SM busy for about `iterations` steps per block.
-__global__ void busy_kernel(unsigned *sink, unsigned iterations) {
-  unsigned value = threadIdx.x;
-  for (unsigned i = 0; i < iterations; i++)
-    value = value * 1664525u + 1013904223u;
-  if (value == 0xdeadbeef)
-    sink[blockIdx.x] = value;
-}
-
 int main() {
   auto write_value = driver_function<write_value_fn>("cuStreamWriteValue32");
   int lowest = 0, highest = 0;
