@@ -117,6 +117,18 @@ static void configure(preempt_runtime *runtime) {
 
 preempt_runtime *preempt_runtime_context(void) { return &runtime_context; }
 
+preempt_runtime *preempt_worker_stop(preempt_runtime *runtime, preempt_worker *worker) {
+  if (!worker->running)
+    return runtime;
+  worker->stopping = 1;
+  pthread_cond_signal(&worker->wake);
+  preempt_runtime_unlock(runtime);
+  pthread_join(worker->thread, NULL);
+  runtime = preempt_runtime_lock(); /* the one context: `worker` still points into it */
+  worker->running = worker->stopping = 0;
+  return runtime;
+}
+
 int preempt_evictions_expected(const preempt_runtime *runtime) {
   return runtime->daemon.registered || runtime->stress.enabled || runtime->settings.evict_ready == 1 ||
          runtime->evictions_asked;

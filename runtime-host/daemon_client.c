@@ -924,16 +924,8 @@ static void *agent_main(void *argument) {
 }
 
 preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
+  runtime = preempt_worker_stop(runtime, &runtime->daemon.agent);
   preempt_daemon_client *client = &runtime->daemon;
-  if (client->agent.running) {
-    client->agent.stopping = 1;
-    pthread_cond_signal(&client->agent.wake);
-    preempt_runtime_unlock(runtime);
-    pthread_join(client->agent.thread, NULL);
-    runtime = preempt_runtime_lock();
-    client = &runtime->daemon;
-    client->agent.running = client->agent.stopping = 0;
-  }
   if (client->registered) {
     release_launches(runtime);
     disconnect(client);

@@ -163,6 +163,14 @@ typedef struct preempt_daemon_stub_view {
 } preempt_daemon_stub_view;
 
 /* The client of preemptd, the per-node scheduling daemon (docs/daemon.md). */
+/* A thread of the runtime's (the relauncher, preemptd's agent): started on first use, stopped by
+ * preempt_worker_stop. */
+typedef struct preempt_worker {
+  int running, stopping;
+  pthread_t thread;
+  pthread_cond_t wake;
+} preempt_worker;
+
 typedef struct preempt_daemon_client {
   int started;          /* environment read, first registration tried */
   int registered;       /* page and doorbell mapped: converted launches are held for the daemon */
@@ -188,11 +196,7 @@ typedef struct preempt_daemon_client {
   int told_busy;            /* that FULL was reported (once) */
   int request_in_flight;         /* a SET_PRIORITY reply is due: the agent leaves the socket alone */
   pthread_mutex_t request_lock;  /* one SET_PRIORITY round trip at a time; taken before the runtime lock */
-  struct {
-    int running, stopping;
-    pthread_t thread;
-    pthread_cond_t wake; /* between registration attempts */
-  } agent;
+  preempt_worker agent; /* its wake: between registration attempts */
 } preempt_daemon_client;
 
 /* The runtime's one context object. */
@@ -215,11 +219,7 @@ typedef struct preempt_runtime {
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
   /* Enqueues relaunches as their launches start (eviction.c). */
-  struct {
-    int running, stopping;
-    pthread_t thread;
-    pthread_cond_t wake;
-  } relauncher;
+  preempt_worker relauncher;
   preempt_daemon_client daemon;
 } preempt_runtime;
 
@@ -227,6 +227,9 @@ typedef struct preempt_runtime {
 /* Whether this process expects evictions (context.c): preemptd schedules it, PREEMPT_STRESS, PREEMPT_EVICT_READY=1,
  * or an eviction was asked. From then on `auto` weighs eviction latency (PREEMPT_EVICT_BOUND_US) as well as time. */
 int preempt_evictions_expected(const preempt_runtime *runtime);
+/* Stops `worker` if it runs (context.c): asks it to stop, then waits for it with the context unlocked. Context
+ * locked; returns it locked again. */
+preempt_runtime *preempt_worker_stop(preempt_runtime *runtime, preempt_worker *worker);
 preempt_runtime *preempt_runtime_lock(void);
 void preempt_runtime_unlock(preempt_runtime *runtime);
 /* The context, unlocked: for preempt_shutdown's thread joins only (shutdown.c). */

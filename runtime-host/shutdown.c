@@ -1,6 +1,5 @@
 /* shutdown.c: preempt_shutdown: the runtime's threads stopped, launches preemptd holds resumed, every device's
  * streams, events and control blocks freed, kernels forgotten; the next launch starts afresh. FLEP §3 (one runtime per process). */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,14 +11,7 @@ preempt_status preempt_shutdown(void) {
   /* First, while the relaunch thread still runs: launches preemptd holds
    * are resumed (they run unscheduled) before the connection closes. */
   runtime = preempt_daemon_stop(runtime);
-  if (runtime->relauncher.running) {
-    runtime->relauncher.stopping = 1;
-    pthread_cond_signal(&runtime->relauncher.wake);
-    preempt_runtime_unlock(runtime);
-    pthread_join(runtime->relauncher.thread, NULL);
-    runtime = preempt_runtime_lock();
-    runtime->relauncher.running = runtime->relauncher.stopping = 0;
-  }
+  runtime = preempt_worker_stop(runtime, &runtime->relauncher);
   for (int device = 0; device < PREEMPT_MAX_DEVICES; device++) {
     preempt_device_state *state = &runtime->devices[device];
     state->sm_count = 0; /* read again: set before the pool, by launches as written too */
