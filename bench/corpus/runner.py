@@ -5,10 +5,10 @@ Phase 1, correctness, CORPUS_PAR programs at once: every program's original buil
 as is, under PREEMPT_STRESS=1, and under PREEMPT_STRESS=1 PREEMPT_INTASK=on, each in a fresh directory
 holding the program's data files, with a timeout (the original: CORPUS_TIMEOUT_ORIG s; the others:
 max(10 s, 10x the original's time)).
-Phase 2, timing, one process at a time, never evicted: rounds of (original, plugin) per program,
-interleaved, up to CORPUS_ROUNDS rounds or until the time budget (CORPUS_BUDGET_S from the start of
-run.sh) is spent; with CUPTI (CUDA_INJECTION64_PATH=lib/libkernel_times.so) both builds report each
-kernel's launches and GPU time.
+Phase 2, timing, one process at a time: rounds of (original, plugin, and the plugin under PREEMPT_STRESS=1
+unless CORPUS_TIMING_STRESS=0) per program, interleaved, the order rotating from round to round, up to
+CORPUS_ROUNDS rounds or until the time budget (CORPUS_BUDGET_S from the start of run.sh) is spent; with
+CUPTI (CUDA_INJECTION64_PATH=lib/libkernel_times.so) every run reports each kernel's launches and GPU time.
 
 Writes one JSON record per program and mode (original, plugin, stress, stress_intask, timing) to --out.
 The verdicts are the report's (report.py): this records facts (exit code, time, the filtered stdout's
@@ -291,31 +291,39 @@ class Runner:
     # Phase 2 -------------------------------------------------------------------------------------------
     def timing(self, progs, orig_time, orig_lines, deadline):
         rounds = int(os.environ.get("CORPUS_ROUNDS", "5"))
-        data = {p["name"]: {"original": [], "plugin": []} for p in progs}
+        builds = [("original", "original", {}), ("plugin", "plugin", {})]
+        # The stress run is timed here, alone on the GPU and the CPU, because the correctness phase's 4 programs at
+        # once made its time noise (an original 1.40 s in one run, 8.45 s in the next, same phase).
+        stress = os.environ.get("CORPUS_TIMING_STRESS", "1") != "0"
+        if stress:
+            builds.append(("stress", "plugin", {"PREEMPT_STRESS": "1"}))
+        data = {p["name"]: {key: [] for key, _, _ in builds} for p in progs}
         dirs = {}
         timed = [p for p in progs if os.path.exists(os.path.join(self.corpus, "plugin", p["name"]))]
         stopped = None
         for r in range(1, rounds + 1):
             for p in timed:
                 name = p["name"]
-                est = 2.5 * orig_time.get(name, 1.0) + 1.0
+                t = orig_time.get(name, 1.0)
+                # Original and plugin about 1.25x the original's time each, the stress run up to the 3x it is held
+                # to, and half a second per process.
+                est = 2.5 * t + (3.0 * t if stress else 0.0) + 0.5 * len(builds)
                 if time.time() + est > deadline:
                     stopped = f"round {r}, before {name}: the time budget was spent"
                     break
-                # Alternate which build goes first from round to round.
-                order = ("original", "plugin") if r % 2 else ("plugin", "original")
-                for build in order:
-                    key = (name, build)
-                    if key not in dirs:
-                        dirs[key] = self.rundir(p, "timing-" + build)
-                    cwd = dirs[key]
-                    kfile = os.path.join(self.work, "ktime", f"{name}.{build}.{r}.tsv") if self.use_cupti else None
+                # Rotate the order from round to round, so that no build always runs first (colder caches, clocks).
+                shift = (r - 1) % len(builds)
+                for key, build, env_extra in builds[shift:] + builds[:shift]:
+                    if (name, key) not in dirs:
+                        dirs[(name, key)] = self.rundir(p, "timing-" + key)
+                    cwd = dirs[(name, key)]
+                    kfile = os.path.join(self.work, "ktime", f"{name}.{key}.{r}.tsv") if self.use_cupti else None
                     if kfile:
                         os.makedirs(os.path.dirname(kfile), exist_ok=True)
                     timeout = max(10.0, 10.0 * orig_time.get(name, 6.0))
-                    res = self.execute(p, build, {}, timeout, cwd, kfile)
+                    res = self.execute(p, build, env_extra, timeout, cwd, kfile)
                     lines = filtered_lines(res["stdout"], p.get("filter"), p.get("same_stdout", "yes"))
-                    data[name][build].append({
+                    data[name][key].append({
                         "round": r, "rc": res["rc"], "wall_s": res["wall_s"], "timed_out": res["timed_out"],
                         "stdout_sha": hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16],
                         "stderr_tail": tail(res["stderr"], 400) if res["rc"] != 0 else "",
@@ -328,9 +336,12 @@ class Runner:
             log(f"phase 2: stopped in {stopped}")
         for p in timed:
             d = data[p["name"]]
-            self.emit({"name": p["name"], "mode": "timing", "cupti": self.use_cupti,
-                       "rounds": min(len(d["original"]), len(d["plugin"])),
-                       "original": d["original"], "plugin": d["plugin"], "stopped": stopped})
+            rec = {"name": p["name"], "mode": "timing", "cupti": self.use_cupti,
+                   "rounds": min(len(d["original"]), len(d["plugin"])),
+                   "original": d["original"], "plugin": d["plugin"], "stopped": stopped}
+            if stress:
+                rec["stress"] = d["stress"]
+            self.emit(rec)
 
 
 def main():
