@@ -36,6 +36,20 @@ def fmt(x, nd=3):
     return f"{x:.{nd}f}"
 
 
+def merge_timing(first, second):
+    """Two timing records of one program (the timing rounds of two calls, `cat`-ed together): every run of both,
+    the second's rounds numbered on from the first's, so medians are over all of them."""
+    merged = dict(second)
+    offset = max([x.get("round", 0) for key in ("original", "plugin", "stress") for x in first.get(key) or []] or [0])
+    for key in ("original", "plugin", "stress"):
+        if key in first or key in second:
+            merged[key] = list(first.get(key) or []) + [dict(x, round=x.get("round", 0) + offset)
+                                                        for x in second.get(key) or []]
+    merged["rounds"] = first.get("rounds", 0) + second.get("rounds", 0)
+    merged["stopped"] = second.get("stopped") or first.get("stopped")
+    return merged
+
+
 def read_tsv(path):
     rows = []
     if not os.path.exists(path):
@@ -69,6 +83,9 @@ def main():
         for line in f:
             if line.strip():
                 r = json.loads(line)
+                before = recs[r["name"]].get(r["mode"])
+                if r["mode"] == "timing" and before:
+                    r = merge_timing(before, r)
                 recs[r["name"]][r["mode"]] = r
     manifest = {r["name"]: r for r in read_tsv(os.path.join(a.corpus, "manifest.tsv"))} if a.corpus else {}
     build = read_tsv(os.path.join(a.corpus, "build.tsv")) if a.corpus else []

@@ -2,9 +2,10 @@
 # bench/corpus/run.sh [OUT_DIR]: on the GPU machine (no compiler, no network needed), in one call:
 # unpacks bench/corpus/out/corpus.tar.xz (made here by bench/corpus/build.sh), runs every program's
 # original build, then its plugin build as is, under PREEMPT_STRESS=1 and under PREEMPT_STRESS=1
-# PREEMPT_INTASK=on (CORPUS_PAR at once, default 4), then times both builds, never evicted, one process at
-# a time, in interleaved rounds (CORPUS_ROUNDS, default 5, as many as the time budget allows), with
-# per-kernel GPU time from CUPTI (CORPUS_CUPTI=0: wall time only).
+# PREEMPT_INTASK=on (CORPUS_PAR at once, default 4), then times the original, the plugin build never evicted,
+# and the plugin build under PREEMPT_STRESS=1 (CORPUS_TIMING_STRESS=0: not), one process at a time, in
+# interleaved rounds (CORPUS_ROUNDS, default 5, as many as the time budget allows), with per-kernel GPU time from
+# CUPTI (CORPUS_CUPTI=0: wall time only).
 # Writes OUT_DIR/corpus.jsonl (one record per program and mode), OUT_DIR/corpus.md (bench/corpus/report.py)
 # and OUT_DIR/run.log. OUT_DIR defaults to $OUT, else bench/corpus/out/run.
 #
@@ -21,7 +22,7 @@ out=${1:-${OUT:-$here/out/run}}
 tarball=${CORPUS_TARBALL:-$here/out/corpus.tar.xz}
 budget=${CORPUS_BUDGET_S:-470}
 command_line="bash bench/corpus/run.sh $*"
-for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES; do
+for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES CORPUS_TIMING_STRESS; do
   [ -n "${!v:-}" ] && command_line="$v=${!v} $command_line"
 done
 mkdir -p "$out"
