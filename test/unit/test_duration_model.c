@@ -3,6 +3,8 @@
 #include "check.h"
 #include "preempt/duration_model.h"
 
+static double magnitude_of(double v) { return v < 0 ? -v : v; }
+
 static int near(double actual, double expected, double tolerance) {
   double diff = actual - expected;
   return diff <= tolerance && diff >= -tolerance;
@@ -90,6 +92,54 @@ static void test_ridge_shrinks_by_closed_form(void) {
   }
 }
 
+/* The same on every feature, at preemptd's lambda (1.0) and above: twelve noisy launches whose four features all vary.
+ * The ridge fit is the b where the gradient of |X b - y|^2 + lambda * (b1^2 + b2^2 + b3^2 + b4^2), on features
+ * scaled as the header says (grid / 1e3, block / 1e2, shared / 1e4, input / 1e6), is 0; halved, that is
+ *   sum_i x_ir (x_i . b - y_i) + lambda * b_r = 0  for r = 1..4,  and  sum_i (x_i . b - y_i) = 0  (intercept free).
+ * The test evaluates these sums itself from the samples, no solve: least squares (no penalty) leaves lambda * b_r
+ * there, a penalised intercept leaves lambda * b0, a penalty on some features only leaves the others'. */
+static void test_ridge_stationary_on_every_feature(void) {
+  enum { SAMPLES = 12, N = PREEMPT_DURATION_FEATURES };
+  const double scale[N] = {1, 1e3, 1e2, 1e4, 1e6};
+  const double lambdas[] = {1.0, 4.0};
+  for (unsigned l = 0; l < sizeof lambdas / sizeof lambdas[0]; l++) {
+    preempt_duration_model model;
+    CHECK(preempt_duration_model_init(&model, lambdas[l]) == PREEMPT_SCHED_OK);
+    double x[SAMPLES][N], y[SAMPLES];
+    for (int i = 0; i < SAMPLES; i++) {
+      preempt_kernel_features f = {500.0 * (1 + i % 5), 64.0 * (1 + i % 4), 2048.0 * (i % 3), 1e6 * (1 + (i * 5) % 7)};
+      y[i] = truth(&f) + ((i % 2) ? 15 : -15);
+      CHECK(preempt_duration_model_add(&model, &f, y[i]) == PREEMPT_SCHED_OK);
+      x[i][0] = 1;
+      x[i][1] = f.grid_blocks / scale[1];
+      x[i][2] = f.block_threads / scale[2];
+      x[i][3] = f.shared_bytes / scale[3];
+      x[i][4] = f.input_bytes / scale[4];
+    }
+    double coefficients[N], b[N];
+    CHECK(preempt_duration_model_coefficients(&model, coefficients) == PREEMPT_SCHED_OK);
+    for (int r = 0; r < N; r++)
+      b[r] = coefficients[r] * scale[r];
+    for (int r = 0; r < N; r++) {
+      double gradient = 0, size = 0;
+      for (int i = 0; i < SAMPLES; i++) {
+        double fitted = 0;
+        for (int c = 0; c < N; c++)
+          fitted += x[i][c] * b[c];
+        gradient += x[i][r] * (fitted - y[i]);
+        size += magnitude_of(x[i][r] * y[i]);
+      }
+      double penalty = r > 0 ? lambdas[l] * b[r] : 0;
+      double tolerance = 1e-9 * size;
+      CHECK(near(gradient + penalty, 0, tolerance));
+      /* The design discriminates: every penalised coefficient is far from 0, so dropping its penalty term (the
+       * gradient then 0 on its own) is far outside the tolerance. */
+      if (r > 0)
+        CHECK(magnitude_of(penalty) > 1e3 * tolerance);
+    }
+  }
+}
+
 static void test_rejects_bad_input(void) {
   preempt_duration_model model;
   CHECK(preempt_duration_model_init(&model, -1) == PREEMPT_SCHED_INVALID_ARGUMENT);
@@ -125,6 +175,7 @@ int main(void) {
   test_exact_recovery();
   test_constant_feature_and_noise();
   test_ridge_shrinks_by_closed_form();
+  test_ridge_stationary_on_every_feature();
   test_rejects_bad_input();
   test_eviction_cost();
   CHECK_DONE("test_duration_model");
