@@ -15,7 +15,7 @@
 static preempt_runtime runtime_context = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .relauncher = {.wake = PTHREAD_COND_INITIALIZER},
-    .daemon = {.socket = -1, .request_lock = PTHREAD_MUTEX_INITIALIZER, .agent = {.wake = PTHREAD_COND_INITIALIZER}}};
+    .daemon = {.request_lock = PTHREAD_MUTEX_INITIALIZER, .agent = {.wake = PTHREAD_COND_INITIALIZER}}};
 
 /* The hardware-queue trap (docs/preemption.md): an application stream held
  * by the wait for done_generation blocks every stream mapped to the same

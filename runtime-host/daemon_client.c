@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon_socket.h"
+#include "daemon_link.h"
 #include "runtime.h"
 
 _Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemon's SM masks are preempt_sm_mask");
@@ -41,24 +41,21 @@ _Static_assert(PREEMPT_SM_MASK_WORDS == PREEMPT_DAEMON_SM_MASK_WORDS, "the daemo
 /* While busy, the socket is checked for the daemon's death at most this often. */
 #define SOCKET_CHECK_NS 10000000ull
 
-/* What a registration gives: the connection, both pages mapped, the daemon's answer. */
-typedef struct daemon_link {
-  int socket;
+/* What a registration gives: the connection it stands on (daemon_link.c, shared with memory admission), both pages
+ * mapped, the daemon's answer. */
+typedef struct registration {
+  uint32_t generation;
   preempt_client_page *page;
   preempt_doorbell_page *doorbell;
   uint32_t client_id;
   int32_t granted, limit;
-} daemon_link;
+} registration;
 
-static void close_link(daemon_link *link) {
-  if (link->page)
-    munmap(link->page, sizeof *link->page);
-  if (link->doorbell)
-    munmap(link->doorbell, sizeof *link->doorbell);
-  if (link->socket >= 0)
-    close(link->socket);
-  memset(link, 0, sizeof *link);
-  link->socket = -1;
+static void unmap_pages(preempt_client_page *page, preempt_doorbell_page *doorbell) {
+  if (page)
+    munmap(page, sizeof *page);
+  if (doorbell)
+    munmap(doorbell, sizeof *doorbell);
 }
 
 /* Maps one of the daemon's fds, refusing one smaller than its page (touching
@@ -79,7 +76,7 @@ static void *map_page(int fd, size_t bytes, char *why, size_t why_bytes, const c
 
 /* Maps REGISTERED's pages (the decoder has checked their sizes against this
  * build's). 0, or -1 with `why`. */
-static int accept_registration(const preempt_msg_registered *reply, const int fds[2], daemon_link *link, char *why,
+static int accept_registration(const preempt_msg_registered *reply, const int fds[2], registration *link, char *why,
                                size_t why_bytes) {
   link->page = map_page(fds[0], sizeof *link->page, why, why_bytes, "stub page");
   if (link->page)
@@ -126,59 +123,73 @@ static void explain_refused_reply(const preempt_reply_buffer *buffer, size_t len
   snprintf(why, why_bytes, "preemptd's answer to REGISTER is %s", preempt_daemon_status_name(decoded));
 }
 
-/* Connects, sends REGISTER and waits (REPLY_TIMEOUT_MS at most) for
- * REGISTERED. Touches no runtime state, so the agent calls it unlocked.
- * PREEMPT_LINK_ABSENT: nobody listens at `path`; LINK_BUSY: it answered FULL. */
-static int register_with_daemon(const char *path, const preempt_msg_register *request, daemon_link *link, char *why,
-                                size_t why_bytes) {
+/* Joins the process's connection to preemptd, sends REGISTER and waits (REPLY_TIMEOUT_MS at most) for REGISTERED.
+ * Touches no runtime state, so the agent calls it unlocked. `stale` is a connection the daemon already holds a
+ * registration of this process on (after preempt_shutdown, while memory admission kept the connection): the daemon
+ * takes no second REGISTER there, so that connection ends (memory admission moves to the shared ledger) and a new
+ * one is made. PREEMPT_LINK_ABSENT: nobody listens at `path`; LINK_BUSY: it answered FULL. */
+static int register_with_daemon(const char *path, preempt_msg_register *request, uint32_t stale, registration *link,
+                                char *why, size_t why_bytes) {
   memset(link, 0, sizeof *link);
-  link->socket = -1;
-  uint64_t deadline = preempt_monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
-  int connected = preempt_daemon_connect(path, &link->socket, why, why_bytes);
-  if (connected != PREEMPT_LINK_OK)
-    return connected;
-  if (preempt_daemon_send(link->socket, request, sizeof *request, deadline) != 0) {
-    snprintf(why, why_bytes, "sending REGISTER to %s: %s", path, strerror(errno));
-    close_link(link);
+  int joined = preempt_link_join(path, PREEMPT_LINK_SCHEDULING, &link->generation, why, why_bytes);
+  if (joined == PREEMPT_LINK_OK && stale && link->generation == stale) {
+    preempt_link_drop(stale);
+    joined = preempt_link_join(path, PREEMPT_LINK_SCHEDULING, &link->generation, why, why_bytes);
+  }
+  if (joined != PREEMPT_LINK_OK)
+    return joined;
+  uint32_t id = preempt_link_expect(link->generation);
+  request->header.request_id = id;
+  if (id == 0 || preempt_link_send(link->generation, request, sizeof *request) != 0) {
+    snprintf(why, why_bytes, "sending REGISTER to %s: %s", path, id ? strerror(errno) : "the connection ended");
+    preempt_link_forget(id);
+    preempt_link_drop(link->generation);
     return PREEMPT_LINK_FAILED;
   }
-  preempt_reply_buffer buffer;
-  size_t length = 0;
-  int fds[2], fd_count = 0;
-  int received = preempt_daemon_receive(link->socket, &buffer, &length, fds, &fd_count, deadline);
+  preempt_link_reply answer;
+  int awaited = preempt_link_await(link->generation, id, preempt_monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull, 0,
+                                   &answer);
   int result = PREEMPT_LINK_FAILED;
+  /* A refusal that leaves the connection usable (memory admission may be on it); anything else ends it. */
+  int keep = 0;
   preempt_msg reply;
   preempt_daemon_status decoded;
-  if (received == 1) {
+  if (awaited == PREEMPT_LINK_DEADLINE) {
+    preempt_link_forget(id);
     snprintf(why, why_bytes, "preemptd at %s did not answer REGISTER within %d ms", path, REPLY_TIMEOUT_MS);
-  } else if (received == 2) {
+  } else if (awaited != PREEMPT_LINK_ARRIVED) {
     snprintf(why, why_bytes, "preemptd at %s closed the connection instead of answering REGISTER", path);
-  } else if (received < 0) {
-    snprintf(why, why_bytes, "receiving preemptd's answer to REGISTER: %s", strerror(errno));
-  } else if ((decoded = preempt_msg_decode(buffer.bytes, length, &reply)) != PREEMPT_DAEMON_OK) {
-    explain_refused_reply(&buffer, length, decoded, why, why_bytes);
+  } else if ((decoded = preempt_msg_decode(answer.buffer.bytes, answer.length, &reply)) != PREEMPT_DAEMON_OK) {
+    explain_refused_reply(&answer.buffer, answer.length, decoded, why, why_bytes);
   } else if (reply.type == PREEMPT_MSG_STATUS && reply.body.status.status == PREEMPT_DAEMON_FULL) {
     /* Before issue 41 a daemon out of connections answered with request id 0: FULL is taken from either. */
     snprintf(why, why_bytes, "preemptd at %s is full: %s", path, reply.body.status.message);
+    keep = reply.request_id == id;
     result = LINK_BUSY;
-  } else if (reply.request_id != request->header.request_id) {
-    snprintf(why, why_bytes, "preemptd answered request %u, not REGISTER's %u", reply.request_id,
-             request->header.request_id);
+  } else if (reply.request_id != id) {
+    snprintf(why, why_bytes, "preemptd answered request %u, not REGISTER's %u", reply.request_id, id);
   } else if (reply.type == PREEMPT_MSG_STATUS) {
     snprintf(why, why_bytes, "preemptd refused the registration: %s: %s",
              preempt_daemon_status_name((preempt_daemon_status)reply.body.status.status), reply.body.status.message);
+    keep = 1;
   } else if (reply.type != PREEMPT_MSG_REGISTERED) {
     snprintf(why, why_bytes, "preemptd answered REGISTER with message type %u", (unsigned)reply.type);
-  } else if (fd_count != 2) {
-    snprintf(why, why_bytes, "preemptd's REGISTERED came with %d file descriptors instead of 2", fd_count);
-  } else if (accept_registration(&reply.body.registered, fds, link, why, why_bytes) == 0) {
+  } else if (answer.fd_count != 2) {
+    snprintf(why, why_bytes, "preemptd's REGISTERED came with %d file descriptors instead of 2", answer.fd_count);
+  } else if (accept_registration(&reply.body.registered, answer.fds, link, why, why_bytes) == 0) {
     result = PREEMPT_LINK_OK;
   }
   /* Mapped or refused, the fds are not needed any more. */
-  while (fd_count > 0)
-    close(fds[--fd_count]);
-  if (result != PREEMPT_LINK_OK)
-    close_link(link);
+  if (awaited == PREEMPT_LINK_ARRIVED)
+    while (answer.fd_count > 0)
+      close(answer.fds[--answer.fd_count]);
+  if (result != PREEMPT_LINK_OK) {
+    unmap_pages(link->page, link->doorbell);
+    if (keep)
+      preempt_link_leave(link->generation, PREEMPT_LINK_SCHEDULING);
+    else
+      preempt_link_drop(link->generation);
+  }
   return result;
 }
 
@@ -194,16 +205,10 @@ static void retry_busy(preempt_daemon_client *client, const char *why) {
   client->told_busy = 1;
 }
 
-static uint32_t next_request_id(preempt_daemon_client *client) {
-  if (++client->next_request_id == 0)
-    client->next_request_id = 1;
-  return client->next_request_id;
-}
-
 /* Context locked. */
 static void build_register(preempt_daemon_client *client, preempt_msg_register *request) {
   memset(request, 0, sizeof *request);
-  preempt_msg_header_init(&request->header, PREEMPT_MSG_REGISTER, sizeof *request, next_request_id(client));
+  preempt_msg_header_init(&request->header, PREEMPT_MSG_REGISTER, sizeof *request, 0); /* the id: the link's */
   request->priority = client->priority_requested ? client->priority : 0;
   request->priority_requested = client->priority_requested ? 1 : 0;
   request->gpu_count = client->gpu_count;
@@ -288,11 +293,10 @@ static void release_launches(preempt_runtime *runtime) {
   memset(client->stubs, 0, sizeof client->stubs);
 }
 
-/* Context locked. */
+/* The pages go; the connection stays while memory admission uses it (the last user closes it). Context locked. */
 static void disconnect(preempt_daemon_client *client) {
-  daemon_link link = {.socket = client->socket, .page = client->page, .doorbell = client->doorbell};
-  close_link(&link);
-  client->socket = -1;
+  unmap_pages(client->page, client->doorbell);
+  preempt_link_leave(client->link_generation, PREEMPT_LINK_SCHEDULING);
   client->page = NULL;
   client->doorbell = NULL;
   client->registered = 0;
@@ -307,9 +311,9 @@ static void stop_agent_at_exit(void) {
 }
 
 /* Context locked. 0, or -1 (reported) when the agent cannot start. */
-static int install(preempt_runtime *runtime, daemon_link *link) {
+static int install(preempt_runtime *runtime, registration *link) {
   preempt_daemon_client *client = &runtime->daemon;
-  client->socket = link->socket;
+  client->link_generation = client->registered_on = link->generation;
   client->page = link->page;
   client->doorbell = link->doorbell;
   client->client_id = link->client_id;
@@ -344,7 +348,6 @@ static int install(preempt_runtime *runtime, daemon_link *link) {
 static void daemon_start(preempt_runtime *runtime) {
   preempt_daemon_client *client = &runtime->daemon;
   client->started = 1;
-  client->socket = -1;
   const preempt_settings *settings = &runtime->settings;
   if (!settings->daemon)
     return;
@@ -356,9 +359,9 @@ static void daemon_start(preempt_runtime *runtime) {
     return;
   preempt_msg_register request;
   build_register(client, &request);
-  daemon_link link;
+  registration link;
   char why[384] = "";
-  int result = register_with_daemon(client->socket_path, &request, &link, why, sizeof why);
+  int result = register_with_daemon(client->socket_path, &request, client->registered_on, &link, why, sizeof why);
   if (result == PREEMPT_LINK_ABSENT) {
     /* No daemon on this node is the usual case: say nothing unless asked for one. */
     if (named)
@@ -388,9 +391,9 @@ static void look_again(preempt_runtime *runtime) {
   client->absent_retry_ns = 0;
   preempt_msg_register request;
   build_register(client, &request);
-  daemon_link link;
+  registration link;
   char why[384] = "";
-  int result = register_with_daemon(client->socket_path, &request, &link, why, sizeof why);
+  int result = register_with_daemon(client->socket_path, &request, client->registered_on, &link, why, sizeof why);
   if (result == PREEMPT_LINK_ABSENT)
     client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
   else if (result == LINK_BUSY)
@@ -819,33 +822,15 @@ static int agent_scan(preempt_runtime *runtime, int *agent_device) {
   return busy;
 }
 
-/* Whether the daemon has gone: the connection's end. A stray packet (a reply
- * that came after its request gave up) is dropped, unless a SET_PRIORITY
- * round trip is under way: that reply is its. Context locked. */
-static int daemon_gone(preempt_daemon_client *client) {
-  char byte;
-  ssize_t got = recv(client->socket, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
-  if (got == 0)
-    return 1;
-  if (got < 0)
-    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-  if (!client->request_in_flight) {
-    preempt_reply_buffer buffer;
-    size_t length;
-    int fds[2], fd_count = 0;
-    if (preempt_daemon_receive(client->socket, &buffer, &length, fds, &fd_count, preempt_monotonic_ns() + 1000000) == 2)
-      return 1;
-    while (fd_count > 0)
-      close(fds[--fd_count]);
-  }
-  return 0;
-}
+/* Whether the daemon has gone: the connection's end (a late reply nobody waits for is read and dropped). */
+static int daemon_gone(preempt_daemon_client *client) { return preempt_link_ended(client->link_generation); }
 
 /* Context locked. */
 static void daemon_lost(preempt_runtime *runtime) {
   preempt_daemon_client *client = &runtime->daemon;
   release_launches(runtime);
   disconnect(client);
+  client->registered_on = 0; /* that connection has ended, and the registration with it */
   client->lost = 1;
   if (!client->told_lost) {
     client->told_lost = 1;
@@ -863,17 +848,19 @@ static preempt_runtime *register_again(preempt_runtime *runtime) {
   build_register(client, &request);
   char path[sizeof client->socket_path];
   memcpy(path, client->socket_path, sizeof path);
+  uint32_t stale = client->registered_on;
   preempt_runtime_unlock(runtime);
-  daemon_link link;
+  registration link;
   char why[384];
-  int result = register_with_daemon(path, &request, &link, why, sizeof why);
+  int result = register_with_daemon(path, &request, stale, &link, why, sizeof why);
   runtime = preempt_runtime_lock();
   client = &runtime->daemon;
   if (result != PREEMPT_LINK_OK)
     return runtime;
-  if (client->agent.stopping || client->registered)
-    close_link(&link);
-  else
+  if (client->agent.stopping || client->registered) {
+    unmap_pages(link.page, link.doorbell);
+    preempt_link_drop(link.generation); /* the daemon holds a registration nobody serves */
+  } else
     install(runtime, &link);
   return runtime;
 }
@@ -934,7 +921,6 @@ preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
   client->started = client->lost = 0;
   client->absent_retry_ns = client->busy_backoff_ns = 0;
   client->told_busy = 0;
-  client->socket = -1;
   client->priority_requested = client->priority_from_api = 0;
   client->priority = client->granted = client->limit = 0;
   client->gpu_count = 0;
@@ -943,21 +929,6 @@ preempt_runtime *preempt_daemon_stop(preempt_runtime *runtime) {
 }
 
 /* ---------------------------------------------------------------- priorities */
-
-/* Waits for the reply to request `id`, dropping older ones that came late. */
-static int await_reply(int socket_fd, uint32_t id, preempt_reply_buffer *buffer, preempt_msg *reply, uint64_t deadline_ns) {
-  for (;;) {
-    size_t length;
-    int fds[2], fd_count = 0;
-    int received = preempt_daemon_receive(socket_fd, buffer, &length, fds, &fd_count, deadline_ns);
-    while (fd_count > 0)
-      close(fds[--fd_count]);
-    if (received != 0)
-      return -1;
-    if (preempt_msg_decode(buffer->bytes, length, reply) == PREEMPT_DAEMON_OK && reply->request_id == id)
-      return 0;
-  }
-}
 
 preempt_status preempt_set_priority(int priority) {
   if (priority < PREEMPT_PRIORITY_MIN || priority > PREEMPT_PRIORITY_MAX) {
@@ -974,19 +945,14 @@ preempt_status preempt_set_priority(int priority) {
   if (!registered)
     return PREEMPT_OK; /* asked for at registration */
 
-  /* The round trip runs unlocked, on a duplicate of the connection, so that
-   * launches go on and the agent may drop the connection meanwhile. */
+  /* The round trip runs unlocked, so that launches go on and the agent may see the connection end meanwhile. */
   pthread_mutex_lock(&client->request_lock);
   runtime = preempt_runtime_lock();
-  int socket_fd = -1;
-  uint32_t id = 0;
-  if (client->registered && client->priority == priority) { /* not superseded meanwhile */
-    socket_fd = fcntl(client->socket, F_DUPFD_CLOEXEC, 0);
-    id = next_request_id(client);
-    client->request_in_flight = socket_fd >= 0;
-  }
+  uint32_t generation = client->link_generation, id = 0;
+  if (client->registered && client->priority == priority) /* not superseded meanwhile */
+    id = preempt_link_expect(generation);
   preempt_runtime_unlock(runtime);
-  if (socket_fd < 0) {
+  if (id == 0) {
     pthread_mutex_unlock(&client->request_lock);
     return PREEMPT_OK;
   }
@@ -994,13 +960,18 @@ preempt_status preempt_set_priority(int priority) {
   memset(&request, 0, sizeof request);
   preempt_msg_header_init(&request.header, PREEMPT_MSG_SET_PRIORITY, sizeof request, id);
   request.priority = priority;
-  uint64_t deadline = preempt_monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull;
-  preempt_reply_buffer buffer;
+  preempt_link_reply answer;
   preempt_msg reply;
-  int answered = preempt_daemon_send(socket_fd, &request, sizeof request, deadline) == 0 &&
-                 await_reply(socket_fd, id, &buffer, &reply, deadline) == 0;
+  int answered = preempt_link_send(generation, &request, sizeof request) == 0 &&
+                 preempt_link_await(generation, id, preempt_monotonic_ns() + REPLY_TIMEOUT_MS * 1000000ull, 0,
+                                    &answer) == PREEMPT_LINK_ARRIVED;
+  if (!answered)
+    preempt_link_forget(id);
+  else
+    while (answer.fd_count > 0)
+      close(answer.fds[--answer.fd_count]);
+  answered = answered && preempt_msg_decode(answer.buffer.bytes, answer.length, &reply) == PREEMPT_DAEMON_OK;
   runtime = preempt_runtime_lock();
-  client->request_in_flight = 0;
   if (answered && reply.type == PREEMPT_MSG_PRIORITY && client->registered) {
     client->granted = reply.body.priority.priority;
     client->limit = reply.body.priority.priority_limit;
@@ -1010,7 +981,6 @@ preempt_status preempt_set_priority(int priority) {
                    reply.body.status.message);
   }
   preempt_runtime_unlock(runtime);
-  close(socket_fd);
   pthread_mutex_unlock(&client->request_lock);
   return PREEMPT_OK;
 }

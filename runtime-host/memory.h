@@ -62,23 +62,15 @@ uint32_t preempt_mem_segment_reclaim_dead(preempt_mem_segment *segment);
 void preempt_mem_segment_detach(preempt_mem_segment *segment);
 
 
-/* ---- the daemon-kept ledger (mem_daemon.c): preemptd's MEM_* messages over a connection of the process's own */
-
-/* Replies that arrived for another thread of this process, kept until it looks. */
-#define PREEMPT_MEM_DAEMON_MAX_REPLIES 64
+/* ---- the daemon-kept ledger (mem_daemon.c): preemptd's MEM_* messages over the process's one connection to it
+ * (daemon_link.c), which kernel scheduling shares */
 
 typedef struct preempt_mem_daemon {
-  pthread_mutex_t lock;     /* everything below */
-  pthread_cond_t arrived;   /* CLOCK_MONOTONIC: a reply was filed, or the connection ended */
-  int fd;                   /* -1: none */
-  int lost;                 /* the connection ended or failed after attaching: admission goes daemonless */
-  int receiving;            /* a thread is reading the socket for everybody */
+  uint32_t generation;      /* the connection attached on: another one (after a loss) holds none of our bytes */
+  int attached;
   int wants_readings;       /* the daemon has no NVML: RESERVEs carry the GPU's used memory */
   uint32_t client_id;
   int32_t priority;         /* granted */
-  uint32_t next_request_id;
-  uint32_t reply_count;
-  preempt_msg_mem_reply replies[PREEMPT_MEM_DAEMON_MAX_REPLIES];
 } preempt_mem_daemon;
 
 /* The GPU's reading, for a daemon without NVML: (total, used) of the current device; 0 on success. */

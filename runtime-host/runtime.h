@@ -177,10 +177,11 @@ typedef struct preempt_daemon_client {
   int lost;             /* was registered, the daemon went away: the agent registers again */
   uint32_t epoch;       /* +1 per registration and per loss: a launch's stub belongs to one page */
   char socket_path[108];
-  int socket;           /* -1 when not connected */
+  uint32_t link_generation; /* the connection registered on (daemon_link.c) */
+  uint32_t registered_on;   /* a connection the daemon holds this process's registration on, past a stop (0: none) */
   preempt_client_page *page;
   preempt_doorbell_page *doorbell;
-  uint32_t client_id, next_request_id;
+  uint32_t client_id;
   /* Asked for (PREEMPT_PRIORITY or preempt_set_priority), granted and the limit (the daemon's answer). */
   int priority_requested, priority_from_api;
   int32_t priority, granted, limit;
@@ -194,7 +195,6 @@ typedef struct preempt_daemon_client {
   uint64_t absent_retry_ns; /* no daemon at the first launch: when a launch looks again (0: never) */
   uint64_t busy_backoff_ns; /* the daemon answered FULL: the wait before the next attempt (doubles) */
   int told_busy;            /* that FULL was reported (once) */
-  int request_in_flight;         /* a SET_PRIORITY reply is due: the agent leaves the socket alone */
   pthread_mutex_t request_lock;  /* one SET_PRIORITY round trip at a time; taken before the runtime lock */
   preempt_worker agent; /* its wake: between registration attempts */
 } preempt_daemon_client;

@@ -16,6 +16,7 @@
 #include "fake_gpu.h"
 #include "preempt.h"
 #include "preempt/daemon_protocol.h"
+#include "memory.h"
 #include "runtime.h"
 
 /* ---------------------------------------------------------------- the in-test daemon */
@@ -23,7 +24,8 @@
 enum { ANSWER, SILENT, WRONG_SIZES, FULL_TWICE };
 
 /* What a real preemptd does for one client, through the real codec: REGISTER
- * -> memfd pages + REGISTERED with their fds, SET_PRIORITY -> PRIORITY. The
+ * -> memfd pages + REGISTERED with their fds, SET_PRIORITY -> PRIORITY, MEM_ATTACH -> MEM_ATTACHED, MEM_QUERY ->
+ * an empty ledger. The
  * scheduling part is the test itself, writing commands into the page. */
 typedef struct fake_daemon {
   char directory[64], path[108];
@@ -31,7 +33,7 @@ typedef struct fake_daemon {
   int listener, connection;
   pthread_t thread;
   int running, stop;
-  int accepts, registers, set_priorities, closes; /* read with __atomic loads */
+  int accepts, registers, set_priorities, closes, mem_attaches, mem_queries; /* read with __atomic loads */
   preempt_msg_register last_register;
   int32_t last_priority, limit;
   uint32_t lease; /* the lease word a new client's page starts with */
@@ -143,6 +145,22 @@ static void daemon_packet(fake_daemon *daemon) {
   }
   if (message.type == PREEMPT_MSG_REGISTER) {
     daemon_register(daemon, &message);
+  } else if (message.type == PREEMPT_MSG_MEM_ATTACH) {
+    preempt_msg_mem_attached reply;
+    memset(&reply, 0, sizeof reply);
+    preempt_msg_header_init(&reply.header, PREEMPT_MSG_MEM_ATTACHED, sizeof reply, message.request_id);
+    reply.client_id = ++daemon->client_ids;
+    reply.priority_limit = daemon->limit;
+    __atomic_add_fetch(&daemon->mem_attaches, 1, __ATOMIC_RELEASE);
+    daemon_send(daemon, &reply, sizeof reply, NULL, 0);
+  } else if (message.type == PREEMPT_MSG_MEM_QUERY) {
+    preempt_msg_mem_reply reply;
+    memset(&reply, 0, sizeof reply);
+    preempt_msg_header_init(&reply.header, PREEMPT_MSG_MEM_REPLY, sizeof reply, message.request_id);
+    reply.result = PREEMPT_MEM_REPLY_LEDGER;
+    snprintf(reply.policy, sizeof reply.policy, "fifo");
+    __atomic_add_fetch(&daemon->mem_queries, 1, __ATOMIC_RELEASE);
+    daemon_send(daemon, &reply, sizeof reply, NULL, 0);
   } else if (message.type == PREEMPT_MSG_SET_PRIORITY) {
     __atomic_store_n(&daemon->last_priority, message.body.set_priority.priority, __ATOMIC_RELEASE);
     preempt_msg_priority reply;
@@ -182,6 +200,7 @@ static void daemon_start(int mode) {
   daemon->mode = mode;
   daemon->stop = 0;
   daemon->accepts = daemon->registers = daemon->set_priorities = daemon->closes = 0;
+  daemon->mem_attaches = daemon->mem_queries = 0;
   memset(&daemon->last_register, 0, sizeof daemon->last_register);
   daemon->listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   struct sockaddr_un address = {.sun_family = AF_UNIX};
@@ -829,6 +848,56 @@ static void test_bad_priority_variable(void) {
   unsetenv("PREEMPT_PRIORITY");
 }
 
+static int no_reading(uint64_t *total_bytes, uint64_t *used_bytes, void *argument) {
+  (void)argument;
+  *total_bytes = *used_bytes = 0;
+  return 1;
+}
+
+/* Memory admission and scheduling share the process's one connection (issue 40): memory attaches first (a program's
+ * first cudaMalloc comes before its first launch), the first converted launch registers on the same connection,
+ * and preempt_shutdown leaves it to memory. A registration after that needs a new connection (the daemon takes no
+ * second REGISTER on one), which ends memory's: its next request fails, and admission goes to the shared ledger. */
+static void test_one_connection(void) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  daemon_start(ANSWER);
+  static const unsigned char uuid[16] = {1};
+  preempt_mem_daemon memory;
+  preempt_msg_mem_reply answer;
+  char why[256] = "";
+  CHECK_EQ_U64(preempt_mem_daemon_attach(&memory, daemon_state.path, 0, 0, why, sizeof why), 0);
+  CHECK_EQ_U64(load(&daemon_state.accepts), 1);
+  CHECK_EQ_U64(load(&daemon_state.mem_attaches), 1);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
+  fake_gpu.expected_params = 0;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 1);
+  CHECK_EQ_U64(load(&daemon_state.accepts), 1); /* registered on memory's connection */
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  /* Both wait for replies on the one socket, which the agent also reads: each gets its own. */
+  CHECK_EQ_U64(preempt_set_priority(3), PREEMPT_OK);
+  CHECK_EQ_U64(load(&daemon_state.set_priorities), 1);
+  CHECK_EQ_U64(preempt_mem_daemon_query(&memory, uuid, no_reading, NULL, &answer), 0);
+  CHECK_EQ_U64(load(&daemon_state.mem_queries), 1);
+  preempt_shutdown();
+  usleep(30000);
+  CHECK_EQ_U64(load(&daemon_state.closes), 0); /* memory still uses it */
+  CHECK_EQ_U64(preempt_mem_daemon_query(&memory, uuid, no_reading, NULL, &answer), 0);
+  CHECK_EQ_U64(load(&daemon_state.mem_queries), 2);
+  /* Registering again: a new connection, memory's gone with the old one. */
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 2);
+  CHECK_EQ_U64(load(&daemon_state.accepts), 2);
+  CHECK(preempt_mem_daemon_query(&memory, uuid, no_reading, NULL, &answer) == -1);
+  CHECK_EQ_U64(load(&daemon_state.mem_queries), 2);
+  preempt_mem_daemon_close(&memory);
+  preempt_shutdown(); /* the last user: the connection closes */
+  for (int round = 0; round < 200 && load(&daemon_state.closes) == 0; round++)
+    usleep(1000);
+  CHECK_EQ_U64(load(&daemon_state.closes), 1);
+  daemon_stop();
+}
+
 /* The ways of not being scheduled: switched off, no daemon, a hung one, one of another version. */
 static void test_unscheduled(void) {
   preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
@@ -959,6 +1028,7 @@ int main(void) {
   test_lease();
   test_one_wave_launches();
   test_bad_priority_variable();
+  test_one_connection();
   test_unscheduled();
 
   unlink(daemon_state.path);

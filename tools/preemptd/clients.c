@@ -80,7 +80,9 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
   }
   int32_t granted = 0, limit = 0;
   preemptd_job_grant_priority(ctx, client, request->priority_requested != 0, request->priority, &granted, &limit);
-  uint32_t id = ctx->next_client_id + 1;
+  /* A process's memory admission and scheduling share its one connection (runtime-host/daemon_link.c): a
+   * MEM_ATTACH before the REGISTER already gave it its id. */
+  uint32_t id = client->id ? client->id : ctx->next_client_id + 1;
   if (id == 0)
     id = 1;
   int page_fd = -1;
@@ -96,7 +98,8 @@ static preempt_daemon_status handle_register(preemptd_context *ctx, preemptd_cli
       preemptd_page_release(page);
       return preemptd_send_status(client->fd, request_id, status, "cannot add the GPU");
     }
-  ctx->next_client_id = id;
+  if (!client->id)
+    ctx->next_client_id = id;
   client->id = id;
   client->priority = granted;
   client->priority_limit = limit;
