@@ -16,7 +16,7 @@ preempt_daemon_status preemptd_build_listing(preemptd_context *ctx, uint32_t req
     for (uint32_t s = 0; s < PREEMPT_STUBS_PER_CLIENT; s++)
       kernels += client->stubs[s].kernel_id != 0;
   }
-  /* 128 connections fit PREEMPT_LISTING_MAX_CLIENTS; kernels may not (128 x 64): the first 256 are shown. */
+  /* 256 connections fit PREEMPT_LISTING_MAX_CLIENTS; kernels may not (256 x 64): the first 256 are shown. */
   if (clients > PREEMPT_LISTING_MAX_CLIENTS)
     clients = PREEMPT_LISTING_MAX_CLIENTS;
   if (kernels > PREEMPT_LISTING_MAX_KERNELS)

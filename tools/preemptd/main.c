@@ -29,7 +29,7 @@ static const char usage[] =
     "                 users' clients cause are limited to 20/s per user (the dropped ones are counted)\n"
     "  --unregistered-timeout SECONDS\n"
     "                 close a connection that neither registers nor attaches for memory within this (default 10;\n"
-    "                 0: never). Connections: 128 in all, 32 per user other than root and the daemon's user\n"
+    "                 0: never). Connections: 256 in all, 64 per user other than root and the daemon's user\n"
     "  --param NAME=VALUE\n"
     "                 a scheduler tunable for every GPU (repeatable; preempt-sim's names and ranges):\n"
     "                 max_overhead (0..1, FFS; 0.1), ffs_min_epoch (TIME; 100us), hpf_spatial (0|1; 1),\n"

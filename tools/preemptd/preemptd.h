@@ -16,10 +16,11 @@
 #include "preempt/schedule.h"
 
 /* Connections, registered or not (preemptctl's too). More get FULL. */
-#define PREEMPTD_MAX_CONNECTIONS 128
+#define PREEMPTD_MAX_CONNECTIONS 256
 /* Connections one user other than root and the daemon's own may hold (connection_limits.c): one user's idle
- * sockets cannot take every slot. */
-#define PREEMPTD_MAX_CONNECTIONS_PER_UID 32
+ * sockets cannot take every slot, yet one user's 64 processes (one connection each: runtime-host/daemon_link.c)
+ * are all scheduled. */
+#define PREEMPTD_MAX_CONNECTIONS_PER_UID 64
 /* Slots only root and the daemon's user may take: several users together still leave the administrator in. */
 #define PREEMPTD_RESERVED_CONNECTIONS 8
 /* Refused connections kept until their first request arrives, so FULL answers that request's id. */
