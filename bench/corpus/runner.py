@@ -79,6 +79,56 @@ def filtered_lines(text, extra_filter, same_stdout="yes"):
     return sorted(out) if same_stdout == "sorted" else out
 
 
+def timed_before(path):
+    """A previous call's timing records (CORPUS_TIMED_BEFORE: its corpus.jsonl), by program: {} without one."""
+    records = {}
+    if not path:
+        return records
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                if r.get("mode") == "timing":
+                    records[r["name"]] = r
+    return records
+
+
+def least_timed_first(programs, before):
+    """A second call's rounds start with the programs an earlier call timed least (none first), so that two calls
+    cover the list instead of timing its head twice; the list's order otherwise."""
+    return sorted(programs, key=lambda p: len(before.get(p["name"], {}).get("original", [])))
+
+
+def undecided(before, now):
+    """Whether a program's timing runs so far (an earlier call's and this call's) leave its answer open: its
+    kernels' GPU time or its wall time more than 5% (10% for wall) from the original's, or its stress run more
+    than twice the original's, by the medians of the runs that passed. A program with no passing pair is left
+    alone (its failure is what the report says)."""
+    def runs(key):
+        return [x for x in (before.get(key) or []) + (now.get(key) or []) if x["rc"] == 0 and not x["timed_out"]]
+
+    def median(values):
+        values = sorted(values)
+        return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+
+    original, plugin, stress = runs("original"), runs("plugin"), runs("stress")
+    if not original or not plugin:
+        return False
+    # The kernels both builds ran: the plugin's runtime has kernels of its own, which the report counts apart.
+    names = set.intersection(*[set(x.get("kernels") or {}) for x in original + plugin])
+
+    def gpu_ns(run):
+        return sum(run["kernels"][name][1] for name in names)
+
+    wall = median([x["wall_s"] for x in plugin]) / max(median([x["wall_s"] for x in original]), 1e-9)
+    if not 1 / 1.1 <= wall <= 1.1:
+        return True
+    gpu_o, gpu_p = median([gpu_ns(x) for x in original]), median([gpu_ns(x) for x in plugin])
+    if gpu_o > 0 and gpu_p > 0 and not 1 / 1.05 <= gpu_p / gpu_o <= 1.05:
+        return True
+    return bool(stress) and median([x["wall_s"] for x in stress]) > 2 * median([x["wall_s"] for x in original])
+
+
 def tail(text, n=TAIL):
     return text if len(text) <= n else "..." + text[-n:]
 
@@ -300,9 +350,20 @@ class Runner:
         data = {p["name"]: {key: [] for key, _, _ in builds} for p in progs}
         dirs = {}
         timed = [p for p in progs if os.path.exists(os.path.join(self.corpus, "plugin", p["name"]))]
+        before = timed_before(os.environ.get("CORPUS_TIMED_BEFORE"))
+        timed = least_timed_first(timed, before)
+        focus = os.environ.get("CORPUS_FOCUS", "1") != "0"
         stopped = None
         for r in range(1, rounds + 1):
-            for p in timed:
+            # After the first round, the rounds go to the programs whose runs so far leave the answer open
+            # (undecided below): one round cannot tell a machine's swing from the plugin, and a round of the
+            # whole list costs as much as many rounds of the few in doubt.
+            this_round = timed if r == 1 or not focus else [
+                p for p in timed if undecided(before.get(p["name"], {}), data[p["name"]])]
+            if not this_round:
+                log(f"phase 2: every program decided after round {r - 1}")
+                break
+            for p in this_round:
                 name = p["name"]
                 t = orig_time.get(name, 1.0)
                 # Original and plugin about 1.25x the original's time each, the stress run up to the 3x it is held
