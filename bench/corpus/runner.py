@@ -80,7 +80,8 @@ def filtered_lines(text, extra_filter, same_stdout="yes"):
 
 
 def timed_before(path):
-    """A previous call's timing records (CORPUS_TIMED_BEFORE: its corpus.jsonl), by program: {} without one."""
+    """Earlier calls' timing runs (CORPUS_TIMED_BEFORE: their corpus.jsonl, several `cat`-ed together), by program
+    and build: {} without a file."""
     records = {}
     if not path:
         return records
@@ -89,7 +90,9 @@ def timed_before(path):
             if line.strip():
                 r = json.loads(line)
                 if r.get("mode") == "timing":
-                    records[r["name"]] = r
+                    runs = records.setdefault(r["name"], {})
+                    for key in ("original", "plugin", "stress"):
+                        runs.setdefault(key, []).extend(r.get(key) or [])
     return records
 
 
