@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "preempt/json_text.h"
+
 /* CMake passes the real paths; these keep a stand-alone build usable. */
 #ifndef PREEMPT_REPORT_CLANG
 #define PREEMPT_REPORT_CLANG "clang"
@@ -969,59 +971,18 @@ static int print_text_report(const kernel_list *kernels, const report_average *a
   return status;
 }
 
-/* Writes a JSON string; bytes that are not valid UTF-8 become U+FFFD so the
- * document stays valid whatever the kernel names hold. */
-static void print_json_string(const char *text) {
-  const unsigned char *byte = (const unsigned char *)text;
-  putchar('"');
-  while (*byte) {
-    unsigned char lead = *byte;
-    if (lead == '"' || lead == '\\') {
-      printf("\\%c", lead);
-      byte++;
-    } else if (lead < 0x20) {
-      printf("\\u%04x", lead);
-      byte++;
-    } else if (lead < 0x80) {
-      putchar(lead);
-      byte++;
-    } else {
-      size_t extra = 0; /* continuation bytes the lead byte announces */
-      if (lead >= 0xc2 && lead <= 0xdf)
-        extra = 1;
-      else if (lead >= 0xe0 && lead <= 0xef)
-        extra = 2;
-      else if (lead >= 0xf0 && lead <= 0xf4)
-        extra = 3;
-      int valid = extra > 0;
-      for (size_t i = 1; valid && i <= extra; i++)
-        valid = (byte[i] & 0xc0) == 0x80;
-      /* Overlong forms, surrogates and code points past U+10FFFF. */
-      if (valid && extra == 2)
-        valid = !(lead == 0xe0 && byte[1] < 0xa0) && !(lead == 0xed && byte[1] >= 0xa0);
-      if (valid && extra == 3)
-        valid = !(lead == 0xf0 && byte[1] < 0x90) && !(lead == 0xf4 && byte[1] >= 0x90);
-      if (valid) {
-        fwrite(byte, 1, extra + 1, stdout);
-        byte += extra + 1;
-      } else {
-        fputs("\\ufffd", stdout);
-        byte++;
-      }
-    }
-  }
-  putchar('"');
-}
-
-static void print_json_report(const kernel_list *kernels, const report_average *average) {
+/* 0, or -1 as soon as stdout refuses a kernel's name or file; the caller reports it with the other write errors. */
+static int print_json_report(const kernel_list *kernels, const report_average *average) {
   printf("{\"kernels\":[");
   for (size_t k = 0; k < kernels->count; k++) {
     const kernel_stats *kernel = &kernels->kernels[k];
     printf(k ? ",\n  {" : "\n  {");
     printf("\"kernel\":");
-    print_json_string(kernel->name);
+    if (preempt_json_write_string(stdout, kernel->name) != 0)
+      return -1;
     printf(",\"target\":\"%s\",\"file\":", kernel->target);
-    print_json_string(kernel->input);
+    if (preempt_json_write_string(stdout, kernel->input) != 0)
+      return -1;
     for (size_t c = COLUMN_POINTS; c < COLUMN_COUNT; c++)
       printf(",\"%s\":%" PRIu64, column_names[c], kernel->values[c]);
     printf(",\"baseline_bytes\":%" PRIu64 ",\"norm_baseline\":1.0", kernel->baseline_bytes);
@@ -1043,6 +1004,7 @@ static void print_json_report(const kernel_list *kernels, const report_average *
   else
     printf(",\"ctxback_vs_ckpt\":null");
   printf("}}\n");
+  return 0;
 }
 
 /* RFC 4180 quoting, only where a field needs it. */
@@ -1189,15 +1151,16 @@ static int parse_command_line(int argc, char **argv, command_line *line) {
 static int print_report(output_format format, const kernel_list *kernels) {
   report_average average;
   compute_average(kernels, &average);
+  int written = 0;
   if (format == OUTPUT_JSON) {
-    print_json_report(kernels, &average);
+    written = print_json_report(kernels, &average);
   } else if (format == OUTPUT_CSV) {
     print_csv_report(kernels);
   } else if (print_text_report(kernels, &average) != 0) {
     report_error(NULL, 0, 0, "out of memory");
     return -1;
   }
-  if (fflush(stdout) != 0 || ferror(stdout)) {
+  if (written != 0 || fflush(stdout) != 0 || ferror(stdout)) {
     report_error(NULL, 0, 0, "cannot write the report: %s", strerror(errno));
     return -1;
   }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "preempt/json_text.h"
 #include "preempt/schedule_sim.h"
 
 #define MAX_LINE 1024
@@ -306,20 +307,9 @@ static void print_text(const scenario *s, const char *policy, const preempt_sim_
   printf("finished %u of %u at %.1f: ANTT %.3f STP %.3f\n", r->finished, r->kernel_count, r->end_time, r->antt, r->stp);
 }
 
-static void print_json_string(const char *text) {
-  putchar('"');
-  for (; *text; text++) {
-    if (*text == '"' || *text == '\\')
-      printf("\\%c", *text);
-    else if ((unsigned char)*text < 0x20)
-      printf("\\u%04x", *text);
-    else
-      putchar(*text);
-  }
-  putchar('"');
-}
-
-static void print_json(const scenario *s, const char *policy, const preempt_sim_result *r) {
+/* Kernel names are the scenario file's bytes: preempt_json_write_string keeps the document valid JSON whatever they
+ * are. 0, or -1 as soon as stdout refuses a name. */
+static int print_json(const scenario *s, const char *policy, const preempt_sim_result *r) {
   printf("{\"policy\":\"%s\",\"sms\":%u,\"trace\":[", policy, s->sm_count);
   for (uint32_t i = 0; i < r->trace_count; i++) {
     const preempt_sim_trace_entry *e = &r->trace[i];
@@ -327,14 +317,13 @@ static void print_json(const scenario *s, const char *policy, const preempt_sim_
     format_sms(&e->decision, sms, sizeof sms);
     printf("%s{\"time\":%.3f,\"event\":\"%s\",\"kernel\":", i ? "," : "", e->time,
            preempt_sched_event_name(e->event.kind));
-    if (e->event.kernel_id)
-      print_json_string(kernel_name(s, e->event.kernel_id));
-    else
-      printf("null");
+    if (preempt_json_write_string(stdout, e->event.kernel_id ? kernel_name(s, e->event.kernel_id) : NULL) != 0)
+      return -1;
     printf(",\"action\":\"%s\"", action_name(e->decision.action));
     if (e->decision.action != PREEMPT_ACTION_NOTHING) {
       printf(",\"target\":");
-      print_json_string(kernel_name(s, e->decision.kernel_id));
+      if (preempt_json_write_string(stdout, kernel_name(s, e->decision.kernel_id)) != 0)
+        return -1;
       printf(",\"sms\":\"%s\"", sms);
     }
     printf("}");
@@ -343,7 +332,8 @@ static void print_json(const scenario *s, const char *policy, const preempt_sim_
   for (uint32_t i = 0; i < r->kernel_count; i++) {
     const preempt_sim_kernel_result *k = &r->kernels[i];
     printf("%s{\"name\":", i ? "," : "");
-    print_json_string(s->kernels[i].name);
+    if (preempt_json_write_string(stdout, s->kernels[i].name) != 0)
+      return -1;
     printf(",\"client\":%u,\"finished\":%s", s->kernels[i].client_id, k->finished ? "true" : "false");
     if (k->finished)
       printf(",\"finish\":%.3f,\"turnaround\":%.3f,\"ntt\":%.6f", k->finish, k->turnaround, k->ntt);
@@ -353,6 +343,7 @@ static void print_json(const scenario *s, const char *policy, const preempt_sim_
   for (uint32_t c = 0; c < r->client_count; c++)
     printf("%s{\"client\":%u,\"gpu_share\":%.6f}", c ? "," : "", r->clients[c].client_id, r->clients[c].gpu_share);
   printf("],\"finished\":%u,\"end\":%.3f,\"antt\":%.6f,\"stp\":%.6f}\n", r->finished, r->end_time, r->antt, r->stp);
+  return 0;
 }
 
 static int usage(void) {
@@ -409,11 +400,18 @@ int main(int argc, char **argv) {
   config.until = s.until;
   static preempt_sim_result result;
   preempt_sched_status status = preempt_sim_run(&config, s.kernels, s.kernel_count, &result);
+  int written = 0;
   if (json)
-    print_json(&s, policy_name, &result);
+    written = print_json(&s, policy_name, &result);
   else
     print_text(&s, policy_name, &result);
+  int write_failed = written != 0 || fflush(stdout) != 0 || ferror(stdout);
+  int write_errno = errno; /* the write's, before free() may touch it */
   preempt_sim_result_free(&result);
+  if (write_failed) {
+    fprintf(stderr, "preempt-sim: cannot write the results: %s\n", strerror(write_errno));
+    return 1;
+  }
   if (status != PREEMPT_SCHED_OK) {
     fprintf(stderr, "preempt-sim: %s: simulation stopped: %s\n", scenario_path, preempt_sched_status_name(status));
     return 1;

@@ -22,6 +22,7 @@
 
 #include "preempt/daemon_protocol.h"
 #include "preempt/job_limits.h"
+#include "preempt/json_text.h"
 
 #define REPLY_TIMEOUT_SECONDS 2
 #define REQUEST_ID 1u
@@ -151,70 +152,6 @@ static void uuid_hex(const uint8_t uuid[16], char out[33]) {
   out[32] = 0;
 }
 
-/* The length of the valid UTF-8 sequence at `s` (1..4), or 0: overlong forms, surrogates and code points past
- * U+10FFFF are invalid, as RFC 3629 says. */
-static int utf8_sequence(const unsigned char *s) {
-  unsigned char c = s[0];
-  int length;
-  uint32_t point;
-  if (c >= 0xc2 && c <= 0xdf) {
-    length = 2;
-    point = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    length = 3;
-    point = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    length = 4;
-    point = c & 0x07;
-  } else {
-    return 0;
-  }
-  for (int i = 1; i < length; i++) {
-    if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
-      return 0;
-    point = point << 6 | (s[i] & 0x3f);
-  }
-  if ((length == 3 && point < 0x800) || (length == 4 && point < 0x10000) || point > 0x10ffff ||
-      (point >= 0xd800 && point <= 0xdfff))
-    return 0;
-  return length;
-}
-
-/* A JSON string (RFC 8259): quotes, backslashes and control characters escaped; valid UTF-8 kept; any other byte
- * becomes U+FFFD, so the output is always valid JSON whatever the client wrote into its name. */
-static void json_string(const char *text) {
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)text; *p;) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      printf("\\%c", c);
-      p++;
-    } else if (c == '\n') {
-      fputs("\\n", stdout);
-      p++;
-    } else if (c == '\t') {
-      fputs("\\t", stdout);
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      printf("\\u%04x", c);
-      p++;
-    } else if (c < 0x80) {
-      putchar(c);
-      p++;
-    } else {
-      int length = utf8_sequence(p);
-      if (length) {
-        fwrite(p, 1, (size_t)length, stdout);
-        p += length;
-      } else {
-        fputs("\\ufffd", stdout);
-        p++;
-      }
-    }
-  }
-  putchar('"');
-}
-
 /* The decoder admits only these two. */
 static const char *sharing_name(uint32_t sharing) { return sharing == PREEMPT_SHARING_MPS ? "MPS" : "time-slicing"; }
 
@@ -268,7 +205,9 @@ static void print_tables(const preempt_msg *listing) {
   }
 }
 
-static void print_json(const preempt_msg *listing) {
+/* Names are written by preempt_json_write_string: any bytes a client put in them come out as valid JSON. 0, or -1 when
+ * stdout refused the listing. */
+static int print_json(const preempt_msg *listing) {
   const preempt_msg_listing *l = &listing->body.listing;
   char uuid[33];
   printf("{\"uptime_us\":%" PRIu64 ",\"sharing\":\"%s\",\"gpus\":[", l->uptime_us,
@@ -278,7 +217,8 @@ static void print_json(const preempt_msg *listing) {
     uuid_hex(g->uuid, uuid);
     printf("%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"sm_count\":%" PRIu32 ",\"policy\":", i ? "," : "", i, uuid,
            g->sm_count);
-    json_string(g->policy);
+    if (preempt_json_write_string(stdout, g->policy) != 0)
+      return -1;
     printf(",\"kernels\":%" PRIu32 ",\"decisions\":%" PRIu64 ",\"evictions\":%" PRIu64 "}", g->kernels, g->decisions,
            g->evictions);
   }
@@ -287,7 +227,8 @@ static void print_json(const preempt_msg *listing) {
     const preempt_listing_client *c = &listing->listing_clients[i];
     printf("%s{\"client_id\":%" PRIu32 ",\"pid\":%" PRIu32 ",\"uid\":%" PRIu32 ",\"program\":", i ? "," : "",
            c->client_id, c->pid, c->uid);
-    json_string(c->program);
+    if (preempt_json_write_string(stdout, c->program) != 0)
+      return -1;
     printf(",\"priority\":%" PRId32 ",\"priority_limit\":%" PRId32 ",\"launches\":%" PRIu64 ",\"evictions\":%" PRIu64
            ",\"lease\":%" PRIu32 ",\"job\":%" PRIu32 ",\"step\":%" PRIu32 "}",
            c->priority, c->priority_limit, c->launches, c->evictions, c->lease, c->job_id, c->step_id);
@@ -302,10 +243,12 @@ static void print_json(const preempt_msg *listing) {
            "\"predicted_ms\":%.3f,\"evictions\":%" PRIu32 ",\"name\":",
            i ? "," : "", k->client_id, k->stub, k->gpu, uuid, preempt_stub_state_name(k->state), k->priority,
            k->weight, k->quota, k->waited_us / 1000.0, k->ran_us / 1000.0, k->predicted_us / 1000.0, k->evictions);
-    json_string(k->name);
+    if (preempt_json_write_string(stdout, k->name) != 0)
+      return -1;
     putchar('}');
   }
   printf("]}\n");
+  return 0;
 }
 
 /* ---------------------------------------------------------------- commands */
@@ -325,11 +268,12 @@ static int command_list(int json) {
   }
   if (reply.type != PREEMPT_MSG_LISTING)
     return fail("preemptd answered LIST with neither a LISTING nor a refusal");
+  int written = 0;
   if (json)
-    print_json(&reply);
+    written = print_json(&reply);
   else
     print_tables(&reply);
-  return fflush(stdout) == 0 && !ferror(stdout) ? 0 : fail("cannot write the listing");
+  return written == 0 && fflush(stdout) == 0 && !ferror(stdout) ? 0 : fail("cannot write the listing");
 }
 
 static int parse_uuid(const char *text, uint8_t out[16]) {
