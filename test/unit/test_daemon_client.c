@@ -158,6 +158,8 @@ static void daemon_packet(fake_daemon *daemon) {
     memset(&reply, 0, sizeof reply);
     preempt_msg_header_init(&reply.header, PREEMPT_MSG_MEM_REPLY, sizeof reply, message.request_id);
     reply.result = PREEMPT_MEM_REPLY_LEDGER;
+    /* Whose query this answers, for the test to check (held <= reserved, as the decoder asks). */
+    reply.held_bytes = reply.reserved_bytes = message.body.mem_query.uuid[0];
     snprintf(reply.policy, sizeof reply.policy, "fifo");
     __atomic_add_fetch(&daemon->mem_queries, 1, __ATOMIC_RELEASE);
     daemon_send(daemon, &reply, sizeof reply, NULL, 0);
@@ -898,6 +900,53 @@ static void test_one_connection(void) {
   daemon_stop();
 }
 
+/* Threads asking at once over the one connection: whichever of them reads the socket, each gets the reply to its
+ * own request (the daemon answers in order; a reply filed for the wrong waiter would carry another thread's GPU). */
+enum { QUERY_THREADS = 8, QUERIES_EACH = 50 };
+static preempt_mem_daemon shared_memory;
+static int wrong_replies, failed_queries;
+
+static void *query_many(void *argument) {
+  unsigned char uuid[16] = {(unsigned char)(uintptr_t)argument};
+  for (int query = 0; query < QUERIES_EACH; query++) {
+    preempt_msg_mem_reply answer;
+    if (preempt_mem_daemon_query(&shared_memory, uuid, no_reading, NULL, &answer) != 0)
+      __atomic_add_fetch(&failed_queries, 1, __ATOMIC_RELAXED);
+    else if (answer.held_bytes != uuid[0])
+      __atomic_add_fetch(&wrong_replies, 1, __ATOMIC_RELAXED);
+  }
+  return NULL;
+}
+
+static void test_concurrent_replies(void) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  daemon_start(ANSWER);
+  char why[256] = "";
+  CHECK_EQ_U64(preempt_mem_daemon_attach(&shared_memory, daemon_state.path, 0, 0, why, sizeof why), 0);
+  /* The agent reads the socket too once registered. */
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
+  fake_gpu.expected_params = 0;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, small_grid, block32, NULL, 0, NULL), 0);
+  CHECK_EQ_U64(load(&daemon_state.registers), 1);
+  pthread_t threads[QUERY_THREADS];
+  for (uintptr_t index = 0; index < QUERY_THREADS; index++)
+    CHECK(pthread_create(&threads[index], NULL, query_many, (void *)(index + 1)) == 0);
+  for (int round = 0; round < 5; round++)
+    CHECK_EQ_U64(preempt_set_priority(round), PREEMPT_OK);
+  for (int index = 0; index < QUERY_THREADS; index++)
+    pthread_join(threads[index], NULL);
+  CHECK_EQ_U64(failed_queries, 0);
+  CHECK_EQ_U64(wrong_replies, 0);
+  CHECK_EQ_U64(load(&daemon_state.mem_queries), QUERY_THREADS * QUERIES_EACH);
+  CHECK_EQ_U64(load(&daemon_state.set_priorities), 5);
+  int granted = -1;
+  CHECK_EQ_U64(preempt_get_priority(&granted, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(granted, 4); /* the last one asked, answered through the same socket */
+  preempt_mem_daemon_close(&shared_memory);
+  preempt_shutdown();
+  daemon_stop();
+}
+
 /* The ways of not being scheduled: switched off, no daemon, a hung one, one of another version. */
 static void test_unscheduled(void) {
   preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
@@ -1029,6 +1078,7 @@ int main(void) {
   test_one_wave_launches();
   test_bad_priority_variable();
   test_one_connection();
+  test_concurrent_replies();
   test_unscheduled();
 
   unlink(daemon_state.path);
