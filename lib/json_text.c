@@ -3,38 +3,10 @@
 #include "preempt/json_text.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
-/* The length (2..4) of the well-formed UTF-8 sequence that starts with the byte 0x80 or above at `p`, or 0. The
- * second byte's range depends on the lead (Unicode's Table 3-7): that one check refuses overlong forms, surrogates
- * and code points past U+10FFFF. A NUL is no continuation byte, so a sequence the string's end cuts short is refused
- * without reading past the terminator. */
-static size_t utf8_sequence_length(const unsigned char *p) {
-  unsigned char lead = p[0], low = 0x80, high = 0xbf;
-  size_t length;
-  if (lead >= 0xc2 && lead <= 0xdf)
-    length = 2;
-  else if (lead >= 0xe0 && lead <= 0xef)
-    length = 3;
-  else if (lead >= 0xf0 && lead <= 0xf4)
-    length = 4;
-  else
-    return 0;
-  if (lead == 0xe0)
-    low = 0xa0; /* below it the code point fits in two bytes */
-  else if (lead == 0xed)
-    high = 0x9f; /* above it U+D800..U+DFFF */
-  else if (lead == 0xf0)
-    low = 0x90; /* below it the code point fits in three bytes */
-  else if (lead == 0xf4)
-    high = 0x8f; /* above it past U+10FFFF */
-  if (p[1] < low || p[1] > high)
-    return 0;
-  for (size_t i = 2; i < length; i++)
-    if ((p[i] & 0xc0) != 0x80)
-      return 0;
-  return length;
-}
+#include "preempt/utf8.h"
 
 /* What an ASCII byte is written as inside the quotes, or NULL when it stands for itself. */
 static const char *ascii_escape(unsigned char c, char buffer[7]) {
@@ -83,7 +55,7 @@ int preempt_json_write_string(FILE *out, const char *text) {
     if (*p < 0x80) {
       escape = ascii_escape(*p, buffer);
     } else {
-      length = utf8_sequence_length(p);
+      length = preempt_utf8_sequence_length(p, SIZE_MAX);
       escape = length ? NULL : "\\ufffd";
       if (!length)
         length = 1; /* only this byte: the next one may start a good sequence */

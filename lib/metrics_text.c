@@ -1,6 +1,7 @@
 /* metrics_text.c: a metrics snapshot as Prometheus's text exposition format (version 0.0.4), labels escaped.
  * Issue 43 (per-client, per-job observability of a shared GPU); FLEP §3 (the node's one scheduler sees every launch). */
 #include "preempt/metrics.h"
+#include "preempt/utf8.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,22 +76,10 @@ static void put_label_value(writer *w, const char *value, size_t bytes) {
       put(w, "%c", c);
       p++;
     } else {
-      /* Lead byte's length, then its continuation bytes; overlong forms and surrogates are refused too. */
-      int need = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
-      bool ok = need > 0 && end - p > need;
-      for (int i = 1; ok && i <= need; i++)
-        ok = (p[i] & 0xc0) == 0x80;
-      if (ok && c == 0xe0 && p[1] < 0xa0)
-        ok = false;
-      if (ok && c == 0xed && p[1] >= 0xa0)
-        ok = false;
-      if (ok && c == 0xf0 && p[1] < 0x90)
-        ok = false;
-      if (ok && c == 0xf4 && p[1] >= 0x90)
-        ok = false;
-      if (ok) {
-        put(w, "%.*s", need + 1, (const char *)p);
-        p += need + 1;
+      size_t need = preempt_utf8_sequence_length(p, (size_t)(end - p));
+      if (need) {
+        put(w, "%.*s", (int)need, (const char *)p);
+        p += need;
       } else {
         put(w, "\xef\xbf\xbd");
         p++;
