@@ -1,17 +1,13 @@
 /* daemon_client.c: the runtime's side of preemptd: registration, the shared stub page, the agent thread.
  * EffiSha §6.1 (kernel stubs and their states), §6.4 (priorities, limits); FLEP §3 (one scheduler per node). */
-#define _GNU_SOURCE /* program_invocation_short_name, MSG_CMSG_CLOEXEC */
+#define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,8 +177,7 @@ static int register_with_daemon(const char *path, preempt_msg_register *request,
   }
   /* Mapped or refused, the fds are not needed any more. */
   if (awaited == PREEMPT_LINK_ARRIVED)
-    while (answer.fd_count > 0)
-      close(answer.fds[--answer.fd_count]);
+    preempt_link_reply_close(&answer);
   if (result != PREEMPT_LINK_OK) {
     unmap_pages(link->page, link->doorbell);
     if (keep)
@@ -313,7 +308,7 @@ static void stop_agent_at_exit(void) {
 /* Context locked. 0, or -1 (reported) when the agent cannot start. */
 static int install(preempt_runtime *runtime, registration *link) {
   preempt_daemon_client *client = &runtime->daemon;
-  client->link_generation = client->registered_on = link->generation;
+  client->link_generation = link->generation;
   client->page = link->page;
   client->doorbell = link->doorbell;
   client->client_id = link->client_id;
@@ -361,7 +356,7 @@ static void daemon_start(preempt_runtime *runtime) {
   build_register(client, &request);
   registration link;
   char why[384] = "";
-  int result = register_with_daemon(client->socket_path, &request, client->registered_on, &link, why, sizeof why);
+  int result = register_with_daemon(client->socket_path, &request, client->link_generation, &link, why, sizeof why);
   if (result == PREEMPT_LINK_ABSENT) {
     /* No daemon on this node is the usual case: say nothing unless asked for one. */
     if (named)
@@ -393,7 +388,7 @@ static void look_again(preempt_runtime *runtime) {
   build_register(client, &request);
   registration link;
   char why[384] = "";
-  int result = register_with_daemon(client->socket_path, &request, client->registered_on, &link, why, sizeof why);
+  int result = register_with_daemon(client->socket_path, &request, client->link_generation, &link, why, sizeof why);
   if (result == PREEMPT_LINK_ABSENT)
     client->absent_retry_ns = preempt_monotonic_ns() + ABSENT_RETRY_NS;
   else if (result == LINK_BUSY)
@@ -830,7 +825,6 @@ static void daemon_lost(preempt_runtime *runtime) {
   preempt_daemon_client *client = &runtime->daemon;
   release_launches(runtime);
   disconnect(client);
-  client->registered_on = 0; /* that connection has ended, and the registration with it */
   client->lost = 1;
   if (!client->told_lost) {
     client->told_lost = 1;
@@ -848,7 +842,7 @@ static preempt_runtime *register_again(preempt_runtime *runtime) {
   build_register(client, &request);
   char path[sizeof client->socket_path];
   memcpy(path, client->socket_path, sizeof path);
-  uint32_t stale = client->registered_on;
+  uint32_t stale = client->link_generation;
   preempt_runtime_unlock(runtime);
   registration link;
   char why[384];
@@ -968,8 +962,7 @@ preempt_status preempt_set_priority(int priority) {
   if (!answered)
     preempt_link_forget(id);
   else
-    while (answer.fd_count > 0)
-      close(answer.fds[--answer.fd_count]);
+    preempt_link_reply_close(&answer);
   answered = answered && preempt_msg_decode(answer.buffer.bytes, answer.length, &reply) == PREEMPT_DAEMON_OK;
   runtime = preempt_runtime_lock();
   if (answered && reply.type == PREEMPT_MSG_PRIORITY && client->registered) {

@@ -64,7 +64,7 @@ static daemon_link *lock_link(void) {
 
 static void unlock_link(daemon_link *link) { pthread_mutex_unlock(&link->lock); }
 
-static void close_fds(preempt_link_reply *reply) {
+void preempt_link_reply_close(preempt_link_reply *reply) {
   while (reply->fd_count > 0)
     close(reply->fds[--reply->fd_count]);
 }
@@ -84,11 +84,11 @@ static void end_connection(daemon_link *link) {
   link->ended = 1;
   link->users = 0;
   for (uint32_t index = 0; index < link->filed_count; index++)
-    close_fds(&link->filed[index].reply);
+    preempt_link_reply_close(&link->filed[index].reply);
   link->filed_count = 0;
   link->expected_count = 0;
   if (link->has_last_word)
-    close_fds(&link->last_word);
+    preempt_link_reply_close(&link->last_word);
   link->has_last_word = 0;
   pthread_cond_broadcast(&link->arrived);
 }
@@ -111,25 +111,25 @@ static void unexpect(daemon_link *link, uint32_t request_id) {
 static void file(daemon_link *link, preempt_link_reply *packet) {
   preempt_msg_header header;
   if (packet->length < sizeof header) {
-    close_fds(packet);
+    preempt_link_reply_close(packet);
     end_connection(link);
     return;
   }
   memcpy(&header, packet->buffer.bytes, sizeof header);
   if (header.magic != PREEMPT_DAEMON_MAGIC) {
-    close_fds(packet);
+    preempt_link_reply_close(packet);
     end_connection(link);
     return;
   }
   if (header.request_id == 0 && header.type == PREEMPT_MSG_STATUS) {
     if (link->has_last_word)
-      close_fds(&link->last_word);
+      preempt_link_reply_close(&link->last_word);
     link->last_word = *packet;
     link->has_last_word = 1;
     return;
   }
   if (expected_index(link, header.request_id) < 0 || link->filed_count == MAX_EXPECTED) {
-    close_fds(packet);
+    preempt_link_reply_close(packet);
     return;
   }
   link->filed[link->filed_count++] = (filed_reply){.request_id = header.request_id, .reply = *packet};
@@ -152,7 +152,7 @@ static void receive_one(daemon_link *link, uint64_t until) {
     link->closing_fd = -1;
   }
   if (link->generation != generation || link->fd != fd) {
-    close_fds(&packet); /* the connection it came on has ended */
+    preempt_link_reply_close(&packet); /* the connection it came on has ended */
   } else if (received == 0) {
     file(link, &packet);
   } else if (received != 1) {
@@ -169,8 +169,6 @@ int preempt_link_join(const char *path, unsigned user, uint32_t *generation, cha
     unlock_link(link);
     return PREEMPT_LINK_OK;
   }
-  if (link->fd >= 0)
-    end_connection(link);
   int fd = -1;
   /* connect is non-blocking (daemon_socket.c): holding the lock through it delays nobody for long. */
   int connected = preempt_daemon_connect(path, &fd, why, why_bytes);
@@ -203,7 +201,7 @@ void preempt_link_forget(uint32_t request_id) {
   unexpect(link, request_id);
   for (uint32_t index = 0; index < link->filed_count; index++)
     if (link->filed[index].request_id == request_id) {
-      close_fds(&link->filed[index].reply);
+      preempt_link_reply_close(&link->filed[index].reply);
       link->filed[index] = link->filed[--link->filed_count];
       break;
     }

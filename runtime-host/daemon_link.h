@@ -23,6 +23,8 @@ typedef struct preempt_link_reply {
   int fd_count;
 } preempt_link_reply;
 
+/* Closes the descriptors a reply came with (only REGISTERED carries any) and forgets them. */
+void preempt_link_reply_close(preempt_link_reply *reply);
 /* Joins the process's connection to preemptd at `path` as `user`, connecting when there is none or the last one
  * ended: PREEMPT_LINK_OK with *generation (which connection: a user holds on to it and learns of a reconnection by
  * a mismatch), PREEMPT_LINK_ABSENT when nobody listens at `path`, PREEMPT_LINK_FAILED with `why`. */

@@ -28,8 +28,7 @@ static int await_reply(const preempt_mem_daemon *daemon, uint32_t request_id, ui
   preempt_msg message;
   int fitting = preempt_msg_decode(reply.buffer.bytes, reply.length, &message) == PREEMPT_DAEMON_OK &&
                 message.type == PREEMPT_MSG_MEM_REPLY;
-  while (reply.fd_count > 0)
-    close(reply.fds[--reply.fd_count]);
+  preempt_link_reply_close(&reply);
   if (!fitting) {
     preempt_link_drop(daemon->generation);
     return PREEMPT_LINK_LOST;
@@ -82,8 +81,7 @@ int preempt_mem_daemon_attach(preempt_mem_daemon *daemon, const char *path, int 
     return 0;
   }
   if (result == PREEMPT_LINK_ARRIVED)
-    while (answer.fd_count > 0)
-      close(answer.fds[--answer.fd_count]);
+    preempt_link_reply_close(&answer);
   if (result == PREEMPT_LINK_DEADLINE)
     preempt_link_forget(request_id);
   preempt_link_leave(daemon->generation, PREEMPT_LINK_MEMORY);

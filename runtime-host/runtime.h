@@ -162,7 +162,6 @@ typedef struct preempt_daemon_stub_view {
   uint64_t next_progress_ns; /* a quota launch's next progress sample for the daemon (daemon_client.c) */
 } preempt_daemon_stub_view;
 
-/* The client of preemptd, the per-node scheduling daemon (docs/daemon.md). */
 /* A thread of the runtime's (the relauncher, preemptd's agent): started on first use, stopped by
  * preempt_worker_stop. */
 typedef struct preempt_worker {
@@ -171,14 +170,16 @@ typedef struct preempt_worker {
   pthread_cond_t wake;
 } preempt_worker;
 
+/* The client of preemptd, the per-node scheduling daemon (docs/daemon.md). */
 typedef struct preempt_daemon_client {
   int started;          /* environment read, first registration tried */
   int registered;       /* page and doorbell mapped: converted launches are held for the daemon */
   int lost;             /* was registered, the daemon went away: the agent registers again */
   uint32_t epoch;       /* +1 per registration and per loss: a launch's stub belongs to one page */
   char socket_path[108];
-  uint32_t link_generation; /* the connection registered on (daemon_link.c) */
-  uint32_t registered_on;   /* a connection the daemon holds this process's registration on, past a stop (0: none) */
+  /* The connection last registered on (daemon_link.c; 0: none). Past a stop, while memory admission keeps it open,
+   * the daemon still holds that registration there. */
+  uint32_t link_generation;
   preempt_client_page *page;
   preempt_doorbell_page *doorbell;
   uint32_t client_id;
@@ -223,13 +224,13 @@ typedef struct preempt_runtime {
   preempt_daemon_client daemon;
 } preempt_runtime;
 
-/* Locks the context and returns it. */
 /* Whether this process expects evictions (context.c): preemptd schedules it, PREEMPT_STRESS, PREEMPT_EVICT_READY=1,
  * or an eviction was asked. From then on `auto` weighs eviction latency (PREEMPT_EVICT_BOUND_US) as well as time. */
 int preempt_evictions_expected(const preempt_runtime *runtime);
 /* Stops `worker` if it runs (context.c): asks it to stop, then waits for it with the context unlocked. Context
  * locked; returns it locked again. */
 preempt_runtime *preempt_worker_stop(preempt_runtime *runtime, preempt_worker *worker);
+/* Locks the context and returns it. */
 preempt_runtime *preempt_runtime_lock(void);
 void preempt_runtime_unlock(preempt_runtime *runtime);
 /* The context, unlocked: for preempt_shutdown's thread joins only (shutdown.c). */

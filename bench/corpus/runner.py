@@ -23,6 +23,7 @@ import re
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -110,10 +111,6 @@ def undecided(before, now):
     def runs(key):
         return [x for x in (before.get(key) or []) + (now.get(key) or []) if x["rc"] == 0 and not x["timed_out"]]
 
-    def median(values):
-        values = sorted(values)
-        return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
-
     original, plugin, stress = runs("original"), runs("plugin"), runs("stress")
     if not original or not plugin:
         return False
@@ -123,6 +120,7 @@ def undecided(before, now):
     def gpu_ns(run):
         return sum(run["kernels"][name][1] for name in names)
 
+    median = statistics.median
     wall = median([x["wall_s"] for x in plugin]) / max(median([x["wall_s"] for x in original]), 1e-9)
     if not 1 / 1.1 <= wall <= 1.1:
         return True
