@@ -167,6 +167,7 @@ def main():
             "original_ms_median": base, "original_ms_spread": [min(original["times"]), max(original["times"])],
             "preempt_ms_median": conv, "preempt_ms_spread": [min(converted["times"]), max(converted["times"])],
             "ratio": conv / base if ok and base > 0 else float("nan"),
+            "rounds": min(len(original["times"]), len(converted["times"])),
             "stress_result": stress_result, "stress_evictions": stress_evictions,
             "drain_stress_result": drain_result, "drain_stress_evictions": drain_evictions,
             "intask_stress_result": intask_result, "intask_stress_evictions": intask_evictions,
@@ -209,17 +210,18 @@ def main():
             failures += 1
     summary = {"date": stamp, "gpu": gpu, "programs": rows, "geomean_ratio": geomean, "failures": failures,
                "preemption": bench,
-               "method": "median of per-run medians over alternating rounds; spread = min..max of those medians"}
+               "method": "median of per-run medians over alternating rounds (3, up to 9 while a program's medians are more than "
+                         "3% apart or a build spreads over 5%); spread = min..max of those medians"}
     with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
         json.dump(summary, out, indent=2)
     lines = [f"# Correctness suite, {gpu}, {stamp}", "",
-             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio | under random evictions | drain form under random evictions | in-task variant under random evictions |",
+             "| program | kernels converted / refused | result | original ms (min..max) | preempt ms (min..max) | ratio (rounds) | under random evictions | drain form under random evictions | in-task variant under random evictions |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['program']} | {r['kernels_converted']} / {r['kernels_refused']} | {r['result']} ({r['detail']}) | "
                      f"{r['original_ms_median']:.3f} ({r['original_ms_spread'][0]:.3f}..{r['original_ms_spread'][1]:.3f}) | "
                      f"{r['preempt_ms_median']:.3f} ({r['preempt_ms_spread'][0]:.3f}..{r['preempt_ms_spread'][1]:.3f}) | "
-                     f"{r['ratio']:.3f} | {r['stress_result']}, {r['stress_evictions']} evictions | "
+                     f"{r['ratio']:.3f} ({r['rounds']}) | {r['stress_result']}, {r['stress_evictions']} evictions | "
                      f"{r['drain_stress_result']}, {r['drain_stress_evictions']} evictions | "
                      f"{r['intask_stress_result']}" +
                      (f", {r['intask_stress_evictions']} evictions |" if r['intask_stress_result'] != "not run" else " |"))
