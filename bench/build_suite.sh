@@ -50,6 +50,8 @@ clang++-22 "${flags[@]}" "$root/bench/preemption/latency_floor.cu" -o "$out/orig
 clang++-22 "${flags[@]}" "$root/bench/preemption/evict_call_probe.cu" -o "$out/original/evict_call_probe" "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/sync_copy_lock_probe.cu" -o "$out/original/sync_copy_lock_probe" \
   "${libs[@]}"
+# Issue 40's held-open grid, by hand (bench/preemption/keeper_probe.sh runs it).
+clang++-22 "${flags[@]}" "$root/bench/preemption/keeper_probe.cu" -o "$out/original/keeper_probe" "${libs[@]}"
 # Drain-form probe (bench/preemption/drain_probe.md): standalone, plain nvcc, no plugin or runtime.
 "$cuda/bin/nvcc" -O3 -arch=sm_90 -std=c++17 "$root/bench/preemption/drain_probe.cu" -o "$out/original/drain_probe"
 # vector_add at 2^23 and 2^27 elements: the conversion's cost per launch against its cost per task.
