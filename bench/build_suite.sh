@@ -98,6 +98,7 @@ cp -L "$cuda/lib64/libcudart.so" "$out/lib/$cudart_soname"
 cp "$runtime/libpreempt_mem.so" "$out/lib/libpreempt_mem.so"
 [ -x "$build/tools/preemptd/preemptd" ] || { echo "build_suite.sh: $build/tools/preemptd/preemptd missing: build the project first" >&2; exit 1; }
 cp "$build/tools/preemptd/preemptd" "$out/preemptd"
+cp "$build/tools/preemptctl" "$out/preemptctl" # mix.sh lists preemptd's clients when a run stalls (MIX_LOG_DIR)
 # The GPU machine has no libmicrohttpd (preemptd --metrics) nor its TLS stack: carry every library preemptd needs that
 # glibc does not provide, next to it, and point its run path there.
 command -v patchelf > /dev/null || { echo "build_suite.sh: patchelf missing (tools/setup.sh installs it)" >&2; exit 1; }

@@ -12,8 +12,8 @@
 #          the report end to end; never a measurement; every line of its output says "dry_run": true. BIN_DIR's real
 #          preemptd is started and stopped for each run when given, else a fake that only listens)
 # Environment: MIX_REPS (EffiSha rounds, default 2), MIX_PAIR_REPS (default 10), MIX_ONLY=REGEX (runs whose name
-# matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs and, under MPS, the MPS
-# server's logs in mps-log/), MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the
+# matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs, each process's stderr,
+# preemptctl's list of a run not ready after 10 s, and under MPS the MPS server's logs in mps-log/), MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the
 # default: the runs under an MPS server this script starts; timeslice: without MPS, the driver's time-slicing
 # between processes, EffiSha §8's setting on its K40m).
 set -uo pipefail
@@ -224,6 +224,7 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 stop_run() {
   stop_daemon
   [ -n "$logs" ] && [ -f "$2/daemon.log" ] && cp "$2/daemon.log" "$logs/mix_$1.log"
+  [ -n "$logs" ] && for f in "$2"/*.err; do [ -s "$f" ] && cp "$f" "$logs/mix_$1.$(basename "$f")"; done
   return 0
 }
 # report_run RUN KIND DIR TAG_JSON FAILED BEGAN SPEC...: assembles the run's JSON line (assemble.py KIND), emits it.
@@ -270,6 +271,10 @@ run_group() {
         elif ! kill -0 "${pids[$k]}" 2>/dev/null; then failed="${specs_run[$k]%%:*} ended before it was ready"; break 2; fi
       done
       [ $ready -eq ${#pids[@]} ] && break
+      # Not all ready after 10 s: what preemptd holds then, for the logs (a stalled run is otherwise killed silent).
+      if [ $waited -eq 500 ] && [ -n "$logs" ] && [ "$policy" != none ] && [ -x "$bin/preemptctl" ]; then
+        "$bin/preemptctl" --socket "$PREEMPT_DAEMON_SOCKET" list > "$logs/mix_$run.stalled.txt" 2>&1
+      fi
       if [ $waited -ge $((proc_timeout * 50)) ]; then failed="not every program was ready after ${proc_timeout} s"; break; fi
       sleep 0.02; waited=$((waited + 1))
     done
