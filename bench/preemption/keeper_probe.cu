@@ -253,7 +253,7 @@ static void cost(const Setup &s) {
 // checked element by element against the same chain never evicted. synced: the application waits for each launch
 // before the next (nothing of its own queued behind the open grid); else all are queued at once.
 static int evictions(const Setup &s, bool synced, const char *mode, bool lazy_probe) {
-  const unsigned launches = lazy_probe ? 1 : 40, waves = lazy_probe ? 400 : 100, iterations = 4000;
+  const unsigned launches = lazy_probe ? 1 : 40, waves = lazy_probe ? 200 : 100, iterations = 4000;
   const unsigned tasks = s.grid * waves;
   const size_t elements = size_t(tasks) * kThreads;
   unsigned *data, *reference;
@@ -261,6 +261,8 @@ static int evictions(const Setup &s, bool synced, const char *mode, bool lazy_pr
   CHECK_CUDA(cudaMalloc(&data, elements * sizeof(unsigned)));
   CHECK_CUDA(cudaMalloc(&reference, elements * sizeof(unsigned)));
   CHECK_CUDA(cudaMalloc(&controls, launches * sizeof(Control)));
+  unsigned *late_out;
+  CHECK_CUDA(cudaMalloc(&late_out, sizeof(unsigned)));
   CHECK_CUDA(cudaMemset(data, 0, elements * sizeof(unsigned)));
   CHECK_CUDA(cudaMemset(reference, 0, elements * sizeof(unsigned)));
   cudaStream_t app, control, resume[2];
@@ -290,6 +292,7 @@ static int evictions(const Setup &s, bool synced, const char *mode, bool lazy_pr
   std::vector<double> latency;
   unsigned epoch = 0, effective = 0, finished_first = 0, helper_grids = 0, helpers_pending = 0, late_ok = 0;
   double late_ms = -1;
+  std::thread late_thread;
   std::atomic<bool> enqueued{false};
   chain_start = Clock::now();
   // The application thread: queues the chain (synced: one launch at a time) and then marks the end.
@@ -304,13 +307,21 @@ static int evictions(const Setup &s, bool synced, const char *mode, bool lazy_pr
     CHECK_CUDA(cudaEventRecord(done, app));
     enqueued = true;
   });
+  // The order matters under lazy loading, where a module load waits for the running grids: an eviction makes its
+  // CUDA call before the keeper can hear of it (a call blocked behind a load then evicts nothing, and the grid ends),
+  // a resume reaches the keeper by a plain store before any CUDA call (a call blocked behind a load waits for a grid
+  // that the keeper, resumed, finishes).
   auto set_epoch = [&](unsigned value) {
-    __atomic_store_n(&s.host->epoch, value, __ATOMIC_SEQ_CST);
+    bool evict = value & 1;
+    if (!evict)
+      __atomic_store_n(&s.host->epoch, value, __ATOMIC_SEQ_CST);
     CUresult written = s.write_value((CUstream)control, (CUdeviceptr)&s.shared->yield, value, 0);
     if (written != CUDA_SUCCESS) {
       std::fprintf(stderr, "keeper_probe: cuStreamWriteValue32 failed (%d)\n", int(written));
       std::exit(2);
     }
+    if (evict)
+      __atomic_store_n(&s.host->epoch, value, __ATOMIC_SEQ_CST);
   };
   bool stuck = false;
   while (!(enqueued && cudaEventQuery(done) == cudaSuccess)) {
@@ -345,16 +356,20 @@ static int evictions(const Setup &s, bool synced, const char *mode, bool lazy_pr
     }
     if (stuck)
       break;
-    if (lazy_probe && late_ms < 0 && __atomic_load_n(&s.host->kept, __ATOMIC_SEQ_CST) == epoch) {
-      // A kernel never launched before, on a stream of its own, while the application's grid is held open: with
-      // lazy loading its first launch loads it (a stream wait in the queue blocked this on the H200).
-      cudaStream_t other;
-      CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
-      auto late_start = Clock::now();
-      late_kernel<<<1, 1, 0, other>>>(reference);
-      CHECK_CUDA(cudaStreamSynchronize(other));
-      late_ms = since_us(late_start) / 1000.0;
-      late_ok = 1;
+    if (lazy_probe && !late_thread.joinable() && __atomic_load_n(&s.host->kept, __ATOMIC_SEQ_CST) == epoch) {
+      // A kernel never launched before, on a stream of its own, from another thread, while the application's grid
+      // is held open: under lazy loading its first launch loads it, and a load waits for the running grid (on the
+      // H200 the first version of this probe, which launched it from the resuming thread, hung). The resume below is
+      // a store to host memory first, so it reaches the keeper whatever CUDA call blocks.
+      late_thread = std::thread([&] {
+        cudaStream_t other;
+        CHECK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+        auto late_start = Clock::now();
+        late_kernel<<<1, 1, 0, other>>>(late_out);
+        CHECK_CUDA(cudaStreamSynchronize(other));
+        late_ms = since_us(late_start) / 1000.0;
+        late_ok = 1;
+      });
     }
     std::this_thread::sleep_for(std::chrono::microseconds(evicted_us(random)));
     set_epoch(++epoch); // even: resume
@@ -372,6 +387,8 @@ static int evictions(const Setup &s, bool synced, const char *mode, bool lazy_pr
     }
   }
   application.join();
+  if (late_thread.joinable())
+    late_thread.join();
   if (!stuck) {
     auto end = Clock::now();
     while (cudaEventQuery(done) == cudaErrorNotReady)
