@@ -107,8 +107,32 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
   free(pool->retired_buffers);
   if (pool->device_blocks)
     gpu->device_free(pool->device_blocks);
+  if (pool->go_words)
+    gpu->host_words_free(pool->go_words);
   free(pool->records);
   memset(pool, 0, sizeof *pool);
+}
+
+int preempt_control_pool_go_words(preempt_control_pool *pool, const preempt_gpu_ops *gpu) {
+  if (pool->go_words)
+    return 0;
+  if (!gpu->host_words_alloc || !gpu->host_words_free)
+    return -1;
+  return gpu->host_words_alloc(&pool->go_words, &pool->go_words_device, pool->capacity);
+}
+
+static uint32_t slot_of(const preempt_control_pool *pool, const preempt_launch_record *record) {
+  return (uint32_t)(record - pool->records);
+}
+
+void *preempt_go_word_device(const preempt_control_pool *pool, const preempt_launch_record *record) {
+  return (uint32_t *)pool->go_words_device + slot_of(pool, record);
+}
+
+/* A plain store the GPU's wait reads over the bus: no stream, so no hardware queue that could sit behind the
+ * held stream itself (docs/preemption.md, "The hardware-queue trap"). */
+void preempt_go_word_release(preempt_control_pool *pool, const preempt_launch_record *record) {
+  __atomic_store_n(&pool->go_words[slot_of(pool, record)], record->generation, __ATOMIC_RELEASE);
 }
 
 int preempt_launch_finished(const preempt_launch_record *record, const preempt_gpu_ops *gpu) {
@@ -297,6 +321,8 @@ int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_rec
    * in-task contexts and save them again, run after the host would have been
    * told EVICTED (the likely cause of one H100 eviction in 800 whose GPU time,
    * preempt_get_eviction_time, was not ready once EVICTED had been said). */
+  if (record->held_unstarted)
+    return !record->relaunch_pending; /* nothing of it has run: a go-held grid waits for its word (launch.c) */
   return !record->relaunch_pending && preempt_yield_mask_full(record->yield_mask) &&
          gpu->event_query(record->wave_done_event) == 0 &&
          (!record->resumed || gpu->event_query(record->relaunch_done_event) == 0);

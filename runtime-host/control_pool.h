@@ -88,6 +88,9 @@ typedef struct preempt_launch_record {
    * device (they are all zero there), whatever yield_mask says. Its first
    * run takes every SM: where its CTAs land is the hardware's choice. */
   int held_unstarted;
+  /* Held in its own stream behind a wait on its go word (the pool's go_words): its grid is enqueued there, and
+   * its first run is a store of its generation to that word, not a relaunch on another stream. */
+  int go_held;
   /* The pending relaunch must wait for yield-word clears on the control stream. */
   int relaunch_after_clear;
   /* The first wave ran the drain form (control_block.h): the application's
@@ -151,6 +154,10 @@ typedef struct preempt_control_pool {
    * streams too. */
   void **retired_buffers;
   uint32_t retired_count, retired_capacity;
+  /* One word per slot in pinned host memory (gpu.h host_words_alloc), made at the first launch preemptd holds: a
+   * held launch's stream waits for its word to read the launch's generation (launch.c). */
+  uint32_t *go_words;
+  void *go_words_device;
 } preempt_control_pool;
 
 /* All return the GPU API's code (0 = success; -1: host out of memory). */
@@ -173,6 +180,12 @@ int preempt_yield_mask_full(const uint32_t *words);
 preempt_launch_state preempt_record_state(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
 /* Evicted from every SM and every CTA of it gone (whether or not its tasks are all done). */
 int preempt_record_all_gone(const preempt_gpu_ops *gpu, const preempt_launch_record *record);
+
+/* The pool's go words, made on first use: 0, the GPU API's code, or -1 where the API has no such memory. */
+int preempt_control_pool_go_words(preempt_control_pool *pool, const preempt_gpu_ops *gpu);
+/* The address a stream waits on for `record`'s go word, and the release of that wait (its generation stored). */
+void *preempt_go_word_device(const preempt_control_pool *pool, const preempt_launch_record *record);
+void preempt_go_word_release(preempt_control_pool *pool, const preempt_launch_record *record);
 
 /* Whether a record is free for a new launch: not being launched, and its
  * last launch seen finished (not suspended); records the finish it sees. */

@@ -376,6 +376,14 @@ preempt_status preempt_resume_record_sms(preempt_runtime *runtime, preempt_devic
   uint32_t left[PREEMPT_YIELD_MASK_WORDS];
   for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
     left[word] = record->yield_mask[word] & ~cleared[word];
+  if (unstarted && record->go_held) {
+    /* Its grid waits in its own stream for this store (launch.c): no relaunch, nothing to clear. */
+    memcpy(record->yield_mask, left, sizeof left);
+    record->held_unstarted = 0;
+    record->go_held = 0;
+    preempt_go_word_release(&device->control_pool, record);
+    return PREEMPT_OK;
+  }
   if (unstarted) {
     /* Nothing on the device to clear: it never saw the mask. */
     memcpy(record->yield_mask, left, sizeof left);

@@ -107,6 +107,11 @@ typedef struct preempt_gpu_ops {
   /* A stream's priority (lower numbers first, as CUDA and HIP order them); NULL: priorities are not kept
    * (priority.c). */
   int (*stream_priority)(void *stream, int *priority);
+  /* `count` zeroed 32-bit words of pinned host memory that a stream's stream_wait_u32 can wait on, at
+   * *device_view, and that the host releases with a plain store: preemptd's held launches wait on one in their own
+   * stream (launch.c). NULL where the API has none (HIP here): those launches start as relaunches instead. */
+  int (*host_words_alloc)(uint32_t **host, void **device_view, uint32_t count);
+  int (*host_words_free)(uint32_t *host);
 } preempt_gpu_ops;
 
 const preempt_gpu_ops *preempt_gpu_backend(void);

@@ -379,6 +379,21 @@ static int cuda_stream_capturing(void *stream, int *capturing) {
   return status;
 }
 
+static int cuda_host_words_alloc(uint32_t **host, void **device_view, uint32_t count) {
+  /* Portable: a held launch of any device waits on the same page. */
+  cudaError_t status = cudaHostAlloc((void **)host, count * sizeof **host, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (status != cudaSuccess)
+    return status;
+  memset(*host, 0, count * sizeof **host);
+  status = cudaHostGetDevicePointer(device_view, *host, 0);
+  if (status != cudaSuccess) {
+    cudaFreeHost(*host);
+    *host = NULL;
+  }
+  return status;
+}
+static int cuda_host_words_free(uint32_t *host) { return cudaFreeHost(host); }
+
 static int cuda_stream_priority(void *stream, int *priority) {
   return cudaStreamGetPriority((cudaStream_t)stream, priority);
 }
@@ -450,6 +465,8 @@ static const preempt_gpu_ops cuda_ops = {
     .publish_relaunch = preempt_cuda_publish_relaunch,
     .stream_capturing = cuda_stream_capturing,
     .stream_priority = cuda_stream_priority,
+    .host_words_alloc = cuda_host_words_alloc,
+    .host_words_free = cuda_host_words_free,
     .capture_mode_relax = cuda_capture_mode_relax,
     .capture_mode_restore = cuda_capture_mode_restore,
     .module_loading_lazy = cuda_module_loading_lazy,

@@ -473,6 +473,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->daemon_stub = 0;
   record->daemon_evicted = 0;
   record->held_unstarted = 0;
+  record->go_held = 0;
   record->relaunch_after_clear = 0;
   record->time_first_relaunch = 0;
   record->relaunches = 0;
@@ -500,11 +501,17 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
    * stub says RUNNING, so the daemon can still evict it (docs/daemon.md, "Leases"). */
   int started = stub >= 0 && preempt_daemon_may_start(runtime, device_index, stub);
   int held = stub >= 0 && !started;
+  /* A held launch's grid waits in its own stream for a store to its go word: its first run needs no relaunch on
+   * another stream, which under MPS's few hardware queues could sit behind this very stream's wait (the EffiSha
+   * mix stalled so, bench/results/2026-11-29-h200-mps-mix-stall-d8d00a3). Where the API has no such memory, or
+   * it cannot be had, the first run is a relaunch as before. */
+  int go = held && preempt_control_pool_go_words(&device->control_pool, gpu) == 0;
+  int runs_in_stream = !held || go;
   int drain = !scheduled && choose_drain(runtime, on_device, block.x * block.y * block.z, ctas, task_count);
   int sample = !on_device->sampling && (drain ? on_device->drain_samples < PREEMPT_DRAIN_SAMPLES
                                               : on_device->task_samples < PREEMPT_TASK_SAMPLES);
   if (sample)
-    start_sample(on_device, record, slot, held);
+    start_sample(on_device, record, slot, held && !go);
   if (drain && (status = preempt_launch_record_grow_undone(&device->control_pool, gpu, record,
                                                            (uint32_t)task_count)) != 0) {
     preempt_report_gpu(gpu, status, "allocating the drain form's bitmap (this launch runs persistent)", desc->name);
@@ -523,7 +530,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (!sample && shape_timed) {
     sample = 1;
     record->shape_sample = 1;
-    start_sample(on_device, record, slot, held);
+    start_sample(on_device, record, slot, held && !go);
   }
   /* Enqueue with the context unlocked: a launch call can block while the
    * GPU's queue is full, and the queue may drain only once another thread
@@ -533,16 +540,21 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   const char *failed = NULL;
   preempt_dim3 persistent_grid = {ctas, 1, 1};
   preempt_control_block *control = record->control;
-  int launched = 0, waiting = 0;
+  int launched = 0, waiting = 0, go_waits = 0;
   /* Only the sampled launch pays for timed events (control_pool.h). */
-  int time_wave = sample && !held;
-  if ((status = gpu->event_record(record->ready_event, stream)) != 0 ||
-      (time_wave && (status = gpu->event_record(record->sample_start_event, stream)) != 0)) {
+  int time_wave = sample && runs_in_stream;
+  if ((status = gpu->event_record(record->ready_event, stream)) != 0) {
     failed = "recording the launch's start";
-  } else if (!held && !(record->drained = drain && launch_drained(gpu, on_device, record, grid, stream)) &&
+  } else if (go && (go_waits = 1, status = gpu->stream_wait_u32(
+                                   stream, preempt_go_word_device(&device->control_pool, record), record->generation)) !=
+                        0) {
+    failed = "holding the launch in its stream for preemptd";
+  } else if (time_wave && (status = gpu->event_record(record->sample_start_event, stream)) != 0) {
+    failed = "recording the launch's start";
+  } else if (runs_in_stream && !(record->drained = drain && launch_drained(gpu, on_device, record, grid, stream)) &&
              (status = preempt_intask_launch(gpu, record, persistent_grid, stream, 1)) != 0) {
     failed = "launching the persistent grid";
-  } else if ((launched = !held, status = gpu->event_record(record->wave_done_event, stream)) != 0 ||
+  } else if ((launched = runs_in_stream, status = gpu->event_record(record->wave_done_event, stream)) != 0 ||
              (time_wave && (status = gpu->event_record(record->sample_end_event, stream)) != 0)) {
     failed = "recording the launch's first wave";
   } else if ((status = record->drained ? gpu->stream_wait_u32(stream, &control->drain_hold, 0)
@@ -567,6 +579,10 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   if (must_run) {
     memset(record->yield_mask, 0xff, sizeof record->yield_mask);
     record->held_unstarted = 1;
+    record->go_held = go;
+  } else if (go_waits) {
+    /* A later step failed: nobody would ever store the word its stream may already wait for. */
+    preempt_go_word_release(&device->control_pool, record);
   }
   /* Once the grid is launched it runs: keep it in flight so that its
    * control block is not reused under it, even if a later step failed. */

@@ -53,6 +53,13 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
    * their next check and stays set until they are all gone (the first wave's end), while the relaunch below
    * counts its own CTAs, which the bits send away only above the quota. Evicting and resuming instead would
    * clear the bits within microseconds, before most CTAs had looked. */
+  /* A launch held in its own stream (launch.c) starts as launched, without a quota: released first, it is then
+   * moved under the quota as a running launch is. */
+  if (record->held_unstarted && record->go_held) {
+    preempt_status released = preempt_resume_record(runtime, device, record);
+    if (released != PREEMPT_OK)
+      return released;
+  }
   int converting = !record->cta_quota && !record->held_unstarted && !preempt_launch_suspended(record);
   preempt_status refused = preempt_refuse_relaunch(runtime, device, record, "quota", converting);
   if (refused != PREEMPT_OK)

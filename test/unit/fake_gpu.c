@@ -136,6 +136,23 @@ static int fake_stream_wait(void *stream, void *word, uint32_t value) {
   fake_gpu.last_wait_value = value;
   return 0;
 }
+static int fake_host_words_alloc(uint32_t **host, void **device_view, uint32_t count) {
+  if (!fake_gpu.host_words)
+    return FAKE_ERROR_INVALID_VALUE;
+  *host = calloc(count, sizeof **host);
+  if (!*host)
+    return FAKE_ERROR_OUT_OF_MEMORY;
+  *device_view = *host; /* one address space, as CUDA's unified addressing gives */
+  fake_gpu.host_words_allocs++;
+  fake_gpu.last_host_words = *host;
+  return 0;
+}
+/* The last block stays readable until the next reset: a test reads what shutdown stored there. */
+static int fake_host_words_free(uint32_t *host) {
+  if (host != fake_gpu.last_host_words)
+    free(host);
+  return 0;
+}
 static int fake_stream_wait_event(void *stream, void *event) {
   (void)stream;
   (void)event;
@@ -410,6 +427,8 @@ static const preempt_gpu_ops fake_ops = {
     .publish_relaunch = fake_publish_relaunch,
     .stream_capturing = fake_stream_capturing,
     .stream_priority = fake_stream_priority,
+    .host_words_alloc = fake_host_words_alloc,
+    .host_words_free = fake_host_words_free,
     .capture_mode_relax = fake_capture_mode_relax,
     .capture_mode_restore = fake_capture_mode_restore,
     .module_loading_lazy = fake_module_loading_lazy,
@@ -419,6 +438,7 @@ const preempt_gpu_ops *preempt_gpu_backend(void) { return &fake_ops; }
 
 void fake_gpu_reset(uint32_t marker_abi) {
   preempt_shutdown();
+  free(fake_gpu.last_host_words);
   memset(&fake_gpu, 0, sizeof fake_gpu);
   fake_gpu.sm_count = 132;
   fake_gpu.ctas_per_sm = 8;

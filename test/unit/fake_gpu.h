@@ -103,6 +103,10 @@ typedef struct fake_gpu_state {
   pthread_t application_thread;
   int lazy_loading; /* what module_loading_lazy answers */
   int persistent_missing; /* converted kernels have no persistent form (a broken build) */
+  /* Pinned host words (gpu.h host_words_alloc): 0, the default, answers as HIP's missing op would (the runtime holds
+   * launches by relaunch); nonzero: handed out, counted, and the last block kept. */
+  int host_words, host_words_allocs;
+  uint32_t *last_host_words;
 } fake_gpu_state;
 #define FAKE_WRITE_LOG 64
 

@@ -652,6 +652,77 @@ static void test_held_stream_limit(void) {
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1); /* what the runtime sets at load */
 }
 
+/* Held in its own stream (gpu.h host_words_alloc): the EffiSha mix under MPS stalled when a held launch's first run
+ * was a relaunch on another stream, behind the held stream's own wait in a shared hardware queue. Now the grid is
+ * enqueued at once in the application's stream behind a wait on the launch's go word; TORUN stores the generation
+ * there and launches nothing; shutdown releases a launch still held. */
+static uint32_t go_words_set(uint32_t value) {
+  uint32_t count = 0;
+  for (uint32_t slot = 0; fake_gpu.last_host_words && slot < PREEMPT_POOL_FIRST_SLOTS; slot++)
+    count += locked_word(&fake_gpu.last_host_words[slot]) == value;
+  return count;
+}
+
+static void test_go_held_launches(void) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu.host_words = 1;
+  fake_gpu.elapsed_ms = 0.01f;
+  daemon_state.limit = 0;
+  daemon_start(ANSWER);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z1kv", 0);
+  fake_gpu.expected_params = 0;
+  long long stream_a = 0, stream_b = 0;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream_a), 0);
+  preempt_launch_id launch = preempt_last_launch();
+  CHECK(launch != 0);
+  keep_running(launch);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  /* The grid is in the application's stream already, behind the go wait, then the wait on done_generation. */
+  CHECK_EQ_U64(fake_gpu.host_words_allocs, 1);
+  CHECK_EQ_U64(fake_launches(), 1);
+  fake_launch last = last_fake_launch();
+  CHECK(last.persistent && last.stream == &stream_a);
+  CHECK_EQ_U64(last.generation, (uint32_t)launch);
+  CHECK_EQ_U64(last.relaunched, 0);
+  CHECK_EQ_U64(fake_gpu.stream_waits, 2);
+  CHECK(fake_gpu.last_wait_stream == &stream_a);
+  CHECK_EQ_U64(go_words_set((uint32_t)launch), 0);
+  preempt_launch_state state;
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_EVICTED); /* held: evicted, to the application */
+  /* TORUN: a store of the generation to its word; no relaunch, nothing written on the control stream. */
+  int mask_writes = fake_gpu.mask_writes;
+  command(0, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
+  CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
+  CHECK_EQ_U64(go_words_set((uint32_t)launch), 1);
+  CHECK_EQ_U64(fake_launches(), 1);
+  CHECK_EQ_U64(fake_gpu.publishes, 0);
+  CHECK_EQ_U64(fake_gpu.mask_writes, mask_writes);
+  CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+  CHECK_EQ_U64(state, PREEMPT_LAUNCH_RUNNING);
+  /* Evicted now, it is an ordinary launch: the mask is written and a later TORUN relaunches. */
+  command(0, PREEMPT_STUB_RUNNING, PREEMPT_STUB_TOEVICT, 1, NULL);
+  CHECK(wait_state(0, PREEMPT_STUB_READY));
+  CHECK(fake_gpu.mask_writes > mask_writes);
+  command(0, PREEMPT_STUB_READY, PREEMPT_STUB_TORUN, 1, NULL);
+  CHECK(wait_state(0, PREEMPT_STUB_RUNNING));
+  CHECK_EQ_U64(wait_launches(2), 2);
+  CHECK(last_fake_launch().stream != &stream_a);
+  finish(launch);
+  CHECK(wait_state(0, PREEMPT_STUB_DONE));
+  /* A launch still held at shutdown runs: its word is stored, no grid added. */
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, big_grid, block256, NULL, 0, &stream_b), 0);
+  preempt_launch_id second = preempt_last_launch();
+  CHECK(wait_state(1, PREEMPT_STUB_READY));
+  CHECK_EQ_U64(fake_launches(), 3);
+  /* Generations count per slot: the first launch's word may hold the same number. */
+  uint32_t released = go_words_set((uint32_t)second);
+  preempt_shutdown();
+  CHECK_EQ_U64(go_words_set((uint32_t)second), released + 1);
+  CHECK_EQ_U64(fake_launches(), 3);
+  daemon_stop();
+}
+
 /* A launch whose grid fits in one wave runs the kernel's unconverted copy only while no daemon schedules the
  * process: under preemptd it is held like any converted launch; once the daemon is gone, the copy runs. */
 static void test_one_wave_launches(void) {
@@ -1076,6 +1147,7 @@ int main(void) {
 
   test_scheduled_launches();
   test_held_stream_limit();
+  test_go_held_launches();
   test_completion_after_partial_eviction();
   test_lease();
   test_one_wave_launches();
