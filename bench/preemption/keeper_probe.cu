@@ -57,6 +57,16 @@ __device__ void run_task(unsigned *data, unsigned task, unsigned iterations, uns
   data[index] = value;
 }
 
+// A task, then its count once every thread is out of it (after a fence: the keeper may end the grid on the count).
+__device__ void run_counted_task(Control *control, unsigned *data, unsigned task, unsigned iterations, unsigned salt) {
+  run_task(data, task, iterations, salt);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(&control->done, 1);
+  }
+}
+
 // One launch of the persistent kernel. primary: the application's own grid (keeper_on: it may keep itself open);
 // helpers (primary 0) are the runtime's relaunches, taking tasks from the same counter.
 __global__ void persistent_kernel(Control *control, const Shared *shared, HostWords *host, unsigned *data,
@@ -85,12 +95,7 @@ __global__ void persistent_kernel(Control *control, const Shared *shared, HostWo
     __syncthreads();
     if (task == kLeave || task >= tasks)
       break;
-    run_task(data, task, iterations, salt);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      atomicAdd(&control->done, 1);
-    }
+    run_counted_task(control, data, task, iterations, salt);
   }
   if (!primary || !keeper_on)
     return;
@@ -130,12 +135,7 @@ __global__ void persistent_kernel(Control *control, const Shared *shared, HostWo
         __nanosleep(2000);
       continue;
     }
-    run_task(data, task, iterations, salt);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      atomicAdd(&control->done, 1);
-    }
+    run_counted_task(control, data, task, iterations, salt);
   }
 }
 
