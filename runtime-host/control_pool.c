@@ -116,9 +116,14 @@ void preempt_control_pool_destroy(preempt_control_pool *pool, const preempt_gpu_
 int preempt_control_pool_go_words(preempt_control_pool *pool, const preempt_gpu_ops *gpu) {
   if (pool->go_words)
     return 0;
-  if (!gpu->host_words_alloc || !gpu->host_words_free)
-    return -1;
-  return gpu->host_words_alloc(&pool->go_words, &pool->go_words_device, pool->capacity);
+  if (pool->go_words_status)
+    return pool->go_words_status; /* asked once: held launches then start as relaunches */
+  pool->go_words_status = -1;
+  if (gpu->host_words_alloc && gpu->host_words_free) {
+    int status = gpu->host_words_alloc(&pool->go_words, &pool->go_words_device, pool->capacity);
+    pool->go_words_status = status;
+  }
+  return pool->go_words_status;
 }
 
 static uint32_t slot_of(const preempt_control_pool *pool, const preempt_launch_record *record) {

@@ -158,6 +158,7 @@ typedef struct preempt_control_pool {
    * held launch's stream waits for its word to read the launch's generation (launch.c). */
   uint32_t *go_words;
   void *go_words_device;
+  int go_words_status; /* 0 until asked; then 0 (made) or why not (the API's code, -1: it has none) */
 } preempt_control_pool;
 
 /* All return the GPU API's code (0 = success; -1: host out of memory). */
