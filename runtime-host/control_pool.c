@@ -118,11 +118,9 @@ int preempt_control_pool_go_words(preempt_control_pool *pool, const preempt_gpu_
     return 0;
   if (pool->go_words_status)
     return pool->go_words_status; /* asked once: held launches then start as relaunches */
-  pool->go_words_status = -1;
-  if (gpu->host_words_alloc && gpu->host_words_free) {
-    int status = gpu->host_words_alloc(&pool->go_words, &pool->go_words_device, pool->capacity);
-    pool->go_words_status = status;
-  }
+  pool->go_words_status = gpu->host_words_alloc && gpu->host_words_free
+                               ? gpu->host_words_alloc(&pool->go_words, &pool->go_words_device, pool->capacity)
+                               : -1;
   return pool->go_words_status;
 }
 

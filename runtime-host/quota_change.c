@@ -49,10 +49,6 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
                    "application's own grid", record->desc->name);
     return PREEMPT_ERROR_UNSUPPORTED;
   }
-  /* A running launch without a quota: its CTAs never counted themselves. Every yield bit sends them away at
-   * their next check and stays set until they are all gone (the first wave's end), while the relaunch below
-   * counts its own CTAs, which the bits send away only above the quota. Evicting and resuming instead would
-   * clear the bits within microseconds, before most CTAs had looked. */
   /* A launch held in its own stream (launch.c) starts as launched, without a quota: released first, it is then
    * moved under the quota as a running launch is. */
   if (record->held_unstarted && record->go_held) {
@@ -60,6 +56,10 @@ preempt_status preempt_quota_record(preempt_runtime *runtime, preempt_device_sta
     if (released != PREEMPT_OK)
       return released;
   }
+  /* A running launch without a quota: its CTAs never counted themselves. Every yield bit sends them away at
+   * their next check and stays set until they are all gone (the first wave's end), while the relaunch below
+   * counts its own CTAs, which the bits send away only above the quota. Evicting and resuming instead would
+   * clear the bits within microseconds, before most CTAs had looked. */
   int converting = !record->cta_quota && !record->held_unstarted && !preempt_launch_suspended(record);
   preempt_status refused = preempt_refuse_relaunch(runtime, device, record, "quota", converting);
   if (refused != PREEMPT_OK)

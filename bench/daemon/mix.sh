@@ -13,9 +13,10 @@
 #          preemptd is started and stopped for each run when given, else a fake that only listens)
 # Environment: MIX_REPS (EffiSha rounds, default 2), MIX_PAIR_REPS (default 10), MIX_ONLY=REGEX (runs whose name
 # matches, names as in the JSON's "run"), MIX_LOG_DIR (keeps preemptd's decision logs, each process's stderr,
-# preemptctl's list of a run not ready after 10 s, and under MPS the MPS server's logs in mps-log/), MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the
-# default: the runs under an MPS server this script starts; timeslice: without MPS, the driver's time-slicing
-# between processes, EffiSha §8's setting on its K40m).
+# preemptctl's list of a run not ready after 10 s, and under MPS the MPS server's logs in mps-log/),
+# MIX_PROC_TIMEOUT (seconds one process may take, default 90), MIX_SHARING (mps, the default: the runs under an
+# MPS server this script starts; timeslice: without MPS, the driver's time-slicing between processes, EffiSha §8's
+# setting on its K40m).
 set -uo pipefail
 # Every launch converted (docs/preemption.md, "Launches as written"); what eviction needs is asked of CUDA as a user's
 # process would: eager loading under preemptd, nothing without it (PREEMPT_EVICT_READY=auto, whatever the caller
