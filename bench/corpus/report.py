@@ -197,6 +197,14 @@ def main():
                # The original's own run-to-run difference (its two correctness runs, same call, no CUPTI): an
                # added time below it is not told apart from noise.
                "own_ms": own_spread_ms(n)}
+        # Start-up: spawn to the first launch call, plugin minus original in the same round (kernel_times.c;
+        # runs from before it recorded one have none).
+        starts = [(rp[r]["first_launch_s"] - ro[r]["first_launch_s"]) * 1e3 for r in rounds
+                  if rp[r].get("first_launch_s") is not None and ro[r].get("first_launch_s") is not None]
+        if starts:
+            row["start_added_ms"] = statistics.median(starts)
+            row["start_o_ms"] = statistics.median(ro[r]["first_launch_s"] * 1e3 for r in rounds
+                                                  if ro[r].get("first_launch_s") is not None)
         # GPU time of the kernels both builds ran.
         g_ratios, g_o, g_p, g_rt, launches = [], [], [], [], []
         short = 0
@@ -288,13 +296,16 @@ def main():
       f"{' (stopped: ' + stopped + ')' if stopped else ''}; CUPTI {'on in both builds' if cupti else 'off'}\n\n")
 
     gw, gg = geomean(wall_ratios), geomean(gpu_ratios)
+    starts = sorted((r["start_added_ms"], r["name"]) for r in timing_rows if r.get("start_added_ms") is not None)
     w(f"Summary: {len(names)} programs run, original passes in {len(judged)}; with the plugin "
       + ", ".join(f"{m} {counts[m]}/{len(judged)}" for m in PLUGIN_MODES)
       + f"; never evicted, wall time geomean {fmt(gw)} ({sum(1 for x in wall_ratios if x > 1.10)} of {len(wall_ratios)} above 1.10)"
       + f", GPU time of kernels geomean {fmt(gg)} ({sum(1 for x in gpu_ratios if x > 1.10)} of {len(gpu_ratios)} above 1.10)"
       + f"; under stress {sum(1 for r in stress_rows if 'stress' in r and r['stress'] <= 3 and not r.get('stress_to'))}"
       + f"/{sum(1 for r in stress_rows if 'stress' in r)} within 3x the original's time ({n_timed} timed one at a "
-      + f"time, {n_concurrent} from the concurrent correctness phase)\n\n")
+      + f"time, {n_concurrent} from the concurrent correctness phase)"
+      + (f"; start-up added median {fmt(statistics.median(a for a, _ in starts))} ms, "
+         f"{sum(1 for a, _ in starts if a > 50)} of {len(starts)} above 50 ms" if starts else "") + "\n\n")
 
     w("## Correctness\n\n| mode | pass | fail | of |\n|---|---|---|---|\n")
     for m in PLUGIN_MODES:
@@ -382,6 +393,15 @@ def main():
               f"launches, an upper bound): median {fmt(statistics.median(x for x, _ in many))} µs, largest "
               f"{fmt(many[-1][0])} µs ({many[-1][1]}).")
         w("\n\n")
+    if starts:
+        so = {r["name"]: r["start_o_ms"] for r in timing_rows if r.get("start_added_ms") is not None}
+        w(f"Start-up the plugin's build adds (spawn to the process's first kernel or graph launch call, CUPTI's "
+          f"callback, plugin minus original in the same round, median over rounds): median "
+          f"{fmt(statistics.median(a for a, _ in starts))} ms over {len(starts)} programs (the originals' own: median "
+          f"{fmt(statistics.median(so.values()))} ms), largest {fmt(starts[-1][0])} ms ({starts[-1][1]}), "
+          f"{sum(1 for a, _ in starts if a > 50)} above 50 ms"
+          f"{': ' + ', '.join(f'{n} +{fmt(a, 0)} ms' for a, n in reversed(starts) if a > 50) if starts[-1][0] > 50 else ''}."
+          f"\n\n")
     w("stress x: the stress run's wall time over the original's, medians over the timing rounds; (c): from one run "
       "each in the concurrent correctness phase instead, as stress+intask x always is.\n\n")
     w("| program | rounds | wall orig s | wall plugin s | ratio | per-round min-max | GPU orig ms | GPU plugin ms | GPU ratio | min-max | runtime's kernels ms | launches | kernels <20 µs | stress x | stress+intask x (c) |\n")

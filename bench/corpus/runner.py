@@ -134,6 +134,20 @@ def tail(text, n=TAIL):
     return text if len(text) <= n else "..." + text[-n:]
 
 
+def read_first_launch_ns(path):
+    """The earliest #first_launch_ns line of a kernel table (kernel_times.c: CLOCK_MONOTONIC of a process's first
+    launch call; the first process's in a program of several), or None."""
+    if not path or not os.path.exists(path):
+        return None
+    first = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if parts[0] == "#first_launch_ns" and len(parts) > 1 and parts[1].isdigit():
+                first = int(parts[1]) if first is None else min(first, int(parts[1]))
+    return first
+
+
 def read_ktimes(path):
     """kernel name (prefixes of the plugin's variants stripped) -> [launches, total_ns, max_ns, blocks]"""
     kernels = {}
@@ -153,6 +167,11 @@ def read_ktimes(path):
             if mx >= k[2]:
                 k[2], k[3] = mx, blocks
     return kernels
+
+
+def first_launch_s(res, kfile):
+    first = read_first_launch_ns(kfile)
+    return round((first - res["spawn_ns"]) / 1e9, 6) if first is not None and first >= res["spawn_ns"] else None
 
 
 class Runner:
@@ -194,8 +213,9 @@ class Runner:
             # variant's prefix and one kernel of the runtime's own).
             script = ('echo "dry run of ${0##*/} $*"; [ -n "$EXPECT" ] && echo "$EXPECT"; sleep 0.02; '
                       'if [ -n "$CORPUS_KTIME_FILE" ]; then '
-                      'printf "${KPREFIX}_Z6kernelPf\\t100\\t%d\\t2000000\\t64\\n#end\\t0\\t0\\t0\\t0\\n" '
-                      '$((1500000 + $$ % 1000 * 100)) >> "$CORPUS_KTIME_FILE"; '
+                      'printf "${KPREFIX}_Z6kernelPf\\t100\\t%d\\t2000000\\t64\\n#first_launch_ns\\t%d\\t0\\t0\\t0\\n'
+                      '#end\\t0\\t0\\t0\\t0\\n" $((1500000 + $$ % 1000 * 100)) '
+                      '$((CORPUS_SPAWN_NS + 30000000 + ${KPREFIX:+1}000000)) >> "$CORPUS_KTIME_FILE"; '
                       '[ -n "$KPREFIX" ] && printf "preempt_runtime_kernel\\t1\\t3000\\t3000\\t1\\n" >> "$CORPUS_KTIME_FILE"; fi; true')
             return ["sh", "-c", script, binary] + args, {
                 "EXPECT": expect.replace("\\", ""), "KPREFIX": "__preempt_original_" if build == "plugin" else ""}
@@ -214,6 +234,9 @@ class Runner:
         so_path = cwd + ".stdout"
         se_path = cwd + ".stderr"
         t0 = time.monotonic()
+        spawn_ns = time.monotonic_ns()  # the clock kernel_times.c stamps the first launch with
+        if self.dry:
+            env["CORPUS_SPAWN_NS"] = str(spawn_ns)
         timed_out = False
         with open(so_path, "wb") as so, open(se_path, "wb") as se:
             try:
@@ -251,7 +274,8 @@ class Runner:
             size = f.tell()
             f.seek(max(0, size - 64 * 1024))
             stderr = f.read().decode("utf-8", "replace")
-        return {"rc": rc, "wall_s": round(wall, 4), "timed_out": timed_out, "stdout": stdout, "stderr": stderr}
+        return {"rc": rc, "wall_s": round(wall, 4), "timed_out": timed_out, "stdout": stdout, "stderr": stderr,
+                "spawn_ns": spawn_ns}
 
     def facts(self, prog, res, ref_lines=None):
         """The record's verdict-free facts about one run."""
@@ -390,6 +414,8 @@ class Runner:
                         "stdout_sha": hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16],
                         "stderr_tail": tail(res["stderr"], 400) if res["rc"] != 0 else "",
                         "kernels": read_ktimes(kfile) if kfile else None,
+                        # Start-up: spawn to the first launch call (issue 39's "process start"), where CUPTI saw one.
+                        "first_launch_s": first_launch_s(res, kfile),
                     })
             if stopped:
                 break
