@@ -644,6 +644,8 @@ static void summarize(void *context, const preempt_asm_instruction *I) {
     summary->asm_class = (preempt_asm_class)I->asm_class;
   if (I->asm_class != PREEMPT_ASM_PURE)
     find(&summary->not_pure, I);
+  if (I->asm_class != PREEMPT_ASM_PURE && !(I->asm_class == PREEMPT_ASM_MEMORY && I->flags == PREEMPT_ASM_PREFETCH))
+    find(&summary->intask, I);
   if (I->asm_class == PREEMPT_ASM_UNSAFE) {
     summary->hazards |= 1u << I->hazard;
     find(&summary->unsafe, I);

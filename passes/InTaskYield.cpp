@@ -181,11 +181,12 @@ static std::string kernelRefusal(Function &Kernel) {
       return "keeps data in local memory (an alloca), which an in-task context does not save";
     if (auto *Call = dyn_cast<CallBase>(&I)) {
       // Inline assembly of register work only (lib/inline_asm.c: PURE, warp-level included) is an instruction
-      // like any other: its results are saved, or computed again where isPureCall says so. Anything else in it
-      // (memory, which the shared-memory liveness cannot see through, special registers, control) refuses.
+      // like any other: its results are saved, or computed again where isPureCall says so; so is a prefetch,
+      // which has no result and changes no memory (the shared-memory liveness takes a call that may touch memory
+      // to read all of it). Anything else in it (memory accesses, special registers, control) refuses.
       if (Call->isInlineAsm()) {
-        if (preempt_asm_summary Asm = classifyInlineAsm(*Call); Asm.not_pure.why)
-          return "has " + describeInlineAsm(*Call, Asm.not_pure);
+        if (preempt_asm_summary Asm = classifyInlineAsm(*Call); Asm.intask.why)
+          return "has " + describeInlineAsm(*Call, Asm.intask);
       } else if (Function *Callee = Call->getCalledFunction();
                  !Callee || (!Callee->isIntrinsic() && !Callee->getName().starts_with("__preempt_"))) {
         return "calls a function (" + (Callee ? Callee->getName().str() : std::string("indirectly")) + ")";

@@ -435,6 +435,12 @@ int main(void) {
               !!s.drain.why, !!s.writes.why, c->text);
     CHECK(ok);
     CHECK(!preempt_asm_is_recomputable(&s));
+    /* In-task points refuse every memory case but a prefetch and the IR facts alone (a clobber, an operand). */
+    int intask = !(c->flags == PREEMPT_ASM_PREFETCH || c->flags == PREEMPT_ASM_CLOBBER || c->flags == PREEMPT_ASM_INDIRECT);
+    if (!!s.intask.why != intask)
+      fprintf(stderr, "memory case: in-task %s, expected %s: %s\n", s.intask.why ? "refuses" : "keeps",
+              intask ? "refuses" : "keeps", c->text);
+    CHECK(!!s.intask.why == intask);
   }
   for (size_t k = 0; k < sizeof unsafe / sizeof *unsafe; k++) {
     const unsafe_case *c = &unsafe[k];
@@ -455,6 +461,7 @@ int main(void) {
       fprintf(stderr, "unsafe case wrong (class %d, first hazard %d, conversion %d): %s\n", s.asm_class, hazard,
               !!s.conversion.why, c->text);
     CHECK(ok);
+    CHECK(s.intask.why);
   }
 
   /* Statements, their opcodes and roots. */
@@ -519,6 +526,16 @@ int main(void) {
     preempt_asm_classify(text, strlen(text), NULL, 0, &s);
     CHECK(quotes(text, &s.unsafe, "frob %0"));
     CHECK(quotes(text, &s.conversion, "mov.u32 %1, %%ctaid.x"));
+  }
+  {
+    /* CUB's tile prefetch (cub/device/dispatch/kernels/transform.cuh), volatile with a memory clobber: not PURE,
+     * yet in-task points keep the kernel; a store after it refuses them, quoted. */
+    const char *text = "prefetch.global.L2 [%0];";
+    preempt_asm_classify(text, strlen(text), "l,~{memory}", 1, &s);
+    CHECK(s.asm_class == PREEMPT_ASM_MEMORY && s.not_pure.why && !s.intask.why && !s.writes.why && !s.drain.why);
+    const char *stored = "prefetch.global.L2 [%0]; st.global.u32 [%0], %1;";
+    preempt_asm_classify(stored, strlen(stored), "l,r", 1, &s);
+    CHECK(quotes(stored, &s.intask, "st.global.u32 [%0], %1"));
   }
   {
     /* A memory clobber alone: MEMORY, found with no instruction, writing nothing. */

@@ -110,6 +110,10 @@ typedef struct preempt_asm_summary {
   preempt_asm_finding writes;     /* the first that may write memory: a store or an atomic, or UNSAFE (but for
                                      READ_ONLY_HAZARDS; the text is what runs: a memory clobber alone writes
                                      nothing) */
+  preempt_asm_finding intask;     /* the first in-task points refuse: any that is not PURE but a prefetch, which
+                                     reads no value and writes nothing (a hint; CUB's transform kernels prefetch
+                                     their tiles); the text is what runs, so a memory clobber or operand alone
+                                     refuses nothing (SharedLiveness.cpp takes such a call to read any memory) */
 } preempt_asm_summary;
 
 /* Classifies a whole asm call: its text as preempt_asm_parse does, and the

@@ -3,7 +3,7 @@
 // every form: the drain form, in-task points (its results saved or, for register work in one thread not
 // marked volatile, computed again at resumption) and a task loop without a barrier at each task's end.
 // Memory in asm keeps the drain form by the IR's rules (stores, plain loads, fences) and refuses in-task
-// points; a volatile load refuses the drain form; %smid refuses in-task points (the drain form runs the
+// points, but for a prefetch; a volatile load refuses the drain form; %smid refuses in-task points (the drain form runs the
 // kernel as written: reading it is harmless there); grid registers, clocks, barriers and exit refuse the
 // kernel. Each remark quotes the instruction.
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
@@ -75,6 +75,21 @@ __global__ void wait_flag(const unsigned *flag, unsigned *out, int steps) {
     seen += f;
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = seen;
+}
+
+// A prefetch (CUB's transform kernels prefetch each tile this way: volatile, with a memory clobber) reads no value
+// and writes nothing: every form stays, in-task points included.
+// REMARK-DAG: kernel '_Z13prefetch_tilePKfPfi' converted to persistent-thread form
+// REMARK-DAG: kernel '_Z13prefetch_tilePKfPfi': drain form kept
+// REMARK-DAG: in-task yield point at loop 'for.body' of kernel '_Z13prefetch_tilePKfPfi'
+__global__ void prefetch_tile(const float *in, float *out, int steps) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = 0.0f;
+  for (int s = 0; s < steps; s++) {
+    asm volatile("prefetch.global.L2 [%0];" : : "l"(in + i + 64 * (s + 1)) : "memory");
+    v = v * 0.5f + in[i + 64 * s];
+  }
+  out[i] = v;
 }
 
 // A store and a fence (a memory barrier, not a CTA barrier) keep the drain form; its gate cannot be the
@@ -165,10 +180,12 @@ __global__ void row_ids(unsigned *out) {
 
 // FORMS: .entry __preempt_drain__Z10bf16_scalePK13__nv_bfloat16PS_fi
 // FORMS-NEXT: .entry __preempt_drain__Z10fused_gatePK6__halfPf
+// FORMS-NEXT: .entry __preempt_drain__Z13prefetch_tilePKfPfi
 // FORMS-NEXT: .entry __preempt_drain__Z13write_throughPKfPfi
 // FORMS-NEXT: .entry __preempt_drain__Z8which_smPji
 // FORMS-NEXT: .entry __preempt_drain__Z9half_mathPK6__halfP13__nv_bfloat16i
 // FORMS-NEXT: .entry __preempt_intaskform__Z10bf16_scalePK13__nv_bfloat16PS_fi
+// FORMS-NEXT: .entry __preempt_intaskform__Z13prefetch_tilePKfPfi
 // FORMS-NEXT: .entry __preempt_intaskform__Z9half_mathPK6__halfP13__nv_bfloat16i
 // FORMS-NOT: {{.}}
 // PTX-DAG: shfl.sync.down.b32
