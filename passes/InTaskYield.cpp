@@ -174,6 +174,15 @@ static bool isDynamicShared(const GlobalVariable &Global) {
   return Global.isDeclaration() || (Array && Array->getNumElements() == 0);
 }
 
+// Inline assembly that does nothing: not volatile, touching no memory, its results unused. GCC's rule lets the
+// optimizer drop such a statement; LLVM keeps the call (asm is not `willreturn`), so every kernel that takes
+// cooperative groups' this_thread_block() on sm_80+ carries its scratch pointer's `%reserved_smem_offset_1` read
+// unused (cooperative_groups/details/memory.h; 176 kernels of the corpus had no points for it).
+static bool isDeadAsm(const CallBase &Call) {
+  return Call.use_empty() && Call.doesNotAccessMemory() &&
+         !cast<InlineAsm>(Call.getCalledOperand())->hasSideEffects();
+}
+
 // Why no loop of the kernel can take a point, or "".
 static std::string kernelRefusal(Function &Kernel) {
   for (Instruction &I : instructions(Kernel)) {
@@ -185,7 +194,7 @@ static std::string kernelRefusal(Function &Kernel) {
       // which has no result and changes no memory (the shared-memory liveness takes a call that may touch memory
       // to read all of it). Anything else in it (memory accesses, special registers, control) refuses.
       if (Call->isInlineAsm()) {
-        if (preempt_asm_summary Asm = classifyInlineAsm(*Call); Asm.intask.why)
+        if (preempt_asm_summary Asm = classifyInlineAsm(*Call); Asm.intask.why && !isDeadAsm(*Call))
           return "has " + describeInlineAsm(*Call, Asm.intask);
       } else if (Function *Callee = Call->getCalledFunction();
                  !Callee || (!Callee->isIntrinsic() && !Callee->getName().starts_with("__preempt_"))) {

@@ -6,7 +6,7 @@
 // points, but for a prefetch; a volatile load refuses the drain form; %smid refuses in-task points (the drain form runs the
 // kernel as written: reading it is harmless there); grid registers, clocks, barriers and exit refuse the
 // kernel. Each remark quotes the instruction.
-// RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
+// RUN: %clang %cuda_flags -I%cuda_include/cccl --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefix=REMARK
 // RUN: %opt -passes=verify -disable-output %t.ll
 // RUN: %FileCheck %s < %t.ll
 // The task loops: register work alone runs tasks of a batch without barriers (preempt.batch.starts); warp
@@ -19,11 +19,12 @@
 // The restore of bf16_scale computes its scale again, through the same two asm conversions (from `factor`).
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z10bf16_scalePK13__nv_bfloat16PS_fi(/,/^}/p' %t.ll | %FileCheck %s --check-prefix=RESTORE
 // The PTX has the forms kept, and no others, and assembles.
-// RUN: %clang %cuda_flags --cuda-device-only -S %s -o %t.ptx
+// RUN: %clang %cuda_flags -I%cuda_include/cccl --cuda-device-only -S %s -o %t.ptx
 // RUN: %FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: grep -o -E '[.]entry __preempt_(drain|intaskform)_[A-Za-z0-9_]+' %t.ptx | env LC_ALL=C sort | %FileCheck %s --check-prefix=FORMS
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -88,6 +89,37 @@ __global__ void prefetch_tile(const float *in, float *out, int steps) {
   for (int s = 0; s < steps; s++) {
     asm volatile("prefetch.global.L2 [%0];" : : "l"(in + i + 64 * (s + 1)) : "memory");
     v = v * 0.5f + in[i + 64 * s];
+  }
+  out[i] = v;
+}
+
+// Cooperative groups' this_thread_block() reads its scratch pointer (`%reserved_smem_offset_1`, the shared-memory
+// layout) in asm that is not volatile and touches no memory. Unused, as here, it does nothing (LLVM keeps the call):
+// in-task points stay. A 64-thread tile uses the pointer (its barriers live in that scratch): refused.
+// REMARK-DAG: in-task yield point at loop 'for.body' of kernel '_Z10block_syncPKfPfi'
+// REMARK-DAG: kernel '_Z9wide_tilePKfPfi' gets no in-task yield points: it has inline assembly that reads the shared-memory layout ('mov.u32 start, %reserved_smem_offset_1')
+__global__ void block_sync(const float *in, float *out, int steps) {
+  cooperative_groups::thread_block cta = cooperative_groups::this_thread_block();
+  __shared__ float tile[128];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = 0.0f;
+  for (int s = 0; s < steps; s++) {
+    tile[threadIdx.x % 128] = in[i + s];
+    cooperative_groups::sync(cta);
+    v += tile[(threadIdx.x + 1) % 128];
+    cooperative_groups::sync(cta);
+  }
+  out[i] = v;
+}
+
+__global__ void wide_tile(const float *in, float *out, int steps) {
+  cooperative_groups::thread_block cta = cooperative_groups::this_thread_block();
+  cooperative_groups::thread_block_tile<64> pair = cooperative_groups::tiled_partition<64>(cta);
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = 0.0f;
+  for (int s = 0; s < steps; s++) {
+    v += in[i + s];
+    pair.sync();
   }
   out[i] = v;
 }
@@ -179,12 +211,14 @@ __global__ void row_ids(unsigned *out) {
 // RESTORE-NEXT: br label %for.body.intask.enter
 
 // FORMS: .entry __preempt_drain__Z10bf16_scalePK13__nv_bfloat16PS_fi
+// FORMS-NEXT: .entry __preempt_drain__Z10block_syncPKfPfi
 // FORMS-NEXT: .entry __preempt_drain__Z10fused_gatePK6__halfPf
 // FORMS-NEXT: .entry __preempt_drain__Z13prefetch_tilePKfPfi
 // FORMS-NEXT: .entry __preempt_drain__Z13write_throughPKfPfi
 // FORMS-NEXT: .entry __preempt_drain__Z8which_smPji
 // FORMS-NEXT: .entry __preempt_drain__Z9half_mathPK6__halfP13__nv_bfloat16i
 // FORMS-NEXT: .entry __preempt_intaskform__Z10bf16_scalePK13__nv_bfloat16PS_fi
+// FORMS-NEXT: .entry __preempt_intaskform__Z10block_syncPKfPfi
 // FORMS-NEXT: .entry __preempt_intaskform__Z13prefetch_tilePKfPfi
 // FORMS-NEXT: .entry __preempt_intaskform__Z9half_mathPK6__halfP13__nv_bfloat16i
 // FORMS-NOT: {{.}}
