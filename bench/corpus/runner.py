@@ -134,28 +134,18 @@ def tail(text, n=TAIL):
     return text if len(text) <= n else "..." + text[-n:]
 
 
-def read_first_launch_ns(path):
-    """The earliest #first_launch_ns line of a kernel table (kernel_times.c: CLOCK_MONOTONIC of a process's first
-    launch call; the first process's in a program of several), or None."""
+def read_ktable(path):
+    """A run's kernel table (kernel_times.c), read once: (kernel name, prefixes of the plugin's variants stripped ->
+    [launches, total_ns, max_ns, blocks]; the earliest #first_launch_ns, CLOCK_MONOTONIC of a process's first launch
+    call, the first process's in a program of several, or None). (None, None) without a table."""
     if not path or not os.path.exists(path):
-        return None
-    first = None
+        return None, None
+    kernels, first = {}, None
     with open(path, errors="replace") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if parts[0] == "#first_launch_ns" and len(parts) > 1 and parts[1].isdigit():
                 first = int(parts[1]) if first is None else min(first, int(parts[1]))
-    return first
-
-
-def read_ktimes(path):
-    """kernel name (prefixes of the plugin's variants stripped) -> [launches, total_ns, max_ns, blocks]"""
-    kernels = {}
-    if not path or not os.path.exists(path):
-        return None
-    with open(path, errors="replace") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
             if len(parts) < 4 or parts[0].startswith("#"):
                 continue
             name = KERNEL_PREFIXES.sub("", parts[0])
@@ -166,12 +156,12 @@ def read_ktimes(path):
             k[1] += total
             if mx >= k[2]:
                 k[2], k[3] = mx, blocks
-    return kernels
+    return kernels, first
 
 
-def first_launch_s(res, kfile):
-    first = read_first_launch_ns(kfile)
-    return round((first - res["spawn_ns"]) / 1e9, 6) if first is not None and first >= res["spawn_ns"] else None
+def first_launch_s(res, first_ns):
+    """Start-up: the run's spawn to its first launch call, or None (no stamp, or one from before the spawn)."""
+    return round((first_ns - res["spawn_ns"]) / 1e9, 6) if first_ns is not None and first_ns >= res["spawn_ns"] else None
 
 
 class Runner:
@@ -408,14 +398,15 @@ class Runner:
                         os.makedirs(os.path.dirname(kfile), exist_ok=True)
                     timeout = max(10.0, 10.0 * orig_time.get(name, 6.0))
                     res = self.execute(p, build, env_extra, timeout, cwd, kfile)
+                    kernels, first_ns = read_ktable(kfile)
                     lines = filtered_lines(res["stdout"], p.get("filter"), p.get("same_stdout", "yes"))
                     data[name][key].append({
                         "round": r, "rc": res["rc"], "wall_s": res["wall_s"], "timed_out": res["timed_out"],
                         "stdout_sha": hashlib.sha1("\n".join(lines).encode()).hexdigest()[:16],
                         "stderr_tail": tail(res["stderr"], 400) if res["rc"] != 0 else "",
-                        "kernels": read_ktimes(kfile) if kfile else None,
+                        "kernels": kernels,
                         # Start-up: spawn to the first launch call (issue 39's "process start"), where CUPTI saw one.
-                        "first_launch_s": first_launch_s(res, kfile),
+                        "first_launch_s": first_launch_s(res, first_ns),
                     })
             if stopped:
                 break
