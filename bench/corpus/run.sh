@@ -22,7 +22,7 @@ out=${1:-${OUT:-$here/out/run}}
 tarball=${CORPUS_TARBALL:-$here/out/corpus.tar.xz}
 budget=${CORPUS_BUDGET_S:-470}
 command_line="bash bench/corpus/run.sh $*"
-for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES CORPUS_TIMING_STRESS CORPUS_FOCUS CORPUS_TIMED_BEFORE; do
+for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES CORPUS_TIMING_STRESS CORPUS_FOCUS CORPUS_TIMED_BEFORE CORPUS_DONE; do
   [ -n "${!v:-}" ] && command_line="$v=${!v} $command_line"
 done
 mkdir -p "$out"

@@ -97,6 +97,23 @@ def timed_before(path):
     return records
 
 
+def done_before(path):
+    """(program, mode) pairs an earlier call's correctness phase completed (CORPUS_DONE: its corpus.jsonl, several
+    `cat`-ed together): a later call runs every original again (its stdout is what the modes are compared with) but
+    no plugin mode or second original that an earlier record holds, run and not skipped for the time budget or a
+    missing build. report.py over the calls `cat`-ed in order keeps each pair's last record. Empty without a file."""
+    done = set()
+    if not path:
+        return done
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                r = json.loads(line)
+                if r.get("mode") not in ("original", "timing") and not r.get("skipped") and not r.get("missing"):
+                    done.add((r["name"], r["mode"]))
+    return done
+
+
 def least_timed_first(programs, before):
     """A second call's rounds start with the programs an earlier call timed least (none first), so that two calls
     cover the list instead of timing its head twice; the list's order otherwise."""
@@ -328,14 +345,17 @@ class Runner:
                     log(f"original {p['name']}: rc {rec['rc']}{' (timed out)' if rec['timed_out'] else ''}")
             log(f"phase 1: {len(orig_time)} of {len(progs)} originals run")
             jobs = []
+            done = done_before(os.environ.get("CORPUS_DONE"))
+            if done:
+                log(f"phase 1: {len(done)} runs of an earlier call (CORPUS_DONE) not repeated")
             # Each original once more, beside the plugin runs: a program whose own output changes from run to run
             # (timings, block order) is then left uncompared by report.py whether or not the timing phase reaches it.
             for p in progs:
-                if p["name"] in orig_time:
+                if p["name"] in orig_time and (p["name"], "original_again") not in done:
                     jobs.append(pool.submit(one, p, "original_again", "original", {}, t_orig))
             for mode, build, env in MODES[1:]:
                 for p in progs:
-                    if p["name"] not in orig_time:
+                    if p["name"] not in orig_time or (p["name"], mode) in done:
                         continue
                     if not os.path.exists(os.path.join(self.corpus, "plugin", p["name"])):
                         self.emit({"name": p["name"], "mode": mode, "build": build, "missing": True, "env": env})
