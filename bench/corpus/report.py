@@ -122,7 +122,8 @@ def main():
         if r.get("missing"):
             return False, ["plugin build failed"]
         if r.get("skipped"):
-            return False, ["not run: time budget spent"]
+            return False, ["not run: " + ("killed at the call's deadline, before its own limit" if r.get("cut_by_deadline")
+                                          else "time budget spent")]
         if r.get("timed_out"):
             why.append(f"timed out after {r.get('timeout_s')} s")
         elif r.get("rc") != 0:
@@ -158,7 +159,7 @@ def main():
                 v[m] = (False, ["not run"])
                 continue
             ok, why = run_ok(r, expect)
-            if compare and stable and not r.get("missing") and r.get("stdout_sha") != o["stdout_sha"]:
+            if compare and stable and not r.get("missing") and not r.get("skipped") and r.get("stdout_sha") != o["stdout_sha"]:
                 d = r.get("first_diff")
                 why.append("stdout differs" + (f" at line {d['line']}: original '{d['original']}', this '{d['this']}'"
                                                if d else ""))
@@ -169,6 +170,9 @@ def main():
 
     judged = sorted(verdict)
     counts = {m: sum(1 for n in judged if verdict[n][m][0]) for m in PLUGIN_MODES}
+    # A run the call's budget never started or killed before its own limit has no verdict: counted apart.
+    not_run = {m: sum(1 for n in judged if not verdict[n][m][0] and verdict[n][m][1][0].startswith("not run"))
+               for m in PLUGIN_MODES}
 
     # Timing.
     timing_rows = []
@@ -298,7 +302,8 @@ def main():
     gw, gg = geomean(wall_ratios), geomean(gpu_ratios)
     starts = sorted((r["start_added_ms"], r["name"]) for r in timing_rows if r.get("start_added_ms") is not None)
     w(f"Summary: {len(names)} programs run, original passes in {len(judged)}; with the plugin "
-      + ", ".join(f"{m} {counts[m]}/{len(judged)}" for m in PLUGIN_MODES)
+      + ", ".join(f"{m} {counts[m]}/{len(judged)}" + (f" ({not_run[m]} not run)" if not_run[m] else "")
+                  for m in PLUGIN_MODES)
       + f"; never evicted, wall time geomean {fmt(gw)} ({sum(1 for x in wall_ratios if x > 1.10)} of {len(wall_ratios)} above 1.10)"
       + f", GPU time of kernels geomean {fmt(gg)} ({sum(1 for x in gpu_ratios if x > 1.10)} of {len(gpu_ratios)} above 1.10)"
       + f"; under stress {sum(1 for r in stress_rows if 'stress' in r and r['stress'] <= 3 and not r.get('stress_to'))}"
@@ -307,11 +312,11 @@ def main():
       + (f"; start-up added median {fmt(statistics.median(a for a, _ in starts))} ms, "
          f"{sum(1 for a, _ in starts if a > 50)} of {len(starts)} above 50 ms" if starts else "") + "\n\n")
 
-    w("## Correctness\n\n| mode | pass | fail | of |\n|---|---|---|---|\n")
+    w("## Correctness\n\n| mode | pass | fail | not run | of |\n|---|---|---|---|---|\n")
     for m in PLUGIN_MODES:
-        w(f"| {m} | {counts[m]} | {len(judged) - counts[m]} | {len(judged)} |\n")
+        w(f"| {m} | {counts[m]} | {len(judged) - counts[m] - not_run[m]} | {not_run[m]} | {len(judged)} |\n")
     if timed_stress:
-        w(f"| stress, timing phase (every round) | {timed_stress_ok} | {len(timed_stress) - timed_stress_ok} | "
+        w(f"| stress, timing phase (every round) | {timed_stress_ok} | {len(timed_stress) - timed_stress_ok} | 0 | "
           f"{len(timed_stress)} |\n")
     w(f"\nStdout compared (filtered of timing lines) in {len(judged) - len(unstable) - len(compare_off)} programs; "
       f"not compared: the list says so ({', '.join(compare_off) or 'none'}), the original's own runs differ "
