@@ -38,6 +38,10 @@ clang++-22 "${flags[@]}" "$root/bench/preemption/launch_costs.cu" -o "$out/origi
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/one_wave_big_shared.cu" -o "$out/preempt/one_wave_big_shared" -L"$runtime" \
   -lpreempt_runtime "${libs[@]}"
+# A launch of exactly 48 KiB of dynamic shared memory beside the persistent form's own (issue 39, HeCBench bincount).
+clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
+  "$root/bench/preemption/exact_48k_shared.cu" -o "$out/preempt/exact_48k_shared" -L"$runtime" \
+  -lpreempt_runtime "${libs[@]}"
 # Overhead pieces (issue 3): the same kernels built both ways, launched piece by piece (overhead_parts.cu).
 clang++-22 "${flags[@]}" -c "$root/bench/preemption/overhead_kernels.cu" -o "$out/remarks/overhead_original.o"
 clang++-22 "${flags[@]}" -DPARTS_CONVERTED -fpass-plugin="$plugin" -c "$root/bench/preemption/overhead_kernels.cu" \

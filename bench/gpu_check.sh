@@ -251,8 +251,21 @@ md=$(ls -t "$results"/*.md | head -1)
   else
     echo "FAILED: $(cat "$work/big_shared.out" "$work/big_shared.err" | tail -c 300)"
   fi
+  echo
+  echo "## A launch of exactly 48 KiB of dynamic shared memory under evictions (bench/preemption/exact_48k_shared.cu)"
+  echo
+  # The kernel as written takes it with no attribute; the persistent form's task context made it too big there.
+  if PREEMPT_STRESS=1 PREEMPT_LONG_US=0 timeout -s KILL 60 "$bin/preempt/exact_48k_shared" > "$work/k48.out" \
+      2> "$work/k48.err" && ! grep -q 'launching the persistent grid failed' "$work/k48.err"; then
+    cat "$work/k48.out"
+  else
+    echo "FAILED: $(cat "$work/k48.out" "$work/k48.err" | tail -c 300)"
+  fi
 } >> "$md"
 grep -q "^FAILED: " "$md" && status=1
+# The two dynamic shared memory checks above count into the last "N passed, N failed".
+shared_passed=$(grep -cE '^(one_wave_big_shared|exact_48k_shared): .*output correct$' "$md")
+shared_failed=$((2 - shared_passed))
 cp "$work/parts.jsonl" "${md%.md}.parts.jsonl" 2>/dev/null || true
 grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 # Across processes (issue 4): pairs without and with preemptd, and under MPS.
@@ -330,6 +343,8 @@ suite_passed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f1)
 suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
 rm -rf "$work"
 echo "suite and preemption: ${suite_count:-no count (report_suite.py failed)}; memory: $memory_passed passed," \
-  "$memory_failed failed; in-task: $intask_passed passed, $intask_failed failed"
-echo "$((suite_passed + memory_passed + intask_passed)) passed, $((suite_failed + memory_failed + intask_failed)) failed"
+  "$memory_failed failed; in-task: $intask_passed passed, $intask_failed failed; dynamic shared memory:" \
+  "$shared_passed passed, $shared_failed failed"
+echo "$((suite_passed + memory_passed + intask_passed + shared_passed)) passed," \
+  "$((suite_failed + memory_failed + intask_failed + shared_failed)) failed"
 exit $status

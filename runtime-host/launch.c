@@ -716,6 +716,21 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
   if ((status = preempt_device_sm_count(runtime, device, &sm_count)) != 0 ||
       (status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes)) != 0)
     goto done;
+  /* A form that holds no CTA of this launch's shape while the kernel as
+   * written does (its dynamic shared memory does not fit beside the form's
+   * own static shared memory, the task context: gpu_cuda.c; or the form's
+   * registers): the launch runs as written, not evictable, and says so once
+   * per kernel, rather than failing. */
+  preempt_kernel_on_device *sized = &kernel->on_device[device];
+  if (sized->ctas_per_sm == 0 && sized->original_ctas_per_sm > 0) {
+    if (!sized->shared_refusal_reported) {
+      sized->shared_refusal_reported = 1;
+      preempt_report("kernel '%s': its converted form holds no CTA of %u threads with %zu bytes of dynamic shared "
+                     "memory, the kernel as written does: such launches run as written, not evictable", desc->name,
+                     block.x * block.y * block.z, dynamic_shared_bytes);
+    }
+    return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
+  }
   /* Stream priorities kept (priority.c): room made on lower-priority persistent grids first. */
   int made_room = preempt_priority_make_room(runtime, device, stream, preempt_grid_task_count(original));
   /* A launch runs as written unless it is long enough to need eviction

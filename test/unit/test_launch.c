@@ -223,6 +223,33 @@ static void test_param_count_from_device(void) {
   CHECK_EQ_U64(fake_gpu.last.task_count, 100000);
 }
 
+/* A form that holds no CTA of a launch the kernel as written runs (48 KiB of dynamic shared memory, which the kernel
+ * as written takes without an attribute, beside the persistent form's task context: HeCBench bincount failed with
+ * "launching the persistent grid failed ... 719" under PREEMPT_STRESS): the launch runs as written, not as a
+ * persistent grid of CTAs that cannot start. */
+static void test_form_without_room(void) {
+  static const preempt_dim3 block256 = {256, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z8bincountPiPKii", 2);
+  fake_gpu.has_original = 1;
+  fake_gpu.expected_params = 2;
+  fake_gpu.original_ctas_per_sm = 4;
+  fake_gpu.ctas_per_sm = 0;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){40000, 1, 1}, block256, args, 49152, &first), 0);
+  CHECK(fake_gpu.last.as_written && !fake_gpu.last.persistent);
+  CHECK(fake_gpu.last.args == args && fake_gpu.last.grid.x == 40000 && fake_gpu.last.shared == 49152);
+  CHECK_EQ_U64(preempt_last_launch(), 0);
+  preempt_kernel_info info;
+  CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+  CHECK_EQ_U64(info.unevictable_launches, 1);
+  /* Where the form has room again (a smaller launch), it is converted as before. */
+  fake_gpu.ctas_per_sm = 4;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){40000, 1, 1}, block256, args, 1024, &first), 0);
+  CHECK(fake_gpu.last.persistent);
+}
+
 /* Under lazy module loading an eviction that would hold a stream is refused, said with the way out: a launch of a
  * kernel not yet loaded waits behind a held stream (context.c, PREEMPT_EVICT_READY). */
 static void test_lazy_loading_refuses_eviction(void) {
@@ -2109,6 +2136,7 @@ int main(int argc, char **argv) {
   test_capture_launches();
   test_lazy_loading_refuses_eviction();
   test_param_count_from_device();
+  test_form_without_room();
   test_drain_form();
   test_stream_priorities();
   test_quota();
