@@ -321,6 +321,11 @@ def main():
     w(f"\nStdout compared (filtered of timing lines) in {len(judged) - len(unstable) - len(compare_off)} programs; "
       f"not compared: the list says so ({', '.join(compare_off) or 'none'}), the original's own runs differ "
       f"({', '.join(unstable) or 'none'}).\n\n")
+    reruns = [(n, m, verdict[n][m][0]) for n in judged for m in PLUGIN_MODES
+              if (recs[n].get(m) or {}).get("rerun_alone")]
+    if reruns:
+        w("Timed out beside other programs in the correctness phase, then run again alone (the second run counts): "
+          + ", ".join(f"{n} {m} ({'passed' if ok else 'failed'} alone)" for n, m, ok in reruns) + ".\n\n")
     if orig_fail:
         w("Programs whose original fails here (left out of the counts):\n\n")
         for n, why, o in orig_fail:
