@@ -80,38 +80,34 @@ def filtered_lines(text, extra_filter, same_stdout="yes"):
     return sorted(out) if same_stdout == "sorted" else out
 
 
-def timed_before(path):
-    """Earlier calls' timing runs (CORPUS_TIMED_BEFORE: their corpus.jsonl, several `cat`-ed together), by program
-    and build: {} without a file."""
-    records = {}
+def earlier_records(path):
+    """An earlier call's records (its corpus.jsonl, several `cat`-ed together); none without a path."""
     if not path:
-        return records
+        return
     with open(path) as f:
         for line in f:
             if line.strip():
-                r = json.loads(line)
-                if r.get("mode") == "timing":
-                    runs = records.setdefault(r["name"], {})
-                    for key in ("original", "plugin", "stress"):
-                        runs.setdefault(key, []).extend(r.get(key) or [])
+                yield json.loads(line)
+
+
+def timed_before(path):
+    """Earlier calls' timing runs (CORPUS_TIMED_BEFORE), by program and build: {} without a file."""
+    records = {}
+    for r in earlier_records(path):
+        if r.get("mode") == "timing":
+            runs = records.setdefault(r["name"], {})
+            for key in ("original", "plugin", "stress"):
+                runs.setdefault(key, []).extend(r.get(key) or [])
     return records
 
 
 def done_before(path):
-    """(program, mode) pairs an earlier call's correctness phase completed (CORPUS_DONE: its corpus.jsonl, several
-    `cat`-ed together): a later call runs every original again (its stdout is what the modes are compared with) but
-    no plugin mode or second original that an earlier record holds, run and not skipped for the time budget or a
-    missing build. report.py over the calls `cat`-ed in order keeps each pair's last record. Empty without a file."""
-    done = set()
-    if not path:
-        return done
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                r = json.loads(line)
-                if r.get("mode") not in ("original", "timing") and not r.get("skipped") and not r.get("missing"):
-                    done.add((r["name"], r["mode"]))
-    return done
+    """(program, mode) pairs an earlier call's correctness phase completed (CORPUS_DONE): a later call runs every
+    original again (its stdout is what the modes are compared with) but no plugin mode or second original that an
+    earlier record holds, run and not skipped for the time budget or a missing build. report.py over the calls
+    `cat`-ed in order keeps each pair's last record. Empty without a file."""
+    return {(r["name"], r["mode"]) for r in earlier_records(path)
+            if r.get("mode") not in ("original", "timing") and not r.get("skipped") and not r.get("missing")}
 
 
 def least_timed_first(programs, before):
