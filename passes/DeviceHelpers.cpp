@@ -40,6 +40,14 @@ Error linkDeviceHelpers(Module &M, GpuTarget Target) {
     return Helpers.takeError();
   (*Helpers)->setTargetTriple(M.getTargetTriple());
   (*Helpers)->setDataLayout(M.getDataLayout());
+  // The program's module flags govern, not the ones clang gave the helpers'
+  // own build: with -ffast-math or -fcuda-flush-denormals-to-zero the program
+  // has nvvm-reflect-ftz=1 (an Override flag), the helpers 0, and the linker
+  // refused the pair ("IDs have conflicting override values"; clang then
+  // aborted on that diagnostic: HeCBench softmax, scel, gabor at their own
+  // --use_fast_math).
+  if (NamedMDNode *Flags = (*Helpers)->getModuleFlagsMetadata())
+    (*Helpers)->eraseNamedMetadata(Flags);
   if (Linker::linkModules(M, std::move(*Helpers)))
     return createStringError(inconvertibleErrorCode(), "linking the preempt device helpers failed");
 
