@@ -89,7 +89,6 @@ def main():
                 recs[r["name"]][r["mode"]] = r
     manifest = {r["name"]: r for r in read_tsv(os.path.join(a.corpus, "manifest.tsv"))} if a.corpus else {}
     build = read_tsv(os.path.join(a.corpus, "build.tsv")) if a.corpus else []
-    info = {r.get("key", ""): r for r in []}
     build_info = []
     if a.corpus and os.path.exists(os.path.join(a.corpus, "build-info.tsv")):
         with open(os.path.join(a.corpus, "build-info.tsv")) as f:
