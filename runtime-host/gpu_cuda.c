@@ -333,8 +333,7 @@ static int cuda_original_kernel(const void *host_stub, const char *name, void **
  * and the launch's exceed what the device allows a block: the form cannot
  * run that launch. */
 static int take_dynamic_shared_limit(const void *host_stub, void *function, size_t dynamic_shared_bytes) {
-  /* Without dynamic shared memory nothing is asked of the driver: a launch
-   * of the copy or a form with none costs no query (one-wave launches). */
+  /* Without dynamic shared memory nothing is asked of the driver. */
   if (dynamic_shared_bytes == 0)
     return cudaSuccess;
   if (dynamic_shared_bytes > INT32_MAX)
@@ -359,9 +358,18 @@ static int take_dynamic_shared_limit(const void *host_stub, void *function, size
   return cudaSuccess;
 }
 
+/* A form's limit was raised by its occupancy query, which launch.c makes
+ * before any launch of a configuration (kernel_occupancy, cached), and
+ * limits only grow: a launch asks the driver nothing more unless it needs
+ * more than the default 48 KiB, which only the copy (never queried, the
+ * same static shared memory as the kernel as written) can. */
+#define DEFAULT_DYNAMIC_SHARED_LIMIT (48u * 1024u)
+
 static int cuda_launch_function(const void *host_stub, void *function, preempt_dim3 grid, preempt_dim3 block,
                                 void **args, size_t dynamic_shared_bytes, void *stream) {
-  int status = take_dynamic_shared_limit(host_stub, function, dynamic_shared_bytes);
+  int status = dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT
+                   ? take_dynamic_shared_limit(host_stub, function, dynamic_shared_bytes)
+                   : cudaSuccess;
   if (status != cudaSuccess)
     return status;
   CUresult result = driver.launch_kernel((CUfunction)function, grid.x, grid.y, grid.z, block.x, block.y, block.z,

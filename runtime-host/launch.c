@@ -723,8 +723,8 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
    * per kernel, rather than failing. */
   preempt_kernel_on_device *sized = &kernel->on_device[device];
   if (sized->ctas_per_sm == 0 && sized->original_ctas_per_sm > 0) {
-    if (!sized->shared_refusal_reported) {
-      sized->shared_refusal_reported = 1;
+    if (!sized->no_room_reported) {
+      sized->no_room_reported = 1;
       preempt_report("kernel '%s': its converted form holds no CTA of %u threads with %zu bytes of dynamic shared "
                      "memory, the kernel as written does: such launches run as written, not evictable", desc->name,
                      block.x * block.y * block.z, dynamic_shared_bytes);

@@ -95,7 +95,7 @@ typedef struct preempt_kernel_on_device {
   int length_pending; /* 1: a timing in flight; -1: a launch is recording one */
   uint64_t length_waves;
   uint64_t short_launches, capture_launches, unevictable_launches;
-  int shared_refusal_reported; /* a launch's dynamic shared memory did not fit the form (launch.c), said once */
+  int no_room_reported; /* a launch ran as written: the form held no CTA of it (launch.c), said once */
   /* Task length, sampled on a launch (EffiSha §6.3's online sampling). The
    * first sample runs with a check before every task, whose fetches made
    * tasks of streaming kernels take 2.0-2.7x as long on the H100

@@ -170,8 +170,7 @@ def main():
     judged = sorted(verdict)
     counts = {m: sum(1 for n in judged if verdict[n][m][0]) for m in PLUGIN_MODES}
     # A run the call's budget never started or killed before its own limit has no verdict: counted apart.
-    not_run = {m: sum(1 for n in judged if not verdict[n][m][0] and verdict[n][m][1][0].startswith("not run"))
-               for m in PLUGIN_MODES}
+    not_run = {m: sum(1 for n in judged if not recs[n].get(m) or recs[n][m].get("skipped")) for m in PLUGIN_MODES}
 
     # Timing.
     timing_rows = []
