@@ -272,6 +272,10 @@ grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
 json_out=${md%.md}.json
 python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$md" || status=1
+# Each pair mode that ran (both sides finished, results right) counts into the last "N passed, N failed".
+pairs_count=$(grep -E '^pairs: [0-9]+ passed, [0-9]+ failed' "$md" | tail -1)
+pairs_passed=$(echo "${pairs_count:-pairs: 0 passed, 1 failed}" | cut -d' ' -f2)
+pairs_failed=$(echo "${pairs_count:-pairs: 0 passed, 1 failed}" | cut -d' ' -f4 | tr -d ',')
 # Memory admission under pressure, before the mixes: at most 100 s, 180 s kept for the two mixes below.
 memory_step "$md" "$json_out" "${md%.md}.memory.jsonl" 180
 [ "$memory_failed" -eq 0 ] || status=1
@@ -344,7 +348,7 @@ suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
 rm -rf "$work"
 echo "suite and preemption: ${suite_count:-no count (report_suite.py failed)}; memory: $memory_passed passed," \
   "$memory_failed failed; in-task: $intask_passed passed, $intask_failed failed; dynamic shared memory:" \
-  "$shared_passed passed, $shared_failed failed"
-echo "$((suite_passed + memory_passed + intask_passed + shared_passed)) passed," \
-  "$((suite_failed + memory_failed + intask_failed + shared_failed)) failed"
+  "$shared_passed passed, $shared_failed failed; pairs: $pairs_passed passed, $pairs_failed failed"
+echo "$((suite_passed + memory_passed + intask_passed + shared_passed + pairs_passed)) passed," \
+  "$((suite_failed + memory_failed + intask_failed + shared_failed + pairs_failed)) failed"
 exit $status

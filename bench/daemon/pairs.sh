@@ -57,15 +57,27 @@ measure() {
     short_json=$(PREEMPT_PRIORITY=10 env ${PAIRS_SHORT_GPU:+CUDA_VISIBLE_DEVICES=$PAIRS_SHORT_GPU} timeout -s KILL 90 \
       "$bin/$build/pair_bench" short "$trials" "$ready" 2> "$work/$name.short.err")
     touch "$stop"
-    wait "$long_pid"
-    long_json=$(cat "$work/$name.long")
+    # The long side ends its current launch (at most ~40 ms) and exits: one still running 15 s later is hung, a
+    # failure the report counts, with the daemon's view of its clients taken before the kill.
+    local waited=0
+    while kill -0 "$long_pid" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
+    if kill -0 "$long_pid" 2>/dev/null; then
+      { echo "pairs.sh: $name: the long side had not exited 15 s after the stop file"
+        [ "$daemon" != none ] && "$bin/preemptctl" --socket "$PREEMPT_DAEMON_SOCKET" list 2>&1
+        [ -n "$mps_dir" ] && echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control 2>&1
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv 2>&1; } >> "$work/$name.long.err"
+      pkill -KILL -P "$long_pid" 2>/dev/null; kill -KILL "$long_pid" 2>/dev/null
+    fi
+    wait "$long_pid" 2>/dev/null
+    if [ -s "$work/$name.long" ]; then long_json=$(cat "$work/$name.long")
+    else long_json='{"failed": "the long side did not exit 15 s after the stop file (killed)"}'; fi
   else
     short_json=$(PREEMPT_PRIORITY=10 timeout -s KILL 90 "$bin/$build/pair_bench" short "$trials" 2> "$work/$name.short.err")
   fi
   stop_daemon
   [ -n "$logs" ] && [ "$daemon" != none ] && cp "$work/daemon_$name.log" "$logs/"
   for side in short long; do
-    [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -5 "$work/$name.$side.err" >&2; }
+    [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -40 "$work/$name.$side.err" >&2; }
   done
   echo "{\"mode\": \"$name\", \"short\": ${short_json:-null}, \"long\": ${long_json:-null}}"
 }
@@ -91,7 +103,7 @@ shares() {
   stop_daemon
   [ -n "$logs" ] && [ "$daemon" != none ] && cp "$work/daemon_$name.log" "$logs/"
   for side in heavy light; do
-    [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -5 "$work/$name.$side.err" >&2; }
+    [ -s "$work/$name.$side.err" ] && { echo "pairs.sh: $name, $side side said:" >&2; head -40 "$work/$name.$side.err" >&2; }
   done
   echo "{\"mode\": \"$name\", \"seconds\": $seconds, \"heavy\": $(json_or_null "$work/$name.heavy"), \"light\": $(json_or_null "$work/$name.light")}"
 }

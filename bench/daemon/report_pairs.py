@@ -47,12 +47,14 @@ def main():
     out.append("")
     out.append("| setting | short turnaround median (p99) us | x its alone | results | long side: launches, median ms |")
     out.append("|---|---|---|---|---|")
+    failed = []
     for mode, label in LABELS.items():
         row = by_mode.get(mode)
         if row is None:
             continue
         if row.get("failed") or not row.get("short"):
             out.append(f"| {label} | failed: {row.get('failed', 'no output')} | | | |")
+            failed.append(mode)
             continue
         turnaround = row["short"]["turnaround"]
         alone_mode = ("mps_" if mode.startswith("mps_") else "") + (
@@ -64,7 +66,14 @@ def main():
         wrong = row["short"].get("wrong_elements", "?")
         long_row = row.get("long")
         long_text = ""
-        if long_row:
+        # A pair's long side must end when told and check its blocks; a hung or wrong side fails the mode.
+        is_pair = "pair" in mode
+        if row["short"].get("wrong_elements") != 0 or (is_pair and (
+                not long_row or long_row.get("failed") or long_row.get("wrong_blocks_sampled") != 0)):
+            failed.append(mode)
+        if long_row and long_row.get("failed"):
+            long_text = "FAILED: " + long_row["failed"]
+        elif long_row:
             wrong = f"{wrong} / {long_row.get('wrong_blocks_sampled', '?')}"
             long_text = f"{long_row['launches']}, {long_row['long_launch']['median_us'] / 1000:.2f}"
         out.append(f"| {label} | {turnaround['median_us']:.0f} ({turnaround['p99_us']:.0f}) | {ratio} | "
@@ -107,9 +116,13 @@ def main():
             out += ["", f"Work done under FFS against the co-run without the daemon: {kept:.3f} (max_overhead 0.10)."]
         except (TypeError, KeyError, ZeroDivisionError):
             pass
+    ran = [mode for mode in LABELS if mode in by_mode]
+    out += ["", f"pairs: {len(ran) - len(failed)} passed, {len(failed)} failed"
+            + (f" ({', '.join(failed)})" if failed else "")]
     with open(sys.argv[3], "a") as handle:
         handle.write("\n".join(out) + "\n")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
