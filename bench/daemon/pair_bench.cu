@@ -46,6 +46,7 @@ static int run_long(double seconds, const char *ready_file, const char *stop_fil
     wrong += result[block] != expected_block(block, iterations) * launches;
   std::printf("{\"role\": \"long\", \"launches\": %u, \"wrong_blocks_sampled\": %u, %s}\n", launches, wrong,
               json("long_launch", stats(durations)).c_str());
+  std::fflush(stdout); // a process that hangs after this line hangs in CUDA's or the runtime's exit path (pairs.sh)
   return wrong ? 1 : 0;
 }
 

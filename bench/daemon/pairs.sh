@@ -59,18 +59,25 @@ measure() {
     touch "$stop"
     # The long side ends its current launch (at most ~40 ms) and exits: one still running 15 s later is hung, a
     # failure the report counts, with the daemon's view of its clients taken before the kill.
-    local waited=0
+    local waited=0 hung=""
     while kill -0 "$long_pid" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
     if kill -0 "$long_pid" 2>/dev/null; then
+      hung="the long side did not exit 15 s after the stop file (killed)"
+      # Its JSON (flushed after its loop) says whether it hung in its loop or on its way out.
+      [ -s "$work/$name.long" ] && hung="$hung, after its last launch and its check"
       { echo "pairs.sh: $name: the long side had not exited 15 s after the stop file"
+        for task in /proc/$(pgrep -P "$long_pid" | head -1)/task/*; do
+          echo "thread ${task##*/}: $(cat "$task/wchan" 2>/dev/null) $(head -c 200 "$task/stack" 2>/dev/null | tr '\n' ' ')"
+        done
         [ "$daemon" != none ] && "$bin/preemptctl" --socket "$PREEMPT_DAEMON_SOCKET" list 2>&1
         [ -n "$mps_dir" ] && echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe nvidia-cuda-mps-control 2>&1
         nvidia-smi --query-compute-apps=pid,used_memory --format=csv 2>&1; } >> "$work/$name.long.err"
       pkill -KILL -P "$long_pid" 2>/dev/null; kill -KILL "$long_pid" 2>/dev/null
     fi
     wait "$long_pid" 2>/dev/null
-    if [ -s "$work/$name.long" ]; then long_json=$(cat "$work/$name.long")
-    else long_json='{"failed": "the long side did not exit 15 s after the stop file (killed)"}'; fi
+    if [ -n "$hung" ]; then long_json="{\"failed\": \"$hung\"}"
+    elif [ -s "$work/$name.long" ]; then long_json=$(cat "$work/$name.long")
+    else long_json='{"failed": "the long side exited without its line"}'; fi
   else
     short_json=$(PREEMPT_PRIORITY=10 timeout -s KILL 90 "$bin/$build/pair_bench" short "$trials" 2> "$work/$name.short.err")
   fi

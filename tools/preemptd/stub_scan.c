@@ -159,6 +159,26 @@ static void free_stub(preemptd_client *client, uint32_t index) {
  * still holds and the GPU is idle; otherwise (another client's launch came first and the lease was withdrawn
  * after the client read it) it is told to leave every SM at once, outside the scheduler, and arrives as a held
  * launch once it is READY (leases.c, docs/daemon.md "Leases"). */
+static preempt_daemon_status scan_stub(preemptd_context *ctx, preemptd_client *client, uint32_t index, bool *changed,
+                                       char *why, size_t why_bytes);
+
+/* The client's own launches that finished (DONE) but are still counted on the GPU: a launch that follows its
+ * predecessor at once can take a lower stub than the predecessor's DONE one, and the scan, in stub order, would
+ * otherwise find the GPU busy with a kernel that already ended and evict the new launch from every SM. */
+static preempt_daemon_status complete_own_done(preemptd_context *ctx, preemptd_client *client, uint32_t except,
+                                               char *why, size_t why_bytes) {
+  for (uint32_t other = 0; other < PREEMPT_STUBS_PER_CLIENT; other++) {
+    uint32_t state = __atomic_load_n(&client->page->stubs[other].state, __ATOMIC_ACQUIRE);
+    if (other == except || state != PREEMPT_STUB_DONE || client->stubs[other].seen == PREEMPT_STUB_DONE)
+      continue;
+    bool moved = false;
+    preempt_daemon_status status = scan_stub(ctx, client, other, &moved, why, why_bytes);
+    if (status == PREEMPT_DAEMON_MALFORMED)
+      return status;
+  }
+  return PREEMPT_DAEMON_OK;
+}
+
 static preempt_daemon_status lease_start(preemptd_context *ctx, preemptd_client *client, uint32_t index,
                                          const preempt_stub *copy, char *why, size_t why_bytes) {
   preempt_daemon_status status = check_stub(client, index, copy, why, why_bytes);
@@ -166,6 +186,9 @@ static preempt_daemon_status lease_start(preemptd_context *ctx, preemptd_client 
     return status;
   uint32_t gpu_index = client->gpus[copy->gpu];
   preemptd_gpu *gpu = &ctx->gpus[gpu_index];
+  if (preemptd_client_leased(client, copy->gpu) &&
+      (status = complete_own_done(ctx, client, index, why, why_bytes)) != PREEMPT_DAEMON_OK)
+    return status;
   preempt_sm_set idle;
   preempt_sched_free_sms(gpu->sched, &idle);
   if (preemptd_client_leased(client, copy->gpu) && preempt_sm_set_count(&idle) == gpu->sched->gpu.sm_count &&
