@@ -12,6 +12,7 @@
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
+#include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
@@ -284,10 +285,84 @@ void eraseUniformityScratch(Function *Scratch, FunctionAnalysisManager &FAM) {
     Callee->eraseFromParent();
 }
 
+// threadIdx.x itself, through casts.
+static bool isThreadIdxX(const Value *V) {
+  V = V->stripPointerCasts();
+  while (auto *Cast = dyn_cast<CastInst>(V))
+    V = Cast->getOperand(0);
+  auto *Call = dyn_cast<IntrinsicInst>(V);
+  return Call && Call->getIntrinsicID() == Intrinsic::nvvm_read_ptx_sreg_tid_x;
+}
+
+static bool isMultipleOf32(const Value *V, bool AllowZero) {
+  auto *C = dyn_cast<ConstantInt>(V);
+  return C && !C->isNegative() && C->getZExtValue() % 32 == 0 && (AllowZero || !C->isZero());
+}
+
+// A value of threadIdx.x at warp granularity: threadIdx.x >> k (k >= 5), threadIdx.x / 32m, threadIdx.x & m with
+// no lane bits in m, or a compare of
+// threadIdx.x with a multiple of 32. Each is the same for the 32 lanes of a warp when the block's rows are whole
+// warps or there is one row; the caller asks that the kernel read neither threadIdx.y nor threadIdx.z.
+static bool isWarpGranular(const Instruction &I) {
+  if (auto *Shift = dyn_cast<BinaryOperator>(&I)) {
+    auto *Amount = dyn_cast<ConstantInt>(Shift->getOperand(1));
+    if ((Shift->getOpcode() == Instruction::LShr || Shift->getOpcode() == Instruction::AShr) && Amount &&
+        Amount->getZExtValue() >= 5)
+      return isThreadIdxX(Shift->getOperand(0));
+    if ((Shift->getOpcode() == Instruction::UDiv || Shift->getOpcode() == Instruction::SDiv) &&
+        isMultipleOf32(Shift->getOperand(1), false))
+      return isThreadIdxX(Shift->getOperand(0));
+    // x & ~31 and narrower masks with no lane bits (x / 32 == 1 becomes (x & 992) == 32 at -O2).
+    if (auto *Mask = dyn_cast<ConstantInt>(Shift->getOperand(1)); Mask && Shift->getOpcode() == Instruction::And)
+      return (Mask->getZExtValue() & 31) == 0 && isThreadIdxX(Shift->getOperand(0));
+    return false;
+  }
+  if (auto *Compare = dyn_cast<ICmpInst>(&I)) {
+    // x < 32m, x >= 32m (and their signed spellings: threadIdx.x is never negative); x == c is not.
+    if (!Compare->isRelational())
+      return false;
+    return (isThreadIdxX(Compare->getOperand(0)) && isMultipleOf32(Compare->getOperand(1), true) &&
+            (Compare->getPredicate() == ICmpInst::ICMP_ULT || Compare->getPredicate() == ICmpInst::ICMP_SLT ||
+             Compare->getPredicate() == ICmpInst::ICMP_UGE || Compare->getPredicate() == ICmpInst::ICMP_SGE)) ||
+           (isThreadIdxX(Compare->getOperand(1)) && isMultipleOf32(Compare->getOperand(0), true) &&
+            (Compare->getPredicate() == ICmpInst::ICMP_UGT || Compare->getPredicate() == ICmpInst::ICMP_SGT ||
+             Compare->getPredicate() == ICmpInst::ICMP_ULE || Compare->getPredicate() == ICmpInst::ICMP_SLE));
+  }
+  return false;
+}
+
+static bool readsThreadIdxYZ(Function &Kernel) {
+  for (Function *F : reachableFunctions(Kernel))
+    for (Instruction &I : instructions(*F))
+      if (auto *Call = dyn_cast<IntrinsicInst>(&I))
+        if (Call->getIntrinsicID() == Intrinsic::nvvm_read_ptx_sreg_tid_y ||
+            Call->getIntrinsicID() == Intrinsic::nvvm_read_ptx_sreg_tid_z)
+          return true;
+  return false;
+}
+
+// Blocks whose terminator is thread-divergent. With `WarpLevel`, values of threadIdx.x at warp granularity
+// (isWarpGranular) count as uniform: the branches left diverge inside a warp.
 static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarget Target,
-                                                      FunctionAnalysisManager &FAM) {
+                                                      FunctionAnalysisManager &FAM, bool WarpLevel = false) {
   ValueToValueMapTy Map;
   Function *Scratch = makeUniformityScratch(Kernel, Target, Map, false);
+  SmallVector<GlobalVariable *, 8> Slots;
+  if (WarpLevel) {
+    SmallVector<Instruction *, 8> Granular;
+    for (Instruction &I : instructions(*Scratch))
+      if (isWarpGranular(I))
+        Granular.push_back(&I);
+    // Each becomes a load from an opaque global (address space 1, which NVPTX's TTI takes for uniform).
+    for (Instruction *I : Granular) {
+      auto *Slot = new GlobalVariable(*Kernel.getParent(), I->getType(), false, GlobalValue::ExternalLinkage, nullptr,
+                                      "preempt.uniformity.warp", nullptr, GlobalValue::NotThreadLocal, 1);
+      Slots.push_back(Slot);
+      auto *Read = new LoadInst(I->getType(), Slot, "", I->getIterator());
+      I->replaceAllUsesWith(Read);
+      I->eraseFromParent();
+    }
+  }
   DenseSet<const BasicBlock *> Divergent;
   {
     auto &Uniformity = FAM.getResult<UniformityInfoAnalysis>(*Scratch);
@@ -296,17 +371,19 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
         Divergent.insert(&BB);
   }
   eraseUniformityScratch(Scratch, FAM);
+  for (GlobalVariable *Slot : Slots)
+    Slot->eraseFromParent();
   return Divergent;
 }
 
-// FLEP §4.1: a return in the body becomes "end of task". A thread that leaves
-// early then waits at the task barrier while its siblings wait at a barrier of
-// the body, so every barrier must be reached by all threads of the CTA or none.
-static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM,
-                                          DenseMap<Function *, bool> &BarrierMemo) {
-  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM);
-  auto &PostDom = FAM.getResult<PostDominatorTreeAnalysis>(Kernel);
+// The first instruction of a block that `Hit` picks (null: none).
+using HitFinder = function_ref<const Instruction *(const BasicBlock &)>;
 
+// The first hit that a thread-divergent branch (a block of `Divergent`) leads to before its threads meet again
+// (lib/barrier_divergence.c); null when none.
+static const Instruction *hitUnderDivergence(Function &Kernel, const DenseSet<const BasicBlock *> &Divergent,
+                                             FunctionAnalysisManager &FAM, HitFinder Hit) {
+  auto &PostDom = FAM.getResult<PostDominatorTreeAnalysis>(Kernel);
   DenseMap<const BasicBlock *, uint32_t> IndexOf;
   std::vector<const BasicBlock *> Blocks;
   for (BasicBlock &BB : Kernel) {
@@ -315,7 +392,7 @@ static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, Fu
   }
   std::vector<std::vector<uint32_t>> Successors(Blocks.size());
   std::vector<preempt_cfg_block> Graph(Blocks.size());
-  std::vector<const Instruction *> FirstBarrier(Blocks.size(), nullptr);
+  std::vector<const Instruction *> FirstHit(Blocks.size(), nullptr);
   for (size_t Index = 0; Index < Blocks.size(); ++Index) {
     const BasicBlock *BB = Blocks[Index];
     for (const BasicBlock *Succ : successors(BB))
@@ -327,28 +404,147 @@ static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, Fu
     const DomTreeNode *Parent = PostDomNode ? PostDomNode->getIDom() : nullptr;
     Node.post_dominator = Parent && Parent->getBlock() ? IndexOf.lookup(Parent->getBlock()) : PREEMPT_NO_BLOCK;
     Node.has_divergent_branch = Divergent.contains(BB);
-    Node.has_barrier = 0;
-    for (const Instruction &I : *BB)
-      if (auto *Call = dyn_cast<CallBase>(&I)) {
-        Function *Callee = Call->getCalledFunction();
-        if (isCtaBarrier(*Call) || (Callee && !Callee->isDeclaration() && containsBarrier(*Callee, BarrierMemo))) {
-          Node.has_barrier = 1;
-          FirstBarrier[Index] = &I;
-          break;
-        }
-      }
+    FirstHit[Index] = Hit(*BB);
+    Node.has_barrier = FirstHit[Index] != nullptr;
   }
   uint32_t Branch = PREEMPT_NO_BLOCK;
-  uint32_t Barrier = preempt_find_divergent_barrier(Graph.data(), Graph.size(), &Branch);
-  if (Barrier == PREEMPT_NO_BLOCK)
+  uint32_t Found = preempt_find_divergent_barrier(Graph.data(), Graph.size(), &Branch);
+  if (Found == PREEMPT_NO_BLOCK)
+    return nullptr;
+  return FirstHit[Found] ? FirstHit[Found] : &Blocks[Found]->front();
+}
+
+// The line in the kernel's own source: an operation inlined from a header (CUDA's __shfl_down_sync) is named
+// where the kernel called it.
+static std::string atLine(const Instruction *At) {
+  if (!At || !At->getDebugLoc())
     return "";
-  std::string Reason;
-  raw_string_ostream Out(Reason);
-  Out << "reaches a barrier under thread-divergent control flow";
-  if (const Instruction *At = FirstBarrier[Barrier]; At && At->getDebugLoc())
-    Out << " (barrier at line " << At->getDebugLoc().getLine() << ")";
-  Out << ": a thread that returns early there would skip it";
-  return Reason;
+  const DILocation *Location = At->getDebugLoc().get();
+  while (const DILocation *Caller = Location->getInlinedAt())
+    Location = Caller;
+  return " at line " + std::to_string(Location->getLine());
+}
+
+// FLEP §4.1: a return in the body becomes "end of task". A thread that leaves
+// early then waits at the task barrier while its siblings wait at a barrier of
+// the body, so every barrier must be reached by all threads of the CTA or none.
+static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM,
+                                          DenseMap<Function *, bool> &BarrierMemo) {
+  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM);
+  const Instruction *At = hitUnderDivergence(Kernel, Divergent, FAM, [&](const BasicBlock &BB) -> const Instruction * {
+    for (const Instruction &I : BB)
+      if (auto *Call = dyn_cast<CallBase>(&I)) {
+        Function *Callee = Call->getCalledFunction();
+        if (isCtaBarrier(*Call) || (Callee && !Callee->isDeclaration() && containsBarrier(*Callee, BarrierMemo)))
+          return &I;
+      }
+    return nullptr;
+  });
+  if (!At)
+    return "";
+  std::string Line = atLine(At);
+  return "reaches a barrier under thread-divergent control flow" + (Line.empty() ? "" : " (barrier" + Line + ")") +
+         ": a thread that returns early there would skip it";
+}
+
+// A mask of the lanes that run with the thread (__activemask(), a ballot, or such a mask narrowed by an and).
+static bool isRunningLanesMask(const Value *V) {
+  while (auto *Cast = dyn_cast<CastInst>(V))
+    V = Cast->getOperand(0);
+  if (auto *And = dyn_cast<BinaryOperator>(V); And && And->getOpcode() == Instruction::And)
+    return isRunningLanesMask(And->getOperand(0)) || isRunningLanesMask(And->getOperand(1));
+  auto *Call = dyn_cast<IntrinsicInst>(V);
+  if (!Call)
+    return false;
+  switch (Call->getIntrinsicID()) {
+  case Intrinsic::nvvm_activemask: case Intrinsic::nvvm_vote_ballot: case Intrinsic::nvvm_vote_ballot_sync:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// A warp-synchronous operation whose member mask may name lanes that do not run it: any mask but one of the
+// lanes that run (a constant, or a wrapper's parameter as at -O0, is taken to be fixed).
+static bool isFixedMaskWarpSync(const CallBase &Call) {
+  unsigned MaskOperand = 0;
+  switch (Call.getIntrinsicID()) {
+  case Intrinsic::nvvm_shfl_sync_bfly_f32: case Intrinsic::nvvm_shfl_sync_bfly_f32p:
+  case Intrinsic::nvvm_shfl_sync_bfly_i32: case Intrinsic::nvvm_shfl_sync_bfly_i32p:
+  case Intrinsic::nvvm_shfl_sync_down_f32: case Intrinsic::nvvm_shfl_sync_down_f32p:
+  case Intrinsic::nvvm_shfl_sync_down_i32: case Intrinsic::nvvm_shfl_sync_down_i32p:
+  case Intrinsic::nvvm_shfl_sync_idx_f32: case Intrinsic::nvvm_shfl_sync_idx_f32p:
+  case Intrinsic::nvvm_shfl_sync_idx_i32: case Intrinsic::nvvm_shfl_sync_idx_i32p:
+  case Intrinsic::nvvm_shfl_sync_up_f32: case Intrinsic::nvvm_shfl_sync_up_f32p:
+  case Intrinsic::nvvm_shfl_sync_up_i32: case Intrinsic::nvvm_shfl_sync_up_i32p:
+  case Intrinsic::nvvm_vote_all_sync: case Intrinsic::nvvm_vote_any_sync:
+  case Intrinsic::nvvm_vote_uni_sync: case Intrinsic::nvvm_vote_ballot_sync:
+  case Intrinsic::nvvm_match_any_sync_i32: case Intrinsic::nvvm_match_any_sync_i64:
+  case Intrinsic::nvvm_match_all_sync_i32p: case Intrinsic::nvvm_match_all_sync_i64p:
+  case Intrinsic::nvvm_bar_warp_sync:
+    break;
+  case Intrinsic::nvvm_redux_sync_add: case Intrinsic::nvvm_redux_sync_and: case Intrinsic::nvvm_redux_sync_or:
+  case Intrinsic::nvvm_redux_sync_xor: case Intrinsic::nvvm_redux_sync_max: case Intrinsic::nvvm_redux_sync_min:
+  case Intrinsic::nvvm_redux_sync_umax: case Intrinsic::nvvm_redux_sync_umin:
+  case Intrinsic::nvvm_redux_sync_fmax: case Intrinsic::nvvm_redux_sync_fmax_NaN:
+  case Intrinsic::nvvm_redux_sync_fmax_abs: case Intrinsic::nvvm_redux_sync_fmax_abs_NaN:
+  case Intrinsic::nvvm_redux_sync_fmin: case Intrinsic::nvvm_redux_sync_fmin_NaN:
+  case Intrinsic::nvvm_redux_sync_fmin_abs: case Intrinsic::nvvm_redux_sync_fmin_abs_NaN:
+    MaskOperand = 1;
+    break;
+  default:
+    return false;
+  }
+  return !isRunningLanesMask(Call.getArgOperand(MaskOperand));
+}
+
+static const Instruction *firstFixedMaskWarpSync(Function &F, DenseMap<Function *, const Instruction *> &Memo) {
+  auto [It, Inserted] = Memo.try_emplace(&F, nullptr);
+  if (!Inserted)
+    return It->second;
+  const Instruction *Found = nullptr;
+  for (Instruction &I : instructions(F))
+    if (auto *Call = dyn_cast<CallBase>(&I)) {
+      Function *Callee = Call->getCalledFunction();
+      if (isFixedMaskWarpSync(*Call) || (Callee && !Callee->isDeclaration() && firstFixedMaskWarpSync(*Callee, Memo))) {
+        Found = &I;
+        break;
+      }
+    }
+  Memo[&F] = Found;
+  return Found;
+}
+
+// FLEP §4.1 again, at warp level: where the kernel as written returns, a thread of the converted kernel goes on to
+// the task loop, whose warp-synchronous steps (warpUniform's redux.sync, the task barrier) wait for the whole warp.
+// A warp-synchronous operation with a fixed mask under a branch that splits a warp names lanes that, as written,
+// may have exited (the hardware lets exited lanes go): converted, those lanes wait in the task loop for lanes that
+// wait for them. HeCBench jacobi hung so on the H200 (a full-mask shuffle under threadIdx.y == 0, blocks 16 x 16).
+static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM) {
+  if (Target != GpuTarget::NVPTX)
+    return "";
+  DenseMap<Function *, const Instruction *> Memo;
+  auto Hit = [&](const BasicBlock &BB) -> const Instruction * {
+    for (const Instruction &I : BB)
+      if (auto *Call = dyn_cast<CallBase>(&I)) {
+        Function *Callee = Call->getCalledFunction();
+        if (isFixedMaskWarpSync(*Call) || (Callee && !Callee->isDeclaration() && firstFixedMaskWarpSync(*Callee, Memo)))
+          return &I;
+      }
+    return nullptr;
+  };
+  bool Any = false;
+  for (BasicBlock &BB : Kernel)
+    Any |= Hit(BB) != nullptr;
+  if (!Any)
+    return "";
+  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM, !readsThreadIdxYZ(Kernel));
+  const Instruction *At = hitUnderDivergence(Kernel, Divergent, FAM, Hit);
+  if (!At)
+    return "";
+  return "has a warp-synchronous operation with a fixed lane mask" + atLine(At) +
+         " under control flow that splits a warp: lanes that end their block early would wait in the task loop "
+         "for lanes that wait for them";
 }
 
 std::string whyNotConvertible(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM) {
@@ -361,7 +557,10 @@ std::string whyNotConvertible(Function &Kernel, GpuTarget Target, FunctionAnalys
       return Reason;
   }
   DenseMap<Function *, bool> BarrierMemo;
-  return checkBarrierDivergence(Kernel, Target, FAM, BarrierMemo);
+  std::string Reason = checkBarrierDivergence(Kernel, Target, FAM, BarrierMemo);
+  if (!Reason.empty())
+    return Reason;
+  return checkWarpSyncDivergence(Kernel, Target, FAM);
 }
 
 } // namespace preempt
