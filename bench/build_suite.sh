@@ -42,6 +42,10 @@ clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" 
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/exact_48k_shared.cu" -o "$out/preempt/exact_48k_shared" -L"$runtime" \
   -lpreempt_runtime "${libs[@]}"
+# A full-mask shuffle in half of a warp (issue 39, HeCBench jacobi): left as written by the pass.
+clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
+  "$root/bench/preemption/half_warp_shuffle.cu" -o "$out/preempt/half_warp_shuffle" -L"$runtime" \
+  -lpreempt_runtime "${libs[@]}"
 # Overhead pieces (issue 3): the same kernels built both ways, launched piece by piece (overhead_parts.cu).
 clang++-22 "${flags[@]}" -c "$root/bench/preemption/overhead_kernels.cu" -o "$out/remarks/overhead_original.o"
 clang++-22 "${flags[@]}" -DPARTS_CONVERTED -fpass-plugin="$plugin" -c "$root/bench/preemption/overhead_kernels.cu" \
