@@ -285,46 +285,79 @@ void eraseUniformityScratch(Function *Scratch, FunctionAnalysisManager &FAM) {
     Callee->eraseFromParent();
 }
 
-// threadIdx.x itself, through casts.
-static bool isThreadIdxX(const Value *V) {
-  V = V->stripPointerCasts();
+static const Value *stripCasts(const Value *V) {
   while (auto *Cast = dyn_cast<CastInst>(V))
     V = Cast->getOperand(0);
-  auto *Call = dyn_cast<IntrinsicInst>(V);
-  return Call && Call->getIntrinsicID() == Intrinsic::nvvm_read_ptx_sreg_tid_x;
+  return V;
 }
+
+static bool isRegister(const Value *V, Intrinsic::ID Register) {
+  auto *Call = dyn_cast<IntrinsicInst>(stripCasts(V));
+  return Call && Call->getIntrinsicID() == Register;
+}
+
+// A op B with `Match(A, B)` in either order.
+static bool isCommutative(const Value *V, Instruction::BinaryOps Op, function_ref<bool(const Value *, const Value *)> Match) {
+  auto *Binary = dyn_cast<BinaryOperator>(stripCasts(V));
+  return Binary && Binary->getOpcode() == Op &&
+         (Match(Binary->getOperand(0), Binary->getOperand(1)) || Match(Binary->getOperand(1), Binary->getOperand(0)));
+}
+
+// The thread's linear rank in its CTA, threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), as
+// cooperative groups' thread_rank() computes it: the 32 lanes of a warp are 32 consecutive ranks from a multiple
+// of 32, whatever the block's shape.
+static bool isLinearRank(const Value *V) {
+  auto IsRow = [](const Value *Row) {
+    return isCommutative(Row, Instruction::Add, [](const Value *Y, const Value *Plane) {
+      return isRegister(Y, Intrinsic::nvvm_read_ptx_sreg_tid_y) &&
+             isCommutative(Plane, Instruction::Mul, [](const Value *Z, const Value *Height) {
+               return isRegister(Z, Intrinsic::nvvm_read_ptx_sreg_tid_z) &&
+                      isRegister(Height, Intrinsic::nvvm_read_ptx_sreg_ntid_y);
+             });
+    });
+  };
+  return isCommutative(V, Instruction::Add, [&](const Value *X, const Value *Rows) {
+    return isRegister(X, Intrinsic::nvvm_read_ptx_sreg_tid_x) &&
+           isCommutative(Rows, Instruction::Mul, [&](const Value *Row, const Value *Width) {
+             return IsRow(Row) && isRegister(Width, Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+           });
+  });
+}
+
+static bool isThreadIdxX(const Value *V) { return isRegister(V, Intrinsic::nvvm_read_ptx_sreg_tid_x); }
 
 static bool isMultipleOf32(const Value *V, bool AllowZero) {
   auto *C = dyn_cast<ConstantInt>(V);
   return C && !C->isNegative() && C->getZExtValue() % 32 == 0 && (AllowZero || !C->isZero());
 }
 
-// A value of threadIdx.x at warp granularity: threadIdx.x >> k (k >= 5), threadIdx.x / 32m, threadIdx.x & m with
-// no lane bits in m, or a compare of
-// threadIdx.x with a multiple of 32. Each is the same for the 32 lanes of a warp when the block's rows are whole
-// warps or there is one row; the caller asks that the kernel read neither threadIdx.y nor threadIdx.z.
-static bool isWarpGranular(const Instruction &I) {
+// A lane-ordered value at warp granularity: r >> k (k >= 5), r / 32m, r & m with no lane bits in m, or a compare
+// of r with a multiple of 32, where r is the linear rank (isLinearRank) or, with `OneRow`, threadIdx.x. Each is
+// the same for the 32 lanes of a warp: always for the rank; for threadIdx.x when the block is one row of threads
+// (the caller's `OneRow`: the kernel reads neither threadIdx.y nor threadIdx.z) or its rows are whole warps.
+static bool isWarpGranular(const Instruction &I, bool OneRow) {
+  auto Ordered = [&](const Value *V) { return (OneRow && isThreadIdxX(V)) || isLinearRank(V); };
   if (auto *Shift = dyn_cast<BinaryOperator>(&I)) {
     auto *Amount = dyn_cast<ConstantInt>(Shift->getOperand(1));
     if ((Shift->getOpcode() == Instruction::LShr || Shift->getOpcode() == Instruction::AShr) && Amount &&
         Amount->getZExtValue() >= 5)
-      return isThreadIdxX(Shift->getOperand(0));
+      return Ordered(Shift->getOperand(0));
     if ((Shift->getOpcode() == Instruction::UDiv || Shift->getOpcode() == Instruction::SDiv) &&
         isMultipleOf32(Shift->getOperand(1), false))
-      return isThreadIdxX(Shift->getOperand(0));
+      return Ordered(Shift->getOperand(0));
     // x & ~31 and narrower masks with no lane bits (x / 32 == 1 becomes (x & 992) == 32 at -O2).
     if (auto *Mask = dyn_cast<ConstantInt>(Shift->getOperand(1)); Mask && Shift->getOpcode() == Instruction::And)
-      return (Mask->getZExtValue() & 31) == 0 && isThreadIdxX(Shift->getOperand(0));
+      return (Mask->getZExtValue() & 31) == 0 && Ordered(Shift->getOperand(0));
     return false;
   }
   if (auto *Compare = dyn_cast<ICmpInst>(&I)) {
     // x < 32m, x >= 32m (and their signed spellings: threadIdx.x is never negative); x == c is not.
     if (!Compare->isRelational())
       return false;
-    return (isThreadIdxX(Compare->getOperand(0)) && isMultipleOf32(Compare->getOperand(1), true) &&
+    return (Ordered(Compare->getOperand(0)) && isMultipleOf32(Compare->getOperand(1), true) &&
             (Compare->getPredicate() == ICmpInst::ICMP_ULT || Compare->getPredicate() == ICmpInst::ICMP_SLT ||
              Compare->getPredicate() == ICmpInst::ICMP_UGE || Compare->getPredicate() == ICmpInst::ICMP_SGE)) ||
-           (isThreadIdxX(Compare->getOperand(1)) && isMultipleOf32(Compare->getOperand(0), true) &&
+           (Ordered(Compare->getOperand(1)) && isMultipleOf32(Compare->getOperand(0), true) &&
             (Compare->getPredicate() == ICmpInst::ICMP_UGT || Compare->getPredicate() == ICmpInst::ICMP_SGT ||
              Compare->getPredicate() == ICmpInst::ICMP_ULE || Compare->getPredicate() == ICmpInst::ICMP_SLE));
   }
@@ -341,18 +374,21 @@ static bool readsThreadIdxYZ(Function &Kernel) {
   return false;
 }
 
-// Blocks whose terminator is thread-divergent. With `WarpLevel`, values of threadIdx.x at warp granularity
-// (isWarpGranular) count as uniform: the branches left diverge inside a warp.
+// Blocks whose terminator is thread-divergent. With `WarpLevel`, lane-ordered values at warp granularity
+// (isWarpGranular; threadIdx.x among them with `OneRow`) count as uniform: the branches left diverge inside a warp.
 static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarget Target,
-                                                      FunctionAnalysisManager &FAM, bool WarpLevel = false) {
+                                                      FunctionAnalysisManager &FAM, bool WarpLevel = false,
+                                                      bool OneRow = false) {
   ValueToValueMapTy Map;
   Function *Scratch = makeUniformityScratch(Kernel, Target, Map, false);
   SmallVector<GlobalVariable *, 8> Slots;
   if (WarpLevel) {
+    // Matched on the kernel itself: in the copy, blockDim's registers are already arguments.
     SmallVector<Instruction *, 8> Granular;
-    for (Instruction &I : instructions(*Scratch))
-      if (isWarpGranular(I))
-        Granular.push_back(&I);
+    for (Instruction &I : instructions(Kernel))
+      if (isWarpGranular(I, OneRow))
+        if (auto *Copy = dyn_cast_or_null<Instruction>(Map.lookup(&I)))
+          Granular.push_back(Copy);
     // Each becomes a load from an opaque global (address space 1, which NVPTX's TTI takes for uniform).
     for (Instruction *I : Granular) {
       auto *Slot = new GlobalVariable(*Kernel.getParent(), I->getType(), false, GlobalValue::ExternalLinkage, nullptr,
@@ -538,7 +574,7 @@ static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, F
     Any |= Hit(BB) != nullptr;
   if (!Any)
     return "";
-  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM, !readsThreadIdxYZ(Kernel));
+  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM, true, !readsThreadIdxYZ(Kernel));
   const Instruction *At = hitUnderDivergence(Kernel, Divergent, FAM, Hit);
   if (!At)
     return "";

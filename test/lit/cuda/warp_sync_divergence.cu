@@ -6,12 +6,15 @@
 // RUN: %FileCheck %s < %t.ll
 // RUN: %clang %cuda_flags -O0 --cuda-device-only -S -Rpass=preempt -Rpass-missed=preempt %s -o /dev/null 2>&1 | %FileCheck %s --check-prefixes=REMARK,O0
 
-// REMARK-DAG: kernel '_Z10half_warpsPfS_' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 35 under control flow that splits a warp
-// REMARK-DAG: kernel '_Z14tail_then_shflPfi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 46 under control flow that splits a warp
-// REMARK-DAG: kernel '_Z13first_lane_2dPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 68 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z10half_warpsPfS_' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 38 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z14tail_then_shflPfi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 49 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z13first_lane_2dPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 71 under control flow that splits a warp
 // REMARK-DAG: kernel '_Z11first_warpsPf' converted to persistent-thread form
 // REMARK-DAG: kernel '_Z9by_warp_iPf' converted to persistent-thread form
-// At -O0 the mask reaches the shuffle through the wrapper's parameter, which the pass takes for fixed.
+// O2-DAG: kernel '_Z10first_rankPf' converted to persistent-thread form
+// At -O0 the mask reaches the shuffle through the wrapper's parameter, which the pass takes for fixed, and the
+// rank lives in memory, where the pass does not follow it.
+// O0-DAG: kernel '_Z10first_rankPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask
 // O2-DAG: kernel '_Z11active_onlyPf' converted to persistent-thread form
 // O0-DAG: kernel '_Z11active_onlyPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask
 // REMARK-DAG: kernel '_Z10every_lanePf' converted to persistent-thread form
@@ -82,4 +85,13 @@ __global__ void every_lane(float *out) {
   float v = out[blockIdx.x * blockDim.x + threadIdx.x];
   v += __shfl_xor_sync(0xffffffff, v, 1);
   out[blockIdx.x * blockDim.x + threadIdx.x] = v;
+}
+
+// The linear rank (cooperative groups' thread_rank()) at warp granularity, whatever the block's shape.
+__global__ void first_rank(float *out) {
+  unsigned rank = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  float v = out[blockIdx.x * blockDim.x * blockDim.y * blockDim.z + rank];
+  if (rank < 32)
+    v += __shfl_down_sync(0xffffffff, v, 1);
+  out[blockIdx.x * blockDim.x * blockDim.y * blockDim.z + rank] = v;
 }
