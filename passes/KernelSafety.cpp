@@ -364,6 +364,27 @@ static bool isWarpGranular(const Instruction &I, bool OneRow) {
   return false;
 }
 
+// A warp-synchronous operation whose result every lane that runs it gets alike: a vote (all, any, uni, ballot),
+// a redux.sync, a shuffle from one fixed lane. Where every lane of the warp runs it (the rule's other half checks
+// that), a branch on it keeps the warp together: CUB's decoupled look-back loops until WARP_ALL says so.
+static bool isWarpUniformResult(const Instruction &I) {
+  auto *Call = dyn_cast<IntrinsicInst>(&I);
+  if (!Call)
+    return false;
+  switch (Call->getIntrinsicID()) {
+  case Intrinsic::nvvm_vote_all_sync: case Intrinsic::nvvm_vote_any_sync:
+  case Intrinsic::nvvm_vote_uni_sync: case Intrinsic::nvvm_vote_ballot_sync:
+  case Intrinsic::nvvm_redux_sync_add: case Intrinsic::nvvm_redux_sync_and: case Intrinsic::nvvm_redux_sync_or:
+  case Intrinsic::nvvm_redux_sync_xor: case Intrinsic::nvvm_redux_sync_max: case Intrinsic::nvvm_redux_sync_min:
+  case Intrinsic::nvvm_redux_sync_umax: case Intrinsic::nvvm_redux_sync_umin:
+    return true;
+  case Intrinsic::nvvm_shfl_sync_idx_i32: case Intrinsic::nvvm_shfl_sync_idx_f32:
+    return isa<ConstantInt>(Call->getArgOperand(2)); // shfl.sync.idx(mask, value, lane, clamp)
+  default:
+    return false;
+  }
+}
+
 static bool readsThreadIdxYZ(Function &Kernel) {
   for (Function *F : reachableFunctions(Kernel))
     for (Instruction &I : instructions(*F))
@@ -386,7 +407,7 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
     // Matched on the kernel itself: in the copy, blockDim's registers are already arguments.
     SmallVector<Instruction *, 8> Granular;
     for (Instruction &I : instructions(Kernel))
-      if (isWarpGranular(I, OneRow))
+      if (isWarpGranular(I, OneRow) || isWarpUniformResult(I))
         if (auto *Copy = dyn_cast_or_null<Instruction>(Map.lookup(&I)))
           Granular.push_back(Copy);
     // Each becomes a load from an opaque global (address space 1, which NVPTX's TTI takes for uniform).
@@ -394,9 +415,10 @@ static DenseSet<const BasicBlock *> divergentBranches(Function &Kernel, GpuTarge
       auto *Slot = new GlobalVariable(*Kernel.getParent(), I->getType(), false, GlobalValue::ExternalLinkage, nullptr,
                                       "preempt.uniformity.warp", nullptr, GlobalValue::NotThreadLocal, 1);
       Slots.push_back(Slot);
-      auto *Read = new LoadInst(I->getType(), Slot, "", I->getIterator());
+      auto *Read = new LoadInst(I->getType(), Slot, "", std::next(I->getIterator()));
       I->replaceAllUsesWith(Read);
-      I->eraseFromParent();
+      if (!I->mayHaveSideEffects())
+        I->eraseFromParent();
     }
   }
   DenseSet<const BasicBlock *> Divergent;

@@ -6,12 +6,14 @@
 // RUN: %FileCheck %s < %t.ll
 // RUN: %clang %cuda_flags -O0 --cuda-device-only -S -Rpass=preempt -Rpass-missed=preempt %s -o /dev/null 2>&1 | %FileCheck %s --check-prefixes=REMARK,O0
 
-// REMARK-DAG: kernel '_Z10half_warpsPfS_' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 38 under control flow that splits a warp
-// REMARK-DAG: kernel '_Z14tail_then_shflPfi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 49 under control flow that splits a warp
-// REMARK-DAG: kernel '_Z13first_lane_2dPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 71 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z10half_warpsPfS_' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 40 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z14tail_then_shflPfi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 51 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z13first_lane_2dPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 73 under control flow that splits a warp
 // REMARK-DAG: kernel '_Z11first_warpsPf' converted to persistent-thread form
 // REMARK-DAG: kernel '_Z9by_warp_iPf' converted to persistent-thread form
 // O2-DAG: kernel '_Z10first_rankPf' converted to persistent-thread form
+// O2-DAG: kernel '_Z9look_backPKiPi' converted to persistent-thread form
+// O0-DAG: kernel '_Z9look_backPKiPi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask
 // At -O0 the mask reaches the shuffle through the wrapper's parameter, which the pass takes for fixed, and the
 // rank lives in memory, where the pass does not follow it.
 // O0-DAG: kernel '_Z10first_rankPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask
@@ -94,4 +96,18 @@ __global__ void first_rank(float *out) {
   if (rank < 32)
     v += __shfl_down_sync(0xffffffff, v, 1);
   out[blockIdx.x * blockDim.x * blockDim.y * blockDim.z + rank] = v;
+}
+
+// CUB's decoupled look-back: the first warp loops until a vote says every lane saw its flag. The vote's result is
+// the same in every lane, so the loop keeps the warp together.
+__global__ void look_back(const int *flags, int *out) {
+  int v = 0;
+  if (threadIdx.x < 32) {
+    int status;
+    do
+      status = flags[threadIdx.x];
+    while (!__all_sync(0xffffffff, status != 0));
+    v = __shfl_down_sync(0xffffffff, status, 1);
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = v;
 }
