@@ -113,23 +113,36 @@ static bool dispatchUsesAreRewritable(CallBase &DispatchPtr, const DataLayout &D
   return ConstantOffsets && Rewritable;
 }
 
-static bool containsBarrier(Function &F, DenseMap<Function *, bool> &Memo) {
+using CallPicker = function_ref<bool(const CallBase &)>;
+
+// Whether `F`, or a function it calls, makes a call `Picks` picks (memoized per picker by the caller's `Memo`;
+// a call cycle adds nothing of its own).
+static bool containsCall(Function &F, CallPicker Picks, DenseMap<Function *, bool> &Memo) {
   auto [It, Inserted] = Memo.try_emplace(&F, false);
   if (!Inserted)
-    return It->second; // recursion: a cycle adds no barrier of its own
+    return It->second;
   bool Found = false;
-  for (Instruction &I : instructions(F)) {
-    auto *Call = dyn_cast<CallBase>(&I);
-    if (!Call)
-      continue;
-    Function *Callee = Call->getCalledFunction();
-    if (isCtaBarrier(*Call) || (Callee && !Callee->isDeclaration() && containsBarrier(*Callee, Memo))) {
-      Found = true;
-      break;
+  for (Instruction &I : instructions(F))
+    if (auto *Call = dyn_cast<CallBase>(&I)) {
+      Function *Callee = Call->getCalledFunction();
+      if (Picks(*Call) || (Callee && !Callee->isDeclaration() && containsCall(*Callee, Picks, Memo))) {
+        Found = true;
+        break;
+      }
     }
-  }
   Memo[&F] = Found;
   return Found;
+}
+
+// The first call of `BB` that `Picks` picks, made there or in a function it calls; null when none.
+static const Instruction *firstCall(const BasicBlock &BB, CallPicker Picks, DenseMap<Function *, bool> &Memo) {
+  for (const Instruction &I : BB)
+    if (auto *Call = dyn_cast<CallBase>(&I)) {
+      Function *Callee = Call->getCalledFunction();
+      if (Picks(*Call) || (Callee && !Callee->isDeclaration() && containsCall(*Callee, Picks, Memo)))
+        return &I;
+    }
+  return nullptr;
 }
 
 static std::string checkInstructions(Function &F, bool IsKernel, GpuTarget Target) {
@@ -489,15 +502,9 @@ static std::string atLine(const Instruction *At) {
 static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM,
                                           DenseMap<Function *, bool> &BarrierMemo) {
   DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM);
-  const Instruction *At = hitUnderDivergence(Kernel, Divergent, FAM, [&](const BasicBlock &BB) -> const Instruction * {
-    for (const Instruction &I : BB)
-      if (auto *Call = dyn_cast<CallBase>(&I)) {
-        Function *Callee = Call->getCalledFunction();
-        if (isCtaBarrier(*Call) || (Callee && !Callee->isDeclaration() && containsBarrier(*Callee, BarrierMemo)))
-          return &I;
-      }
-    return nullptr;
-  });
+  auto IsBarrier = [](const CallBase &Call) { return isCtaBarrier(Call); };
+  const Instruction *At = hitUnderDivergence(
+      Kernel, Divergent, FAM, [&](const BasicBlock &BB) { return firstCall(BB, IsBarrier, BarrierMemo); });
   if (!At)
     return "";
   std::string Line = atLine(At);
@@ -556,23 +563,6 @@ static bool isFixedMaskWarpSync(const CallBase &Call) {
   return !isRunningLanesMask(Call.getArgOperand(MaskOperand));
 }
 
-static const Instruction *firstFixedMaskWarpSync(Function &F, DenseMap<Function *, const Instruction *> &Memo) {
-  auto [It, Inserted] = Memo.try_emplace(&F, nullptr);
-  if (!Inserted)
-    return It->second;
-  const Instruction *Found = nullptr;
-  for (Instruction &I : instructions(F))
-    if (auto *Call = dyn_cast<CallBase>(&I)) {
-      Function *Callee = Call->getCalledFunction();
-      if (isFixedMaskWarpSync(*Call) || (Callee && !Callee->isDeclaration() && firstFixedMaskWarpSync(*Callee, Memo))) {
-        Found = &I;
-        break;
-      }
-    }
-  Memo[&F] = Found;
-  return Found;
-}
-
 // FLEP §4.1 again, at warp level: where the kernel as written returns, a thread of the converted kernel goes on to
 // the task loop, whose warp-synchronous steps (warpUniform's redux.sync, the task barrier) wait for the whole warp.
 // A warp-synchronous operation with a fixed mask under a branch that splits a warp names lanes that, as written,
@@ -581,16 +571,9 @@ static const Instruction *firstFixedMaskWarpSync(Function &F, DenseMap<Function 
 static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM) {
   if (Target != GpuTarget::NVPTX)
     return "";
-  DenseMap<Function *, const Instruction *> Memo;
-  auto Hit = [&](const BasicBlock &BB) -> const Instruction * {
-    for (const Instruction &I : BB)
-      if (auto *Call = dyn_cast<CallBase>(&I)) {
-        Function *Callee = Call->getCalledFunction();
-        if (isFixedMaskWarpSync(*Call) || (Callee && !Callee->isDeclaration() && firstFixedMaskWarpSync(*Callee, Memo)))
-          return &I;
-      }
-    return nullptr;
-  };
+  DenseMap<Function *, bool> Memo;
+  auto IsFixed = [](const CallBase &Call) { return isFixedMaskWarpSync(Call); };
+  auto Hit = [&](const BasicBlock &BB) { return firstCall(BB, IsFixed, Memo); };
   bool Any = false;
   for (BasicBlock &BB : Kernel)
     Any |= Hit(BB) != nullptr;
