@@ -568,7 +568,10 @@ static bool isFixedMaskWarpSync(const CallBase &Call) {
 // A warp-synchronous operation with a fixed mask under a branch that splits a warp names lanes that, as written,
 // may have exited (the hardware lets exited lanes go): converted, those lanes wait in the task loop for lanes that
 // wait for them. HeCBench jacobi hung so on the H200 (a full-mask shuffle under threadIdx.y == 0, blocks 16 x 16).
-static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM) {
+// `WarpRows`: safe only where threadIdx.x cut at warp boundaries cuts warps, which the runtime checks at launch.
+static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM,
+                                           bool &WarpRows) {
+  WarpRows = false;
   if (Target != GpuTarget::NVPTX)
     return "";
   DenseMap<Function *, bool> Memo;
@@ -579,16 +582,23 @@ static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, F
     Any |= Hit(BB) != nullptr;
   if (!Any)
     return "";
-  DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM, true, !readsThreadIdxYZ(Kernel));
-  const Instruction *At = hitUnderDivergence(Kernel, Divergent, FAM, Hit);
+  const Instruction *At = hitUnderDivergence(Kernel, divergentBranches(Kernel, Target, FAM, true, false), FAM, Hit);
   if (!At)
     return "";
+  // threadIdx.x cut at warp boundaries cuts warps in a block of one row, or of rows of whole warps: a kernel that
+  // reads no threadIdx.y or .z is written for such blocks, and the runtime runs any other shape as written.
+  if (!readsThreadIdxYZ(Kernel) &&
+      !hitUnderDivergence(Kernel, divergentBranches(Kernel, Target, FAM, true, true), FAM, Hit)) {
+    WarpRows = true;
+    return "";
+  }
   return "has a warp-synchronous operation with a fixed lane mask" + atLine(At) +
          " under control flow that splits a warp: lanes that end their block early would wait in the task loop "
          "for lanes that wait for them";
 }
 
-std::string whyNotConvertible(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM) {
+std::string whyNotConvertible(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM, bool *WarpRows) {
+  *WarpRows = false;
   SetVector<Function *> Reached = reachableFunctions(Kernel);
   for (Function *F : Reached) {
     if (F != &Kernel && isKernel(*F, Target))
@@ -601,7 +611,7 @@ std::string whyNotConvertible(Function &Kernel, GpuTarget Target, FunctionAnalys
   std::string Reason = checkBarrierDivergence(Kernel, Target, FAM, BarrierMemo);
   if (!Reason.empty())
     return Reason;
-  return checkWarpSyncDivergence(Kernel, Target, FAM);
+  return checkWarpSyncDivergence(Kernel, Target, FAM, *WarpRows);
 }
 
 } // namespace preempt

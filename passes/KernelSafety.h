@@ -37,8 +37,10 @@ preempt_asm_summary classifyInlineAsm(const llvm::CallBase &Call);
 // "inline assembly that <why> ('<the instruction>')", for remarks.
 std::string describeInlineAsm(const llvm::CallBase &Call, const preempt_asm_finding &Finding);
 
-// Returns the empty string when `Kernel` is safe to convert, else why not.
-std::string whyNotConvertible(llvm::Function &Kernel, GpuTarget Target, llvm::FunctionAnalysisManager &FAM);
+// Returns the empty string when `Kernel` is safe to convert, else why not. `*WarpRows` is set when it is safe
+// only in blocks of one row of threads or whose rows are whole warps (control_block.h, PREEMPT_WARP_ROWS_PREFIX).
+std::string whyNotConvertible(llvm::Function &Kernel, GpuTarget Target, llvm::FunctionAnalysisManager &FAM,
+                              bool *WarpRows);
 
 } // namespace preempt
 #endif

@@ -29,6 +29,7 @@
 
 #include "preempt/control_block.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
@@ -475,6 +476,17 @@ static void addKernelMarker(Module &M, StringRef KernelName) {
   appendToUsed(M, {Marker});
 }
 
+// Beside the marker, for a kernel safe only in blocks of one row or of rows of whole warps (KernelSafety.cpp's
+// warp-sync rule): the runtime runs launches of other block shapes as written.
+static void addWarpRowsMarker(Module &M, StringRef KernelName) {
+  Type *Int32 = Type::getInt32Ty(M.getContext());
+  auto *Marker = new GlobalVariable(M, Int32, /*isConstant=*/true, GlobalValue::ExternalLinkage,
+                                    ConstantInt::get(Int32, 1), (PREEMPT_WARP_ROWS_PREFIX + KernelName).str(), nullptr,
+                                    GlobalValue::NotThreadLocal, /*AddressSpace=*/1);
+  Marker->setAlignment(Align(4));
+  appendToUsed(M, {Marker});
+}
+
 // Keeps `Kernel` as written, before conversion, under the name the runtime
 // looks up (control_block.h, PREEMPT_ORIGINAL_KERNEL_PREFIX): a launch whose
 // grid fits in one wave of persistent CTAs runs this copy, since no CTA would
@@ -510,6 +522,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
   auto &FAM = MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
 
   SmallVector<Function *, 8> Convertible;
+  StringSet<> NeedsWarpRows; // convertible where blocks are one row or rows of whole warps (KernelSafety.h)
   for (Function &F : M) {
     // The unconverted copy of a kernel a previous run converted is not a
     // kernel of the program's own: leave it as it is, without a remark.
@@ -520,6 +533,7 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
       continue;
     OptimizationRemarkEmitter Remarks(&F);
     std::string Reason;
+    bool WarpRows = false;
     if (M.getNamedGlobal((PREEMPT_KERNEL_MARKER_PREFIX + F.getName()).str()))
       Reason = "is already in persistent-thread form";
     else if (!F.getReturnType()->isVoidTy())
@@ -529,9 +543,11 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     else if (F.hasFnAttribute("nvvm.cluster_dim") || F.hasFnAttribute("nvvm.blocksareclusters"))
       Reason = "is launched in thread-block clusters";
     else
-      Reason = whyNotConvertible(F, Target, FAM);
+      Reason = whyNotConvertible(F, Target, FAM, &WarpRows);
     if (Reason.empty()) {
       Convertible.push_back(&F);
+      if (WarpRows)
+        NeedsWarpRows.insert(F.getName());
       continue;
     }
     Remarks.emit([&] {
@@ -598,6 +614,16 @@ PreservedAnalyses PersistentThreadsPass::run(Module &M, ModuleAnalysisManager &M
     std::string Name = Kernel->getName().str();
     Function *Converted = Convert(*Kernel, chooseTaskLoop(*Kernel, Clones, Target), nullptr);
     addKernelMarker(M, Name);
+    if (NeedsWarpRows.contains(Name)) {
+      addWarpRowsMarker(M, Name);
+      OptimizationRemarkEmitter(Converted).emit([&] {
+        return OptimizationRemark(PassName, "WarpRows", Converted)
+               << "kernel '" << ore::NV("Kernel", Name)
+               << "': its converted forms run only in blocks of one row of threads or of rows of whole warps (a "
+                  "warp-synchronous operation under a branch on threadIdx.x at warp boundaries); other block "
+                  "shapes run as written";
+      });
+    }
     swapWithOriginal(M, *Converted, Name);
     OptimizationRemarkEmitter Remarks(Converted);
     Remarks.emit([&] {

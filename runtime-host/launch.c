@@ -119,8 +119,10 @@ static int resolve_forms(preempt_runtime *runtime, preempt_kernel_state *kernel,
   const preempt_kernel_desc *desc = kernel->desc;
   const preempt_gpu_ops *gpu = runtime->gpu;
   char persistent_name[NAME_CAPACITY], drain_name[NAME_CAPACITY], intask_name[NAME_CAPACITY],
-      variant_name[NAME_CAPACITY], chunks_desc_name[NAME_CAPACITY], chunks_name[NAME_CAPACITY];
+      variant_name[NAME_CAPACITY], chunks_desc_name[NAME_CAPACITY], chunks_name[NAME_CAPACITY],
+      warp_rows_name[NAME_CAPACITY];
   if (prefixed_name(persistent_name, PREEMPT_PERSISTENT_KERNEL_PREFIX, desc->name) ||
+      prefixed_name(warp_rows_name, PREEMPT_WARP_ROWS_PREFIX, desc->name) ||
       prefixed_name(drain_name, PREEMPT_DRAIN_KERNEL_PREFIX, desc->name) ||
       prefixed_name(intask_name, PREEMPT_INTASK_DESC_PREFIX, desc->name) ||
       prefixed_name(variant_name, PREEMPT_INTASK_KERNEL_PREFIX, desc->name) ||
@@ -180,6 +182,14 @@ static int resolve_forms(preempt_runtime *runtime, preempt_kernel_state *kernel,
     on_device->persistent_function = NULL;
     return preempt_report_gpu(gpu, status, "looking up the persistent form (rebuild the kernel with the matching "
                               "libpreempt.so)", desc->name);
+  }
+  /* Absent (0) unless the pass made the forms for blocks of one row or of
+   * rows of whole warps only; a failed lookup cannot tell, so the kernel
+   * waits for its next launch to be resolved again. */
+  status = gpu->kernel_global(desc->host_stub, warp_rows_name, &on_device->warp_rows, sizeof on_device->warp_rows);
+  if (status != 0) {
+    forget_params(on_device);
+    return preempt_report_gpu(gpu, status, "looking up the block shapes the forms allow", desc->name);
   }
   /* In-task points (docs/intask.md): a descriptor of another ABI or with
    * more points than the runtime knows is refused, not guessed at. Left
@@ -728,6 +738,19 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
       preempt_report("kernel '%s': its converted form holds no CTA of %u threads with %zu bytes of dynamic shared "
                      "memory, the kernel as written does: such launches run as written, not evictable", desc->name,
                      block.x * block.y * block.z, dynamic_shared_bytes);
+    }
+    return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
+  }
+  /* Forms safe only where threadIdx.x cut at warp boundaries cuts warps
+   * (passes/KernelSafety.cpp, the warp-sync rule): in a block of several
+   * rows that are not whole warps, a warp spans rows, and the lanes the
+   * kernel as written lets exit would wait in the task loop. */
+  if (sized->warp_rows && block.x % 32 != 0 && (block.y > 1 || block.z > 1)) {
+    if (!sized->warp_rows_reported) {
+      sized->warp_rows_reported = 1;
+      preempt_report("kernel '%s': its converted forms need blocks of one row of threads or of rows of whole warps; "
+                     "launches of %ux%ux%u threads run as written, not evictable", desc->name, block.x, block.y,
+                     block.z);
     }
     return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
   }

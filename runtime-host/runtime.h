@@ -96,6 +96,10 @@ typedef struct preempt_kernel_on_device {
   uint64_t length_waves;
   uint64_t short_launches, capture_launches, unevictable_launches;
   int no_room_reported; /* a launch ran as written: the form held no CTA of it (launch.c), said once */
+  /* The pass's PREEMPT_WARP_ROWS_PREFIX global: the forms are safe only in
+   * blocks of one row or of rows of whole warps; others run as written. */
+  uint32_t warp_rows;
+  int warp_rows_reported;
   /* Task length, sampled on a launch (EffiSha §6.3's online sampling). The
    * first sample runs with a check before every task, whose fetches made
    * tasks of streaming kernels take 2.0-2.7x as long on the H100

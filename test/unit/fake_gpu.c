@@ -31,6 +31,11 @@ static int fake_kernel_global(const void *stub, const char *name, void *value, s
       memcpy(value, &fake_gpu.intask_chunks_desc, bytes);
     return 0;
   }
+  if (strncmp(name, PREEMPT_WARP_ROWS_PREFIX, strlen(PREEMPT_WARP_ROWS_PREFIX)) == 0) {
+    if (bytes == sizeof fake_gpu.warp_rows)
+      memcpy(value, &fake_gpu.warp_rows, bytes);
+    return 0;
+  }
   if (strncmp(name, PREEMPT_INTASK_DESC_PREFIX, strlen(PREEMPT_INTASK_DESC_PREFIX)) == 0) {
     if (bytes == sizeof fake_gpu.intask_desc)
       memcpy(value, &fake_gpu.intask_desc, bytes);

@@ -35,6 +35,7 @@ typedef struct fake_launch {
 typedef struct fake_gpu_state {
   uint32_t sm_count, ctas_per_sm, marker_abi;
   preempt_intask_desc intask_desc; /* what kernels' in-task descriptors hold (all zero: none) */
+  uint32_t warp_rows; /* what kernels' PREEMPT_WARP_ROWS_PREFIX globals hold (0: none) */
   int device_count;        /* 0 reads as 1 */
   int fail_device_alloc;
   int events_pending;      /* event_query answers not_ready */

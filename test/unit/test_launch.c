@@ -250,6 +250,39 @@ static void test_form_without_room(void) {
   CHECK(fake_gpu.last.persistent);
 }
 
+/* A kernel whose forms the pass made for blocks of one row or of rows of whole warps (the warp-sync rule,
+ * KernelSafety.cpp): a launch of any other block shape runs as written, said once; those shapes convert as before. */
+static void test_warp_rows(void) {
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z11first_warpsPf", 2);
+  fake_gpu.has_original = 1;
+  fake_gpu.expected_params = 2;
+  fake_gpu.warp_rows = 1;
+  static const preempt_dim3 allowed[] = {{256, 1, 1}, {48, 1, 1}, {32, 8, 1}, {64, 2, 2}};
+  static const preempt_dim3 refused[] = {{16, 16, 1}, {48, 2, 1}, {8, 4, 4}};
+  for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, allowed[i], args, 0, &first), 0);
+    CHECK(fake_gpu.last.persistent && !fake_gpu.last.as_written);
+  }
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, refused[i], args, 0, &first), 0);
+    CHECK(fake_gpu.last.as_written && !fake_gpu.last.persistent);
+    CHECK(fake_gpu.last.block.x == refused[i].x && fake_gpu.last.block.y == refused[i].y);
+  }
+  CHECK(strstr(preempt_last_error(), "rows of whole warps") && strstr(preempt_last_error(), "16x16x1"));
+  preempt_kernel_info info;
+  CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+  CHECK_EQ_U64(info.unevictable_launches, 3);
+  /* Without the global every shape converts. */
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  desc = fake_kernel_desc(&stub_b, "_Z10every_lanePf", 2);
+  fake_gpu.expected_params = 2;
+  CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){100000, 1, 1}, refused[0], args, 0, &first), 0);
+  CHECK(fake_gpu.last.persistent);
+}
+
 /* Under lazy module loading an eviction that would hold a stream is refused, said with the way out: a launch of a
  * kernel not yet loaded waits behind a held stream (context.c, PREEMPT_EVICT_READY). */
 static void test_lazy_loading_refuses_eviction(void) {
@@ -2137,6 +2170,7 @@ int main(int argc, char **argv) {
   test_lazy_loading_refuses_eviction();
   test_param_count_from_device();
   test_form_without_room();
+  test_warp_rows();
   test_drain_form();
   test_stream_priorities();
   test_quota();

@@ -151,6 +151,13 @@ typedef struct preempt_intask_desc {
 #define PREEMPT_RELAUNCH_RESUMES 8u
 #define PREEMPT_RELAUNCH_EPOCH_SHIFT 8u
 
+/* A converted kernel that is safe only in blocks that are one row of threads
+ * or whose rows are whole warps carries a device global (uint32, 1) of this
+ * prefix and its name (passes/KernelSafety.cpp, the warp-sync rule: it reads
+ * threadIdx.x alone and splits a CTA at warp boundaries of threadIdx.x). The
+ * runtime runs a launch of any other block shape as written. */
+#define PREEMPT_WARP_ROWS_PREFIX "__preempt_warprows_"
+
 /* Converted kernels carry a device global with this prefix and the kernel's
  * symbol name; its presence is how the runtime tells converted kernels apart. */
 #define PREEMPT_KERNEL_MARKER_PREFIX "__preempt_kernel_"

@@ -4,11 +4,13 @@
 // H200: a full-mask shuffle under threadIdx.y == 0, blocks of 16 x 16). Such kernels are kept as written.
 // RUN: %clang %cuda_flags --cuda-device-only -S -emit-llvm -fno-discard-value-names -Rpass=preempt -Rpass-missed=preempt %s -o %t.ll 2>&1 | %FileCheck %s --check-prefixes=REMARK,O2
 // RUN: %FileCheck %s < %t.ll
+// RUN: %FileCheck %s --check-prefix=ROWS < %t.ll
+// RUN: not grep -E '__preempt_warprows__(Z10first_rankPf|Z10every_lanePf|Z11active_onlyPf)' %t.ll
 // RUN: %clang %cuda_flags -O0 --cuda-device-only -S -Rpass=preempt -Rpass-missed=preempt %s -o /dev/null 2>&1 | %FileCheck %s --check-prefixes=REMARK,O0
 
-// REMARK-DAG: kernel '_Z10half_warpsPfS_' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 40 under control flow that splits a warp
-// REMARK-DAG: kernel '_Z14tail_then_shflPfi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 51 under control flow that splits a warp
-// REMARK-DAG: kernel '_Z13first_lane_2dPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 73 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z10half_warpsPfS_' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 49 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z14tail_then_shflPfi' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 60 under control flow that splits a warp
+// REMARK-DAG: kernel '_Z13first_lane_2dPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask at line 82 under control flow that splits a warp
 // REMARK-DAG: kernel '_Z11first_warpsPf' converted to persistent-thread form
 // REMARK-DAG: kernel '_Z9by_warp_iPf' converted to persistent-thread form
 // O2-DAG: kernel '_Z10first_rankPf' converted to persistent-thread form
@@ -20,6 +22,13 @@
 // O2-DAG: kernel '_Z11active_onlyPf' converted to persistent-thread form
 // O0-DAG: kernel '_Z11active_onlyPf' left unchanged (not preemptible): it has a warp-synchronous operation with a fixed lane mask
 // REMARK-DAG: kernel '_Z10every_lanePf' converted to persistent-thread form
+
+// Kernels safe only because threadIdx.x is cut at warp boundaries carry a global the runtime reads: their forms
+// run only in blocks of one row or of rows of whole warps (launch.c); the rank and a mask of running lanes need none.
+// ROWS-DAG: @__preempt_warprows__Z11first_warpsPf = addrspace(1) constant i32 1
+// ROWS-DAG: @__preempt_warprows__Z9by_warp_iPf = addrspace(1) constant i32 1
+// ROWS-DAG: @__preempt_warprows__Z9look_backPKiPi = addrspace(1) constant i32 1
+// O2-DAG: kernel '_Z11first_warpsPf': its converted forms run only in blocks of one row of threads or of rows of whole warps
 
 // The refused kernel keeps its hardware block index and gets no persistent form.
 // CHECK-NOT: @__preempt_persistent__Z10half_warpsPfS_
