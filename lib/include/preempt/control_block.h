@@ -6,7 +6,8 @@
 /* Bumped whenever the layout below or the kernel calling convention changes;
  * the pass writes it into each converted kernel's marker and the runtime
  * refuses to launch a kernel built for another version. */
-#define PREEMPT_KERNEL_ABI_VERSION 9u
+#define PREEMPT_KERNEL_ABI_VERSION 10u /* 10: the warp-rows global (PREEMPT_WARP_ROWS_PREFIX), which a runtime \
+                                          before it would not read */
 
 /* A converted kernel takes these parameters after its own, in this order:
  * the control block, the task count, the original grid (x, y, z), the launch's

@@ -10,10 +10,10 @@
 // REMARK-DAG: kernel '_Z9histogramPKjjPj' converted
 // REMARK-NOT: left unchanged
 
-// CHECK-DAG: __preempt_kernel__Z12dynamic_tilePfj = 9;
-// CHECK-DAG: __preempt_kernel__Z5scaleIfEvPT_S0_ = 9;
-// CHECK-DAG: __preempt_kernel__Z5scaleIiEvPT_S0_ = 9;
-// CHECK-DAG: __preempt_kernel__Z9histogramPKjjPj = 9;
+// CHECK-DAG: __preempt_kernel__Z12dynamic_tilePfj = 10;
+// CHECK-DAG: __preempt_kernel__Z5scaleIfEvPT_S0_ = 10;
+// CHECK-DAG: __preempt_kernel__Z5scaleIiEvPT_S0_ = 10;
+// CHECK-DAG: __preempt_kernel__Z9histogramPKjjPj = 10;
 // CHECK-DAG: .extern .shared .align {{[0-9]+}} .b8 dynamic_storage[];
 
 extern __shared__ float dynamic_storage[];

@@ -8,7 +8,7 @@
 
 // REMARK: remark: kernel '_Z3addPKfS0_Pfi' converted to persistent-thread form
 
-// IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 9
+// IR: @__preempt_kernel__Z3addPKfS0_Pfi = addrspace(1) constant i32 10
 // IR-LABEL: define {{.*}} ptx_kernel void @__preempt_persistent__Z3addPKfS0_Pfi(ptr {{.*}}, ptr {{.*}}, ptr {{.*}}, i32 {{.*}}, ptr noundef %preempt.control, i32 noundef %preempt.task.count, i32 noundef %preempt.grid.x, i32 noundef %preempt.grid.y, i32 noundef %preempt.grid.z, i32 noundef %preempt.generation, i32 noundef %preempt.check.interval, i32 noundef %preempt.relaunched)
 // The first batch of task ids is fetched before the loop, each next one as the task before
 // it starts; ids are tagged with the launch's generation (64-bit word) in the launch's lane
@@ -74,7 +74,7 @@
 // IR-NOT: membar
 // IR: ret void
 
-// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 9;
+// PTX: .visible .global .align 4 .u32 __preempt_kernel__Z3addPKfS0_Pfi = 10;
 // PTX: .entry __preempt_persistent__Z3addPKfS0_Pfi(
 // PTX-NOT: membar
 // PTX-NOT: fence

@@ -22,25 +22,25 @@
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
 //
 // Descriptors ([ABI, points, thread bytes, CTA bytes]): the second number is the points placed.
-// LONG: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 9, i32 1,
-// LONG-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 9, i32 2,
-// LONG-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 9, i32 1,
-// LONG-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 9, i32 3,
+// LONG: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 10, i32 1,
+// LONG-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 10, i32 2,
+// LONG-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 10, i32 1,
+// LONG-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 10, i32 3,
 // LONG-NOT: short_top
-// ALL: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 9, i32 2,
-// ALL-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 9, i32 2,
-// ALL-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 9, i32 2,
-// ALL-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 9, i32 3,
+// ALL: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 10, i32 2,
+// ALL-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 10, i32 2,
+// ALL-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 10, i32 2,
+// ALL-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 10, i32 3,
 // ALL-NOT: short_top
-// OFF: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 9, i32 1,
-// OFF-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 9, i32 1,
-// OFF-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 9, i32 1,
-// OFF-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 9, i32 1,
+// OFF: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 10, i32 1,
+// OFF-NEXT: @__preempt_points__Z10long_innerPKfPfi = {{.*}} [i32 10, i32 1,
+// OFF-NEXT: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 10, i32 1,
+// OFF-NEXT: @__preempt_points__Z10three_deepPKfPfii = {{.*}} [i32 10, i32 1,
 // OFF-NOT: short_top
-// WORK104: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 9, i32 2,
-// WORK104: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 9, i32 1,
-// WORK103: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 9, i32 2,
-// WORK103: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 9, i32 2,
+// WORK104: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 10, i32 2,
+// WORK104: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 10, i32 1,
+// WORK103: @__preempt_points__Z11short_innerPKfPfi = {{.*}} [i32 10, i32 2,
+// WORK103: @__preempt_points__Z12capped_innerPKfPfii = {{.*}} [i32 10, i32 2,
 
 // The inner loop runs 16 iterations of 13 instructions (counted in the IR: its two phis, the
 // multiply, the index's add, multiply and add, the zext, the address, the load, the add, the

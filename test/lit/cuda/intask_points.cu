@@ -55,9 +55,9 @@
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-STEP --implicit-check-not=niter --implicit-check-not=preempt.intask.index
 // RUN: sed -n '/^define .*@__preempt_intaskform__Z6nestedPKfPfii(/,/^}/p' %t.nested.ll | %FileCheck %s --check-prefix=NESTED-SPILL
 
-// LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 9, i32 1, i32 4, i32 1056], align 4
-// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 9, i32 2, i32 4, i32 16], align 4
-// LIST-NEXT: @__preempt_points__Z9two_loopsPKfPfii = addrspace(1) constant [4 x i32] [i32 9, i32 2, i32 {{[0-9]+}}, i32 416], align 4
+// LIST: @__preempt_points__Z7stencilPKfPfi = addrspace(1) constant [4 x i32] [i32 10, i32 1, i32 4, i32 1056], align 4
+// LIST-NEXT: @__preempt_points__Z6nestedPKfPfii = addrspace(1) constant [4 x i32] [i32 10, i32 2, i32 4, i32 16], align 4
+// LIST-NEXT: @__preempt_points__Z9two_loopsPKfPfii = addrspace(1) constant [4 x i32] [i32 10, i32 2, i32 {{[0-9]+}}, i32 416], align 4
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z6nestedPKfPfii(
 // LIST-NEXT: define {{.*}}ptx_kernel void @__preempt_intaskform__Z9two_loopsPKfPfii({{.*}}
@@ -65,7 +65,7 @@
 
 // OFF-REMARK-DAG: kernel '_Z7stencilPKfPfi' converted to persistent-thread form
 // OFF-REMARK-DAG: kernel '_Z6nestedPKfPfii' converted to persistent-thread form
-// OFF: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 9, align 4
+// OFF: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 10, align 4
 // OFF: define {{.*}}ptx_kernel void @_Z7stencilPKfPfi(
 
 #define N 256
@@ -115,7 +115,7 @@ __global__ void stencil(const float *in, float *out, int steps) {
 // PERSISTENT: {{^}}}
 
 // The variant: the persistent form's parameters; a resumed task's point comes from its batch.
-// VARIANT: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 9, align 4
+// VARIANT: @__preempt_kernel__Z7stencilPKfPfi = addrspace(1) constant i32 10, align 4
 // VARIANT-NOT: @__preempt_kernel___preempt_intaskform_
 // VARIANT-LABEL: define {{.*}}ptx_kernel void @__preempt_intaskform__Z7stencilPKfPfi(ptr {{.*}}%in, ptr {{.*}}%out, i32 {{.*}}%steps, ptr noundef %preempt.control, i32 noundef %preempt.task.count,
 // VARIANT: %preempt.intask.resume = phi i32

@@ -30,7 +30,7 @@
 // REMARK-NOT: kernel '_Z5tilesPKjPjj' also gets
 // TWO: {{^}}2{{$}}
 // SOME: {{^[1-9][0-9]*$}}
-// TWIN-DAG: @__preempt_chunkpoints__Z4hashPjjj = {{.*}}constant [4 x i32] [i32 9, i32 1,
+// TWIN-DAG: @__preempt_chunkpoints__Z4hashPjjj = {{.*}}constant [4 x i32] [i32 10, i32 1,
 // TWIN-DAG: define {{.*}}@__preempt_intaskchunks__Z4hashPjjj(
 // TWIN-DAG: define {{.*}}@__preempt_intaskform__Z5tilesPKjPjj(
 // TWIN-NOT: @__preempt_intaskchunks__Z5tilesPKjPjj(

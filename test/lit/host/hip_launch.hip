@@ -10,7 +10,7 @@
 // REMARK: remark: launch of kernel '_Z1kPi' routed to the preempt runtime
 
 // CHECK: @_Z1kPi = constant ptr @_Z16__device_stub__kPi
-// CHECK: @__preempt_kernel_desc._Z16__device_stub__kPi = internal global { i32, i32, i32, i32, ptr, ptr, ptr } { i32 1, i32 2, i32 1, i32 9, ptr @_Z1kPi,
+// CHECK: @__preempt_kernel_desc._Z16__device_stub__kPi = internal global { i32, i32, i32, i32, ptr, ptr, ptr } { i32 1, i32 2, i32 1, i32 10, ptr @_Z1kPi,
 // CHECK: call {{.*}} @preempt_launch_kernel(ptr {{.*}}@__preempt_kernel_desc._Z16__device_stub__kPi
 // NOHIP-NOT: call {{.*}} @hipLaunchKernel(
 

@@ -9,7 +9,7 @@
 // Host-only compilation registers nothing, so the descriptor names the stub;
 // a full compilation names the device symbol (see the demo).
 // Descriptor: version 1, CUDA, 1 parameter, kernel ABI 7, the stub, the name, no runtime state yet.
-// CHECK: @__preempt_kernel_desc._Z16__device_stub__kPi = internal global { i32, i32, i32, i32, ptr, ptr, ptr } { i32 1, i32 1, i32 1, i32 9, ptr @_Z16__device_stub__kPi, ptr @__preempt_kernel_name._Z16__device_stub__kPi, ptr null }
+// CHECK: @__preempt_kernel_desc._Z16__device_stub__kPi = internal global { i32, i32, i32, i32, ptr, ptr, ptr } { i32 1, i32 1, i32 1, i32 10, ptr @_Z16__device_stub__kPi, ptr @__preempt_kernel_name._Z16__device_stub__kPi, ptr null }
 // CHECK-LABEL: define {{.*}} @_Z16__device_stub__kPi(
 // CHECK: call {{.*}} @preempt_launch_kernel(ptr {{.*}}@__preempt_kernel_desc._Z16__device_stub__kPi, i64
 // CHECK-LABEL: define {{.*}} @_Z8run_minePi(
