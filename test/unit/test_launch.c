@@ -227,14 +227,19 @@ static void test_param_count_from_device(void) {
  * as written takes without an attribute, beside the persistent form's task context: HeCBench bincount failed with
  * "launching the persistent grid failed ... 719" under PREEMPT_STRESS): the launch runs as written, not as a
  * persistent grid of CTAs that cannot start. */
+/* A converted kernel of two 8-byte parameters with its copy as written, on a fresh fake GPU. */
+static preempt_kernel_desc fresh_kernel_with_copy(const char *name) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  fake_gpu.has_original = 1;
+  fake_gpu.expected_params = 2;
+  return fake_kernel_desc(&stub_a, name, 2);
+}
+
 static void test_form_without_room(void) {
   static const preempt_dim3 block256 = {256, 1, 1};
   long long first = 5, second = 6;
   void *args[] = {&first, &second};
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
-  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z8bincountPiPKii", 2);
-  fake_gpu.has_original = 1;
-  fake_gpu.expected_params = 2;
+  preempt_kernel_desc desc = fresh_kernel_with_copy("_Z8bincountPiPKii");
   fake_gpu.original_ctas_per_sm = 4;
   fake_gpu.ctas_per_sm = 0;
   CHECK_EQ_U64(preempt_launch_kernel(&desc, (preempt_dim3){40000, 1, 1}, block256, args, 49152, &first), 0);
@@ -255,10 +260,7 @@ static void test_form_without_room(void) {
 static void test_warp_rows(void) {
   long long first = 5, second = 6;
   void *args[] = {&first, &second};
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
-  preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z11first_warpsPf", 2);
-  fake_gpu.has_original = 1;
-  fake_gpu.expected_params = 2;
+  preempt_kernel_desc desc = fresh_kernel_with_copy("_Z11first_warpsPf");
   fake_gpu.warp_rows = 1;
   static const preempt_dim3 allowed[] = {{256, 1, 1}, {48, 1, 1}, {32, 8, 1}, {64, 2, 2}};
   static const preempt_dim3 refused[] = {{16, 16, 1}, {48, 2, 1}, {8, 4, 4}};
