@@ -242,35 +242,33 @@ md=$(ls -t "$results"/*.md | head -1)
   timeout -s KILL 120 "$bin/preempt/overhead_parts" > "$work/parts.jsonl" 2> "$work/parts.err" ||
     { echo "overhead_parts failed:"; sed 's/^/    /' "$work/parts.err"; }
   python3 "$root/bench/preemption/report_parts.py" "$work/parts.jsonl" || echo "(a variant's output was wrong)"
+  # launch_shape_check NAME [VAR=VALUE...]: bench/preemption/NAME.cu's own line, or FAILED with what it said (a
+  # nonzero exit, or a persistent grid the driver refused).
+  launch_shape_check() {
+    local name=$1
+    shift
+    if env "$@" timeout -s KILL 60 "$bin/preempt/$name" > "$work/$name.out" 2> "$work/$name.err" &&
+        ! grep -q 'launching the persistent grid failed' "$work/$name.err"; then
+      cat "$work/$name.out"
+    else
+      echo "FAILED: $(cat "$work/$name.out" "$work/$name.err" | tail -c 300)"
+    fi
+  }
   echo
   echo "## A one-wave launch with 64 KiB of dynamic shared memory (bench/preemption/one_wave_big_shared.cu)"
   echo
   # The limit the application sets reaches the converted kernel only: the copy must take it over.
-  if timeout -s KILL 60 "$bin/preempt/one_wave_big_shared" > "$work/big_shared.out" 2> "$work/big_shared.err"; then
-    cat "$work/big_shared.out"
-  else
-    echo "FAILED: $(cat "$work/big_shared.out" "$work/big_shared.err" | tail -c 300)"
-  fi
+  launch_shape_check one_wave_big_shared
   echo
   echo "## A launch of exactly 48 KiB of dynamic shared memory under evictions (bench/preemption/exact_48k_shared.cu)"
   echo
   # The kernel as written takes it with no attribute; the persistent form's task context made it too big there.
-  if PREEMPT_STRESS=1 PREEMPT_LONG_US=0 timeout -s KILL 60 "$bin/preempt/exact_48k_shared" > "$work/k48.out" \
-      2> "$work/k48.err" && ! grep -q 'launching the persistent grid failed' "$work/k48.err"; then
-    cat "$work/k48.out"
-  else
-    echo "FAILED: $(cat "$work/k48.out" "$work/k48.err" | tail -c 300)"
-  fi
+  launch_shape_check exact_48k_shared PREEMPT_STRESS=1 PREEMPT_LONG_US=0
   echo
   echo "## A full-mask shuffle in half of a warp, every launch asking for a preemptible form (bench/preemption/half_warp_shuffle.cu)"
   echo
   # HeCBench jacobi's reduction: its converted form hung (the pass now leaves such kernels as written).
-  if PREEMPT_STRESS=1 PREEMPT_LONG_US=0 timeout -s KILL 60 "$bin/preempt/half_warp_shuffle" > "$work/hws.out" \
-      2> "$work/hws.err"; then
-    cat "$work/hws.out"
-  else
-    echo "FAILED: $(cat "$work/hws.out" "$work/hws.err" | tail -c 300)"
-  fi
+  launch_shape_check half_warp_shuffle PREEMPT_STRESS=1 PREEMPT_LONG_US=0
 } >> "$md"
 grep -q "^FAILED: " "$md" && status=1
 # The three launch-shape checks above count into the last "N passed, N failed".

@@ -350,17 +350,17 @@ static bool isMultipleOf32(const Value *V, bool AllowZero) {
 // (the caller's `OneRow`: the kernel reads neither threadIdx.y nor threadIdx.z) or its rows are whole warps.
 static bool isWarpGranular(const Instruction &I, bool OneRow) {
   auto Ordered = [&](const Value *V) { return (OneRow && isThreadIdxX(V)) || isLinearRank(V); };
-  if (auto *Shift = dyn_cast<BinaryOperator>(&I)) {
-    auto *Amount = dyn_cast<ConstantInt>(Shift->getOperand(1));
-    if ((Shift->getOpcode() == Instruction::LShr || Shift->getOpcode() == Instruction::AShr) && Amount &&
+  if (auto *Binary = dyn_cast<BinaryOperator>(&I)) {
+    auto *Amount = dyn_cast<ConstantInt>(Binary->getOperand(1));
+    if ((Binary->getOpcode() == Instruction::LShr || Binary->getOpcode() == Instruction::AShr) && Amount &&
         Amount->getZExtValue() >= 5)
-      return Ordered(Shift->getOperand(0));
-    if ((Shift->getOpcode() == Instruction::UDiv || Shift->getOpcode() == Instruction::SDiv) &&
-        isMultipleOf32(Shift->getOperand(1), false))
-      return Ordered(Shift->getOperand(0));
+      return Ordered(Binary->getOperand(0));
+    if ((Binary->getOpcode() == Instruction::UDiv || Binary->getOpcode() == Instruction::SDiv) &&
+        isMultipleOf32(Binary->getOperand(1), false))
+      return Ordered(Binary->getOperand(0));
     // x & ~31 and narrower masks with no lane bits (x / 32 == 1 becomes (x & 992) == 32 at -O2).
-    if (auto *Mask = dyn_cast<ConstantInt>(Shift->getOperand(1)); Mask && Shift->getOpcode() == Instruction::And)
-      return (Mask->getZExtValue() & 31) == 0 && Ordered(Shift->getOperand(0));
+    if (auto *Mask = dyn_cast<ConstantInt>(Binary->getOperand(1)); Mask && Binary->getOpcode() == Instruction::And)
+      return (Mask->getZExtValue() & 31) == 0 && Ordered(Binary->getOperand(0));
     return false;
   }
   if (auto *Compare = dyn_cast<ICmpInst>(&I)) {
@@ -502,9 +502,8 @@ static std::string atLine(const Instruction *At) {
 static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, FunctionAnalysisManager &FAM,
                                           DenseMap<Function *, bool> &BarrierMemo) {
   DenseSet<const BasicBlock *> Divergent = divergentBranches(Kernel, Target, FAM);
-  auto IsBarrier = [](const CallBase &Call) { return isCtaBarrier(Call); };
   const Instruction *At = hitUnderDivergence(
-      Kernel, Divergent, FAM, [&](const BasicBlock &BB) { return firstCall(BB, IsBarrier, BarrierMemo); });
+      Kernel, Divergent, FAM, [&](const BasicBlock &BB) { return firstCall(BB, isCtaBarrier, BarrierMemo); });
   if (!At)
     return "";
   std::string Line = atLine(At);
@@ -514,8 +513,7 @@ static std::string checkBarrierDivergence(Function &Kernel, GpuTarget Target, Fu
 
 // A mask of the lanes that run with the thread (__activemask(), a ballot, or such a mask narrowed by an and).
 static bool isRunningLanesMask(const Value *V) {
-  while (auto *Cast = dyn_cast<CastInst>(V))
-    V = Cast->getOperand(0);
+  V = stripCasts(V);
   if (auto *And = dyn_cast<BinaryOperator>(V); And && And->getOpcode() == Instruction::And)
     return isRunningLanesMask(And->getOperand(0)) || isRunningLanesMask(And->getOperand(1));
   auto *Call = dyn_cast<IntrinsicInst>(V);
@@ -575,8 +573,7 @@ static std::string checkWarpSyncDivergence(Function &Kernel, GpuTarget Target, F
   if (Target != GpuTarget::NVPTX)
     return "";
   DenseMap<Function *, bool> Memo;
-  auto IsFixed = [](const CallBase &Call) { return isFixedMaskWarpSync(Call); };
-  auto Hit = [&](const BasicBlock &BB) { return firstCall(BB, IsFixed, Memo); };
+  auto Hit = [&](const BasicBlock &BB) { return firstCall(BB, isFixedMaskWarpSync, Memo); };
   bool Any = false;
   for (BasicBlock &BB : Kernel)
     Any |= Hit(BB) != nullptr;

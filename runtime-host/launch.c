@@ -1,5 +1,6 @@
 /* launch.c: preempt_launch_kernel, which runs a converted kernel as a persistent grid sized by occupancy.
  * FLEP §4.1 (persistent CTAs fill the GPU), EffiSha §6 (launch through the runtime, stream order kept). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,20 @@ static void *look_up_copy(const preempt_gpu_ops *gpu, const preempt_kernel_desc 
   if (status != 0 && status != gpu->not_supported)
     preempt_report_gpu(gpu, status, what, desc->name);
   return status == 0 ? function : NULL;
+}
+
+/* preempt_report, the first time `*said` is 0: a kernel's reason to run its
+ * launches as written is said once, not at every launch. */
+static void say_once(int *said, const char *format, ...) {
+  if (*said)
+    return;
+  *said = 1;
+  char text[512];
+  va_list arguments;
+  va_start(arguments, format);
+  vsnprintf(text, sizeof text, format, arguments);
+  va_end(arguments);
+  preempt_report("%s", text);
 }
 
 #define NAME_CAPACITY 4096
@@ -723,35 +738,32 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
    * report at exit, which says they ran as written (stress.c). */
   preempt_stress_start_if_requested(runtime);
   uint32_t sm_count;
+  preempt_kernel_on_device *sized = &kernel->on_device[device];
+  /* Forms safe only where threadIdx.x cut at warp boundaries cuts warps
+   * (passes/KernelSafety.cpp, the warp-sync rule): in a block of several
+   * rows that are not whole warps, a warp spans rows, and the lanes the
+   * kernel as written lets exit would wait in the task loop. Decided by the
+   * block's shape alone, before any occupancy query. */
+  if (sized->warp_rows && block.x % 32 != 0 && (block.y > 1 || block.z > 1)) {
+    say_once(&sized->warp_rows_reported,
+             "kernel '%s': its converted forms need blocks of one row of threads or of rows of whole warps; "
+             "launches of %ux%ux%u threads run as written, not evictable",
+             desc->name, block.x, block.y, block.z);
+    return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
+  }
   if ((status = preempt_device_sm_count(runtime, device, &sm_count)) != 0 ||
-      (status = kernel_occupancy(runtime, desc, &kernel->on_device[device], block, dynamic_shared_bytes)) != 0)
+      (status = kernel_occupancy(runtime, desc, sized, block, dynamic_shared_bytes)) != 0)
     goto done;
   /* A form that holds no CTA of this launch's shape while the kernel as
    * written does (its dynamic shared memory does not fit beside the form's
    * own static shared memory, the task context: gpu_cuda.c; or the form's
    * registers): the launch runs as written, not evictable, and says so once
    * per kernel, rather than failing. */
-  preempt_kernel_on_device *sized = &kernel->on_device[device];
   if (sized->ctas_per_sm == 0 && sized->original_ctas_per_sm > 0) {
-    if (!sized->no_room_reported) {
-      sized->no_room_reported = 1;
-      preempt_report("kernel '%s': its converted form holds no CTA of %u threads with %zu bytes of dynamic shared "
-                     "memory, the kernel as written does: such launches run as written, not evictable", desc->name,
-                     block.x * block.y * block.z, dynamic_shared_bytes);
-    }
-    return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
-  }
-  /* Forms safe only where threadIdx.x cut at warp boundaries cuts warps
-   * (passes/KernelSafety.cpp, the warp-sync rule): in a block of several
-   * rows that are not whole warps, a warp spans rows, and the lanes the
-   * kernel as written lets exit would wait in the task loop. */
-  if (sized->warp_rows && block.x % 32 != 0 && (block.y > 1 || block.z > 1)) {
-    if (!sized->warp_rows_reported) {
-      sized->warp_rows_reported = 1;
-      preempt_report("kernel '%s': its converted forms need blocks of one row of threads or of rows of whole warps; "
-                     "launches of %ux%ux%u threads run as written, not evictable", desc->name, block.x, block.y,
-                     block.z);
-    }
+    say_once(&sized->no_room_reported,
+             "kernel '%s': its converted form holds no CTA of %u threads with %zu bytes of dynamic shared memory, "
+             "the kernel as written does: such launches run as written, not evictable",
+             desc->name, block.x * block.y * block.z, dynamic_shared_bytes);
     return preempt_unevictable_launch(runtime, kernel, device, grid, block, args, dynamic_shared_bytes, stream);
   }
   /* Stream priorities kept (priority.c): room made on lower-priority persistent grids first. */
