@@ -118,8 +118,9 @@ def least_timed_first(programs, before):
 
 def undecided(before, now):
     """Whether a program's timing runs so far (an earlier call's and this call's) leave its answer open: its
-    kernels' GPU time or its wall time more than 5% (10% for wall) from the original's, or its stress run more
-    than twice the original's, by the medians of the runs that passed. A program with no passing pair is left
+    kernels' GPU time or its wall time more than 5% (10% for wall) from the original's, its start-up (spawn to the
+    first launch call) more than 50 ms later (issue 39's bound: a long program's wall time hides it), or its stress
+    run more than twice the original's, by the medians of the runs that passed. A program with no passing pair is left
     alone (its failure is what the report says)."""
     def runs(key):
         return [x for x in (before.get(key) or []) + (now.get(key) or []) if x["rc"] == 0 and not x["timed_out"]]
@@ -139,6 +140,10 @@ def undecided(before, now):
         return True
     gpu_o, gpu_p = median([gpu_ns(x) for x in original]), median([gpu_ns(x) for x in plugin])
     if gpu_o > 0 and gpu_p > 0 and not 1 / 1.05 <= gpu_p / gpu_o <= 1.05:
+        return True
+    starts_o = [x["first_launch_s"] for x in original if x.get("first_launch_s") is not None]
+    starts_p = [x["first_launch_s"] for x in plugin if x.get("first_launch_s") is not None]
+    if starts_o and starts_p and median(starts_p) - median(starts_o) > 0.05:
         return True
     return bool(stress) and median([x["wall_s"] for x in stress]) > 2 * median([x["wall_s"] for x in original])
 
