@@ -26,6 +26,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t dropped;
 static int initialized, written;
 static uint64_t first_launch_ns; /* CLOCK_MONOTONIC; 0 until the first launch call */
+static uint64_t first_launch_done_ns; /* CLOCK_MONOTONIC; 0 until a launch call has returned */
 
 static uint64_t monotonic_ns(void) {
   struct timespec t;
@@ -104,6 +105,8 @@ static void write_table(void) {
               (unsigned long long)table[i].max_blocks);
   uint64_t first = __atomic_load_n(&first_launch_ns, __ATOMIC_ACQUIRE);
   if (first) fprintf(f, "#first_launch_ns\t%llu\t0\t0\t0\n", (unsigned long long)first);
+  uint64_t done = __atomic_load_n(&first_launch_done_ns, __ATOMIC_ACQUIRE);
+  if (done) fprintf(f, "#first_launch_done_ns\t%llu\t0\t0\t0\n", (unsigned long long)done);
   if (dropped) fprintf(f, "#dropped\t%llu\t0\t0\t0\n", (unsigned long long)dropped);
   fprintf(f, "#end\t0\t0\t0\t0\n");
   pthread_mutex_unlock(&lock);
@@ -125,7 +128,9 @@ static const CUpti_CallbackId driver_launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 
 /* Records still buffered when a context goes away (cudaDeviceReset) are flushed first. The first launch call's
- * entry sets first_launch_ns; later ones cost a load and a compare. */
+ * entry sets first_launch_ns, the first return first_launch_done_ns; later ones cost a load and a compare. The
+ * entry alone is not start-up: under lazy loading the original loads its first kernel inside the launch call, while
+ * the plugin's runtime has looked the kernel up (and so loaded it) before calling. */
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data) {
   (void)userdata;
@@ -133,11 +138,13 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
     cuptiActivityFlushAll(0);
     return;
   }
-  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
-      ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER &&
-      !__atomic_load_n(&first_launch_ns, __ATOMIC_RELAXED)) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+    return;
+  uint64_t *stamp = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER ? &first_launch_ns
+                                                                                         : &first_launch_done_ns;
+  if (!__atomic_load_n(stamp, __ATOMIC_RELAXED)) {
     uint64_t expected = 0;
-    __atomic_compare_exchange_n(&first_launch_ns, &expected, monotonic_ns(), 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    __atomic_compare_exchange_n(stamp, &expected, monotonic_ns(), 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
   }
 }
 

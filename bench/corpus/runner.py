@@ -141,8 +141,11 @@ def undecided(before, now):
     gpu_o, gpu_p = median([gpu_ns(x) for x in original]), median([gpu_ns(x) for x in plugin])
     if gpu_o > 0 and gpu_p > 0 and not 1 / 1.05 <= gpu_p / gpu_o <= 1.05:
         return True
-    starts_o = [x["first_launch_s"] for x in original if x.get("first_launch_s") is not None]
-    starts_p = [x["first_launch_s"] for x in plugin if x.get("first_launch_s") is not None]
+    def starts(runs_of_build):  # to the first launch call's return where stamped, else to its entry
+        stamps = [x.get("first_launch_done_s", x.get("first_launch_s")) for x in runs_of_build]
+        return [t for t in stamps if t is not None]
+
+    starts_o, starts_p = starts(original), starts(plugin)
     if starts_o and starts_p and median(starts_p) - median(starts_o) > 0.05:
         return True
     return bool(stress) and median([x["wall_s"] for x in stress]) > 2 * median([x["wall_s"] for x in original])
@@ -155,15 +158,17 @@ def tail(text, n=TAIL):
 def read_ktable(path):
     """A run's kernel table (kernel_times.c), read once: (kernel name, prefixes of the plugin's variants stripped ->
     [launches, total_ns, max_ns, blocks]; the earliest #first_launch_ns, CLOCK_MONOTONIC of a process's first launch
-    call, the first process's in a program of several, or None). (None, None) without a table."""
+    call, the first process's in a program of several, or None; the earliest #first_launch_done_ns, when such a call
+    first returned, or None). (None, None, None) without a table."""
     if not path or not os.path.exists(path):
-        return None, None
-    kernels, first = {}, None
+        return None, None, None
+    kernels, stamps = {}, {"#first_launch_ns": None, "#first_launch_done_ns": None}
     with open(path, errors="replace") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
-            if parts[0] == "#first_launch_ns" and len(parts) > 1 and parts[1].isdigit():
-                first = int(parts[1]) if first is None else min(first, int(parts[1]))
+            if parts[0] in stamps and len(parts) > 1 and parts[1].isdigit():
+                seen = stamps[parts[0]]
+                stamps[parts[0]] = int(parts[1]) if seen is None else min(seen, int(parts[1]))
             if len(parts) < 4 or parts[0].startswith("#"):
                 continue
             name = KERNEL_PREFIXES.sub("", parts[0])
@@ -174,11 +179,12 @@ def read_ktable(path):
             k[1] += total
             if mx >= k[2]:
                 k[2], k[3] = mx, blocks
-    return kernels, first
+    return kernels, stamps["#first_launch_ns"], stamps["#first_launch_done_ns"]
 
 
 def first_launch_s(res, first_ns):
-    """Start-up: the run's spawn to its first launch call, or None (no stamp, or one from before the spawn)."""
+    """Start-up: the run's spawn to a stamp of its first launch call (its entry or its return), or None (no stamp, or
+    one from before the spawn)."""
     return round((first_ns - res["spawn_ns"]) / 1e9, 6) if first_ns is not None and first_ns >= res["spawn_ns"] else None
 
 
@@ -222,8 +228,9 @@ class Runner:
             script = ('echo "dry run of ${0##*/} $*"; [ -n "$EXPECT" ] && echo "$EXPECT"; sleep 0.02; '
                       'if [ -n "$CORPUS_KTIME_FILE" ]; then '
                       'printf "${KPREFIX}_Z6kernelPf\\t100\\t%d\\t2000000\\t64\\n#first_launch_ns\\t%d\\t0\\t0\\t0\\n'
-                      '#end\\t0\\t0\\t0\\t0\\n" $((1500000 + $$ % 1000 * 100)) '
-                      '$((CORPUS_SPAWN_NS + 30000000 + ${KPREFIX:+1}000000)) >> "$CORPUS_KTIME_FILE"; '
+                      '#first_launch_done_ns\\t%d\\t0\\t0\\t0\\n#end\\t0\\t0\\t0\\t0\\n" $((1500000 + $$ % 1000 * 100)) '
+                      '$((CORPUS_SPAWN_NS + 30000000 + ${KPREFIX:+1}000000)) $((CORPUS_SPAWN_NS + 35000000)) '
+                      '>> "$CORPUS_KTIME_FILE"; '
                       '[ -n "$KPREFIX" ] && printf "preempt_runtime_kernel\\t1\\t3000\\t3000\\t1\\n" >> "$CORPUS_KTIME_FILE"; fi; true')
             return ["sh", "-c", script, binary] + args, {
                 "EXPECT": expect.replace("\\", ""), "KPREFIX": "__preempt_original_" if build == "plugin" else ""}
@@ -449,7 +456,7 @@ class Runner:
                         os.makedirs(os.path.dirname(kfile), exist_ok=True)
                     timeout = max(10.0, 10.0 * orig_time.get(name, 6.0))
                     res = self.execute(p, build, env_extra, timeout, cwd, kfile)
-                    kernels, first_ns = read_ktable(kfile)
+                    kernels, first_ns, first_done_ns = read_ktable(kfile)
                     lines = filtered_lines(res["stdout"], p.get("filter"), p.get("same_stdout", "yes"))
                     data[name][key].append({
                         "round": r, "rc": res["rc"], "wall_s": res["wall_s"], "timed_out": res["timed_out"],
@@ -458,6 +465,8 @@ class Runner:
                         "kernels": kernels,
                         # Start-up: spawn to the first launch call (issue 39's "process start"), where CUPTI saw one.
                         "first_launch_s": first_launch_s(res, first_ns),
+                        # ... to that call's return: the first kernel loaded and enqueued in both builds.
+                        "first_launch_done_s": first_launch_s(res, first_done_ns),
                     })
             if stopped:
                 break
