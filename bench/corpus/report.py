@@ -22,6 +22,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from runner import start_up_s
+
 PLUGIN_MODES = ["plugin", "stress", "stress_intask"]
 
 
@@ -203,11 +205,8 @@ def main():
         # plugin minus original in the same round; runs from before kernel_times.c stamped the return, to the call's
         # entry, which the plugin's build reaches only after its runtime has loaded the kernel (lazy loading does it
         # inside the call in the original): an upper bound. Runs from before either stamp have none.
-        def start(run):
-            done = run.get("first_launch_done_s")
-            return ("done", done) if done is not None else ("entry", run.get("first_launch_s"))
-        pairs = [(start(ro[r]), start(rp[r])) for r in rounds]
-        pairs = [(o[1], p[1], o[0] == p[0] == "done") for o, p in pairs if o[1] is not None and p[1] is not None]
+        pairs = [(start_up_s(ro[r]), start_up_s(rp[r])) for r in rounds]
+        pairs = [(o[0], p[0], o[1] == p[1] == "return") for o, p in pairs if o[0] is not None and p[0] is not None]
         if pairs:
             row["start_added_ms"] = statistics.median((p - o) * 1e3 for o, p, _ in pairs)
             row["start_o_ms"] = statistics.median(o * 1e3 for o, _, _ in pairs)
