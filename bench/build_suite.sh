@@ -46,6 +46,10 @@ clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" 
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/half_warp_shuffle.cu" -o "$out/preempt/half_warp_shuffle" -L"$runtime" \
   -lpreempt_runtime "${libs[@]}"
+# What the runtime adds to a launch it runs as written, in one process (issue 39, launch_storm's pattern).
+clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
+  "$root/bench/preemption/as_written_cost.cu" -o "$out/preempt/as_written_cost" -Wl,--wrap=preempt_launch_kernel \
+  -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # Overhead pieces (issue 3): the same kernels built both ways, launched piece by piece (overhead_parts.cu).
 clang++-22 "${flags[@]}" -c "$root/bench/preemption/overhead_kernels.cu" -o "$out/remarks/overhead_original.o"
 clang++-22 "${flags[@]}" -DPARTS_CONVERTED -fpass-plugin="$plugin" -c "$root/bench/preemption/overhead_kernels.cu" \

@@ -11,7 +11,7 @@ bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
 results=${1:-$root/bench/results}
 reps=${PREEMPT_BENCH_REPS:-7}
 rounds=${PREEMPT_BENCH_ROUNDS:-3}
-max_rounds=${PREEMPT_BENCH_MAX_ROUNDS:-9}
+max_rounds=${PREEMPT_BENCH_MAX_ROUNDS:-15}
 [ -f "$bin/kernels.txt" ] || { echo "gpu_check.sh: $bin/kernels.txt missing: run bench/build_suite.sh first" >&2; exit 1; }
 command -v nvidia-smi >/dev/null || { echo "gpu_check.sh: no NVIDIA GPU here (nvidia-smi missing)" >&2; exit 1; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -242,6 +242,19 @@ md=$(ls -t "$results"/*.md | head -1)
   timeout -s KILL 120 "$bin/preempt/overhead_parts" > "$work/parts.jsonl" 2> "$work/parts.err" ||
     { echo "overhead_parts failed:"; sed 's/^/    /' "$work/parts.err"; }
   python3 "$root/bench/preemption/report_parts.py" "$work/parts.jsonl" || echo "(a variant's output was wrong)"
+  echo
+  echo "## The runtime's cost on a launch it runs as written, in one process (bench/preemption/as_written_cost.cu)"
+  echo
+  echo "launch_storm's pattern (6,000 one-wave launches on 4 streams, then synchronised), host-timed, rounds alternating"
+  echo "the program's own cudaLaunchKernel and the routed launch; no PREEMPT_* setting, as the suite's timed rounds run."
+  echo
+  for loading in LAZY EAGER; do
+    env -u PREEMPT_LONG_US -u PREEMPT_EVICT_READY CUDA_MODULE_LOADING=$loading timeout -s KILL 60 \
+      "$bin/preempt/as_written_cost" > "$work/as_written_$loading.json" 2> "$work/as_written_$loading.err" ||
+      sed 's/^/    /' "$work/as_written_$loading.err"
+  done
+  python3 "$root/bench/preemption/report_as_written.py" "lazy (CUDA's default)=$work/as_written_LAZY.json" \
+    "eager=$work/as_written_EAGER.json"
   # launch_shape_check NAME [VAR=VALUE...]: bench/preemption/NAME.cu's own line, or FAILED with what it said (a
   # nonzero exit, or a persistent grid the driver refused).
   launch_shape_check() {
@@ -275,6 +288,7 @@ grep -q "^FAILED: " "$md" && status=1
 shared_passed=$(grep -cE '^(one_wave_big_shared|exact_48k_shared|half_warp_shuffle): .*output correct$' "$md")
 shared_failed=$((3 - shared_passed))
 cp "$work/parts.jsonl" "${md%.md}.parts.jsonl" 2>/dev/null || true
+cat "$work"/as_written_*.json > "${md%.md}.as_written.jsonl" 2>/dev/null || true
 grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 # Across processes (issue 4): pairs without and with preemptd, and under MPS.
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null

@@ -150,6 +150,20 @@ def undecided(before, now):
     return bool(stress) and median([x["wall_s"] for x in stress]) > 2 * median([x["wall_s"] for x in original])
 
 
+def round_programs(timed, before, now, round_number, focus=True):
+    """The programs a timing round runs: every one in the first round of a first call, or without focus; otherwise
+    those never timed (no run in an earlier call or this one) and those whose runs so far leave the answer open
+    (undecided). A later call thus starts with what earlier calls left open instead of timing the whole list again
+    (a round of all 195 programs takes more than one device call)."""
+    if not focus or (round_number == 1 and not before):
+        return list(timed)
+
+    def never_timed(name):
+        return not before.get(name, {}).get("original") and not now[name].get("original")
+
+    return [p for p in timed if never_timed(p["name"]) or undecided(before.get(p["name"], {}), now[p["name"]])]
+
+
 def tail(text, n=TAIL):
     return text if len(text) <= n else "..." + text[-n:]
 
@@ -439,8 +453,7 @@ class Runner:
             # After the first round, the rounds go to the programs whose runs so far leave the answer open
             # (undecided below): one round cannot tell a machine's swing from the plugin, and a round of the
             # whole list costs as much as many rounds of the few in doubt.
-            this_round = timed if r == 1 or not focus else [
-                p for p in timed if undecided(before.get(p["name"], {}), data[p["name"]])]
+            this_round = round_programs(timed, before, data, r, focus)
             if not this_round:
                 log(f"phase 2: every program decided after round {r - 1}")
                 break
