@@ -47,9 +47,13 @@ clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" 
   "$root/bench/preemption/half_warp_shuffle.cu" -o "$out/preempt/half_warp_shuffle" -L"$runtime" \
   -lpreempt_runtime "${libs[@]}"
 # What the runtime adds to a launch it runs as written, in one process (issue 39, launch_storm's pattern).
-clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
-  "$root/bench/preemption/as_written_cost.cu" -o "$out/preempt/as_written_cost" -Wl,--wrap=preempt_launch_kernel \
-  -L"$runtime" -lpreempt_runtime "${libs[@]}"
+clang++-22 "${flags[@]}" -DSTORM_ENTRY=storm_original -c "$root/bench/preemption/as_written_storm.cu" \
+  -o "$out/remarks/as_written_storm_original.o"
+clang++-22 "${flags[@]}" -DSTORM_ENTRY=storm_routed -fpass-plugin="$plugin" -c "$root/bench/preemption/as_written_storm.cu" \
+  -o "$out/remarks/as_written_storm_routed.o"
+clang++-22 "${flags[@]}" -I"$root/runtime-host/include" "$root/bench/preemption/as_written_cost.cu" -x none \
+  "$out/remarks/as_written_storm_original.o" "$out/remarks/as_written_storm_routed.o" -o "$out/preempt/as_written_cost" \
+  -Wl,--wrap=preempt_launch_kernel -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # Overhead pieces (issue 3): the same kernels built both ways, launched piece by piece (overhead_parts.cu).
 clang++-22 "${flags[@]}" -c "$root/bench/preemption/overhead_kernels.cu" -o "$out/remarks/overhead_original.o"
 clang++-22 "${flags[@]}" -DPARTS_CONVERTED -fpass-plugin="$plugin" -c "$root/bench/preemption/overhead_kernels.cu" \

@@ -245,16 +245,16 @@ md=$(ls -t "$results"/*.md | head -1)
   echo
   echo "## The runtime's cost on a launch it runs as written, in one process (bench/preemption/as_written_cost.cu)"
   echo
-  echo "launch_storm's pattern (6,000 one-wave launches on 4 streams, then synchronised), host-timed, rounds alternating"
-  echo "the program's own cudaLaunchKernel and the routed launch; no PREEMPT_* setting, as the suite's timed rounds run."
+  echo "launch_storm's launch loop (6,000 one-wave launches on 4 streams, then synchronised), built without and with the"
+  echo "plugin into one program, host-timed, 21 rounds rotating the variants; no PREEMPT_* setting, as the suite's timed"
+  echo "rounds run. CUDA's default loading is lazy; eager is how a process that expects evictions runs."
   echo
   for loading in LAZY EAGER; do
-    env -u PREEMPT_LONG_US -u PREEMPT_EVICT_READY CUDA_MODULE_LOADING=$loading timeout -s KILL 60 \
-      "$bin/preempt/as_written_cost" > "$work/as_written_$loading.json" 2> "$work/as_written_$loading.err" ||
+    env -u PREEMPT_LONG_US -u PREEMPT_EVICT_READY CUDA_MODULE_LOADING=$loading timeout -s KILL 90 \
+      "$bin/preempt/as_written_cost" > "$work/as_written_$loading.jsonl" 2> "$work/as_written_$loading.err" ||
       sed 's/^/    /' "$work/as_written_$loading.err"
   done
-  python3 "$root/bench/preemption/report_as_written.py" "lazy (CUDA's default)=$work/as_written_LAZY.json" \
-    "eager=$work/as_written_EAGER.json"
+  python3 "$root/bench/preemption/report_as_written.py" "$work/as_written_LAZY.jsonl" "$work/as_written_EAGER.jsonl"
   # launch_shape_check NAME [VAR=VALUE...]: bench/preemption/NAME.cu's own line, or FAILED with what it said (a
   # nonzero exit, or a persistent grid the driver refused).
   launch_shape_check() {
@@ -288,7 +288,7 @@ grep -q "^FAILED: " "$md" && status=1
 shared_passed=$(grep -cE '^(one_wave_big_shared|exact_48k_shared|half_warp_shuffle): .*output correct$' "$md")
 shared_failed=$((3 - shared_passed))
 cp "$work/parts.jsonl" "${md%.md}.parts.jsonl" 2>/dev/null || true
-cat "$work"/as_written_*.json > "${md%.md}.as_written.jsonl" 2>/dev/null || true
+cat "$work"/as_written_*.jsonl > "${md%.md}.as_written.jsonl" 2>/dev/null || true
 grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
 # Across processes (issue 4): pairs without and with preemptd, and under MPS.
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null

@@ -211,6 +211,22 @@ int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *coun
   return 0;
 }
 
+/* With one device visible (a node's GPU given to a job, every MIG slice) the current device is 0 whatever the
+ * thread has done, so a launch needs no driver call to know it: cudaGetDevice was a measurable part of what the
+ * runtime added to a launch it runs as written (bench/preemption/as_written_cost.cu, issue 39). */
+int preempt_current_device(preempt_runtime *runtime, int *device) {
+  const preempt_gpu_ops *gpu = runtime->gpu;
+  if (runtime->visible_devices == 0) {
+    int count = 0;
+    runtime->visible_devices = gpu->device_count && gpu->device_count(&count) == 0 && count > 0 ? count : -1;
+  }
+  if (runtime->visible_devices == 1) {
+    *device = 0;
+    return 0;
+  }
+  return gpu->current_device(device);
+}
+
 int preempt_device_state_get(preempt_runtime *runtime, int device, preempt_device_state **out) {
   preempt_device_state *state = &runtime->devices[device];
   const preempt_gpu_ops *gpu = runtime->gpu;

@@ -693,7 +693,7 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
     goto done;
   }
   int device;
-  status = gpu->current_device(&device);
+  status = preempt_current_device(runtime, &device);
   if (status != 0) {
     preempt_report_gpu(gpu, status, "finding the current device", desc->name);
     goto done;

@@ -1,6 +1,8 @@
 /* priority.c: CUDA's stream priorities kept for converted launches: a launch on a higher-priority stream gets
  * just enough SMs from lower-priority persistent grids, which resume when it ends. FLEP §5 (priority-based
  * preemption) and §4.3 (spatial: evict only the SMs the urgent kernel needs). */
+#include <limits.h>
+
 #include "runtime.h"
 
 /* Drained grids are the application's own, dispatched by the hardware, which already favours the
@@ -17,9 +19,10 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
   const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_device_state *device = &runtime->devices[device_index];
   int urgent;
-  /* Nothing converted ever ran at a priority below this stream's: the usual case costs one query. */
-  if (!gpu->stream_priority || !device->initialized || gpu->stream_priority(stream, &urgent) != 0 ||
-      urgent >= runtime->max_stream_priority)
+  /* Nothing converted ever ran at a priority below this stream's: the usual case costs one query, and none
+   * before the first converted launch (every launch run as written). */
+  if (!gpu->stream_priority || !device->initialized || runtime->max_stream_priority == INT_MIN ||
+      gpu->stream_priority(stream, &urgent) != 0 || urgent >= runtime->max_stream_priority)
     return 0;
   /* One SM per block, up to every SM: the spread the hardware gives the kernel on an idle GPU, and the SMs it
    * would take by itself from a grid of ordinary blocks as they end. Not packed at its occupancy (FLEP §4.3's

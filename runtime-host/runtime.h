@@ -220,6 +220,7 @@ typedef struct preempt_runtime {
   int lazy_loading;              /* CUDA loads modules lazily: 1, 0, or -1 not asked yet (eviction.c) */
   double long_launch_ns;         /* PREEMPT_LONG_US: shorter launches run as written (as_written.c); 0: none */
   int evictions_asked;           /* an eviction was asked in this process (eviction.c): preempt_evictions_expected */
+  int visible_devices;           /* 0 until asked, -1 when the count could not be read (preempt_current_device) */
   int max_stream_priority;       /* the greatest (least urgent) priority any converted launch ran at (priority.c) */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
@@ -244,6 +245,9 @@ preempt_runtime *preempt_runtime_context(void);
 void preempt_runtime_unconfigure(preempt_runtime *runtime);
 /* The device's SM count, read once (no other device state is set up). Context locked. */
 int preempt_device_sm_count(preempt_runtime *runtime, int device, uint32_t *count);
+/* The device the calling thread's launches go to (gpu.h's current_device), asked of CUDA only where more than one
+ * device is visible. Context locked. */
+int preempt_current_device(preempt_runtime *runtime, int *device);
 
 /* Records (and prints, unless PREEMPT_QUIET=1) an error of the GPU API.
  * Returns `code` so callers can `return preempt_report_gpu(...)`. */

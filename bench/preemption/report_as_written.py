@@ -1,34 +1,38 @@
 #!/usr/bin/env python3
 """report_as_written.py: the markdown table of bench/preemption/as_written_cost.cu's runs.
 Issue 39's "invisible when nothing is preempted": a launch through the runtime, run as written, against the
-program's own call, in one process.
+program's own launch, in one process, and what single runtime calls add to that launch.
 
-Usage: report_as_written.py LABEL=RESULT.json ...  (prints the table; a run that failed or checked wrong prints a
-line starting "FAILED: ", which bench/gpu_check.sh counts)
+Usage: report_as_written.py RESULT.jsonl ...  (prints the table; a run that failed or checked wrong prints a line
+starting "FAILED: ", which bench/gpu_check.sh counts; exits 1 then)
 """
 import json
 import sys
 
 
 def main():
-    print("| CUDA module loading | own call, us per launch | through the runtime | routed / own, median of rounds "
-          "(min..max) | rounds |")
+    print("| CUDA module loading | launch | us per launch, median (min..max) | x the original loop, median of rounds "
+          "(min..max) | ns added per launch (min..max) |")
     print("|---|---|---|---|---|")
     failed = []
-    for argument in sys.argv[1:]:
-        label, _, path = argument.partition("=")
+    for path in sys.argv[1:]:
         try:
             with open(path) as result:
-                row = json.loads(result.read().strip().splitlines()[-1])
-        except (OSError, ValueError, IndexError) as error:
-            failed.append(f"{label}: no result ({error})")
+                rows = [json.loads(line) for line in result if line.startswith("{")]
+        except (OSError, ValueError) as error:
+            rows, reason = [], str(error)
+        else:
+            reason = "no result (it failed: see the log)"
+        if not rows:
+            failed.append(f"{path}: {reason}")
             continue
-        if not row.get("correct"):
-            failed.append(f"{label}: wrong output or path ({row.get('routed_calls')} routed launches of "
-                          f"{row.get('expected_routed')} expected)")
-        print(f"| {label} | {row['direct_us_per_launch']:.3f} ({row['direct_min']:.3f}..{row['direct_max']:.3f}) | "
-              f"{row['routed_us_per_launch']:.3f} ({row['routed_min']:.3f}..{row['routed_max']:.3f}) | "
-              f"{row['ratio']:.4f} ({row['ratio_min']:.4f}..{row['ratio_max']:.4f}) | {row['rounds']} |")
+        for row in rows:
+            print(f"| {row['module_loading']} | {row['variant']} | {row['us_per_launch']:.3f} "
+                  f"({row['min']:.3f}..{row['max']:.3f}) | {row['x_original']:.4f} ({row['x_min']:.4f}.."
+                  f"{row['x_max']:.4f}) | {row['added_ns']:.0f} ({row['added_ns_min']:.0f}..{row['added_ns_max']:.0f}) |")
+        if not all(row["correct"] for row in rows):
+            failed.append(f"{rows[0]['module_loading']}: wrong sums or paths ({rows[0]['routed_calls']} routed "
+                          f"launches, {rows[0]['expected_routed']} expected)")
     for line in failed:
         print(f"FAILED: as_written_cost, {line}")
     return 1 if failed else 0
