@@ -11,7 +11,7 @@ bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
 results=${1:-$root/bench/results}
 reps=${PREEMPT_BENCH_REPS:-7}
 rounds=${PREEMPT_BENCH_ROUNDS:-3}
-max_rounds=${PREEMPT_BENCH_MAX_ROUNDS:-15}
+max_rounds=${PREEMPT_BENCH_MAX_ROUNDS:-9}
 [ -f "$bin/kernels.txt" ] || { echo "gpu_check.sh: $bin/kernels.txt missing: run bench/build_suite.sh first" >&2; exit 1; }
 command -v nvidia-smi >/dev/null || { echo "gpu_check.sh: no NVIDIA GPU here (nvidia-smi missing)" >&2; exit 1; }
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -88,7 +88,7 @@ undecided() {
 }
 while read -r name converted refused; do
   converted=${converted#converted=}; refused=${refused#refused=}
-  # Rounds alternate the two builds so that clock and thermal drift hit both alike. A program still undecided after
+  # Rounds run both builds, each first in every other round, so that drift hits both alike. A program still undecided after
   # the first rounds (medians more than 3% apart, or either build spread over 5%: copy_after_launch and launch_storm
   # have per-process modes 10-30% apart in both builds) gets more, up to PREEMPT_BENCH_MAX_ROUNDS, while the budget
   # keeps GPU_CHECK_EXTRA_RESERVE_S (400) for the steps after the suite (at 300 and a 515 s budget the
@@ -100,7 +100,10 @@ while read -r name converted refused; do
       [ "$round" -le "$max_rounds" ] && [ "$(budget_left 1 "${GPU_CHECK_EXTRA_RESERVE_S:-400}")" -ge 1 ] &&
         undecided "$name" || break
     fi
-    for build in original preempt; do
+    # The order turns from round to round: neither build always follows the other's process.
+    builds="original preempt"
+    [ $((round % 2)) -eq 0 ] && builds="preempt original"
+    for build in $builds; do
       output=$work/$name.$build.out
       if [ "$name" = sample ]; then
         # The README demo prints its checksums instead of writing a file.

@@ -210,7 +210,7 @@ def main():
             failures += 1
     summary = {"date": stamp, "gpu": gpu, "programs": rows, "geomean_ratio": geomean, "failures": failures,
                "preemption": bench,
-               "method": "median of per-run medians over alternating rounds (3, up to 9 while a program's medians are more than "
+               "method": "median of per-run medians over rounds, each build first in every other round (3, up to 9 while a program's medians are more than "
                          "3% apart or a build spreads over 5%); spread = min..max of those medians"}
     with open(os.path.join(results_dir, f"{stamp}-{slug}.json"), "w") as out:
         json.dump(summary, out, indent=2)
