@@ -103,6 +103,7 @@ static void configure(preempt_runtime *runtime) {
    * H200: a shorter launch ends about as soon as it could be evicted. */
   runtime->long_launch_ns = settings->long_us * 1e3;
   runtime->lazy_loading = -1; /* asked at the first eviction (eviction.c) */
+  runtime->visible_devices = 0;  /* asked at the first launch (preempt_current_device) */
   runtime->max_stream_priority = INT_MIN; /* no converted launch yet (priority.c) */
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS"); /* CUDA's setting, as CUDA reads it */
   int mps = !connections && preempt_mps_running();

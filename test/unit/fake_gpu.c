@@ -9,7 +9,11 @@
 fake_gpu_state fake_gpu;
 
 static const char *fake_error_string(int code) { return code == FAKE_ERROR_LAUNCH ? "fake launch failure" : "fake error"; }
-static int fake_current_device(int *device) { *device = 0; return 0; }
+static int fake_current_device(int *device) {
+  __atomic_add_fetch(&fake_gpu.current_device_calls, 1, __ATOMIC_RELAXED);
+  *device = 0;
+  return 0;
+}
 static int fake_set_device(int device) {
   __atomic_add_fetch(&fake_gpu.set_device_calls, 1, __ATOMIC_RELAXED);
   return device == 0 ? 0 : FAKE_ERROR_INVALID_VALUE; /* the fake's threads are always on device 0 */
@@ -350,6 +354,7 @@ static int fake_stream_capturing(void *stream, int *capturing) {
   return fake_gpu.capture_query_error;
 }
 static int fake_stream_priority(void *stream, int *priority) {
+  __atomic_add_fetch(&fake_gpu.stream_priority_calls, 1, __ATOMIC_RELAXED);
   *priority = stream && stream == fake_gpu.priority_stream ? fake_gpu.priority_value : 0;
   return 0;
 }

@@ -44,6 +44,7 @@ typedef struct fake_gpu_state {
   int expected_params;     /* the kernel's own parameter count when the launch is persistent, else -1 */
   int launches, event_records, timed_event_records, event_waits, marker_lookups, occupancy_queries, streams_created;
   int mask_writes, mask_write_calls, stream_waits, set_device_calls; /* mask words written, and in how many calls */
+  int current_device_calls, stream_priority_calls; /* what a launch asks of the API */
   int stream_event_waits; /* stream_wait_event calls: a relaunch ordered after the control stream */
   int fail_publisher_load; /* the relaunch publisher does not load */
   int publishes;           /* relaunch publishers enqueued */

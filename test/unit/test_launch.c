@@ -318,6 +318,49 @@ static void test_lazy_loading_refuses_eviction(void) {
 /* Inside a stream capture a converted kernel's launch runs as written, through the program's own call (the stub's
  * kernel since ABI 9), untimed (the graph runs later), and the one-time lookups run with the thread's capture mode
  * relaxed. */
+/* A launch as written asks the API for nothing it does not need (issue 39; bench/preemption/as_written_cost.cu
+ * prices each call on the H200): the current device only where more than one device is visible, and the stream's
+ * priority only once a converted launch has run: a long launch that fits in one wave sets up the device but runs as
+ * written, so no converted grid can be in an urgent launch's way yet (priority.c). */
+static void test_as_written_asks_little(void) {
+  static const preempt_dim3 block64 = {64, 1, 1}, one_wave = {1000, 1, 1}, many_waves = {100000, 1, 1};
+  long long first = 99, second = 7;
+  void *args[] = {&first, &second};
+  const char *long_us = getenv("PREEMPT_LONG_US"); /* the other tests' setting, given back at the end */
+  char saved[32] = "";
+  if (long_us)
+    snprintf(saved, sizeof saved, "%s", long_us);
+  for (int devices = 1; devices <= 2; devices++) {
+    unsetenv("PREEMPT_LONG_US");
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    fake_gpu.device_count = devices;
+    fake_gpu.has_original = 1;
+    fake_gpu.expected_params = 2;
+    fake_gpu.elapsed_ms = 2.0f; /* a wave takes 2 ms: long, from the second launch on */
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z5fewPxx", 2);
+    for (int launch = 0; launch < 10; launch++) {
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, one_wave, block64, args, 0, &first), 0);
+      CHECK(fake_gpu.last.as_written || fake_gpu.last.original);
+    }
+    CHECK(fake_gpu.last.original); /* the one-wave path: long, so the device is set up */
+    CHECK_EQ_U64(fake_gpu.current_device_calls, devices == 1 ? 0 : 10);
+    CHECK_EQ_U64(fake_gpu.stream_priority_calls, 0);
+    /* Once a launch is converted, a launch asks its stream's priority. */
+    setenv("PREEMPT_LONG_US", "0", 1);
+    preempt_runtime_unconfigure(preempt_runtime_context());
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, many_waves, block64, args, 0, &first), 0);
+    CHECK(fake_gpu.last.persistent);
+    int asked = fake_gpu.stream_priority_calls;
+    CHECK_EQ_U64(preempt_launch_kernel(&desc, many_waves, block64, args, 0, &first), 0);
+    CHECK(fake_gpu.stream_priority_calls > asked);
+  }
+  if (long_us)
+    setenv("PREEMPT_LONG_US", saved, 1);
+  else
+    unsetenv("PREEMPT_LONG_US");
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+}
+
 static void test_capture_launches(void) {
   static const preempt_dim3 block64 = {64, 1, 1};
   long long first = 5, second = 8;
@@ -2169,6 +2212,7 @@ int main(int argc, char **argv) {
   test_one_wave_launches();
   test_short_launches();
   test_capture_launches();
+  test_as_written_asks_little();
   test_lazy_loading_refuses_eviction();
   test_param_count_from_device();
   test_form_without_room();
