@@ -4,7 +4,9 @@
  * so a program that starts CUDA in several processes adds one block per process), and a line
  * #first_launch_ns<TAB>T<TAB>0<TAB>0<TAB>0: the CLOCK_MONOTONIC time of the process's first kernel or graph launch
  * call (runtime or driver API), from which runner.py takes a build's start-up (spawn to first launch; issue 39's
- * "process start" goal, measured alike in both builds).
+ * "process start" goal, measured alike in both builds); #first_launch_done_ns when such a call first returned; and
+ * #cuda_init_ns when CUDA initialised in the process (it loads this library then, inside the process's first CUDA
+ * call): start-up splits there into the program's own host code before its first CUDA call, and CUDA's part.
  * Part of bench/corpus (run.sh); built by bench/corpus's build script against the CUPTI headers. */
 #include <cupti.h>
 #include <pthread.h>
@@ -27,6 +29,7 @@ static uint64_t dropped;
 static int initialized, written;
 static uint64_t first_launch_ns; /* CLOCK_MONOTONIC; 0 until the first launch call */
 static uint64_t first_launch_done_ns; /* CLOCK_MONOTONIC; 0 until a launch call has returned */
+static uint64_t cuda_init_ns; /* CLOCK_MONOTONIC of InitializeInjection: CUDA starting in this process */
 
 static uint64_t monotonic_ns(void) {
   struct timespec t;
@@ -107,6 +110,7 @@ static void write_table(void) {
   if (first) fprintf(f, "#first_launch_ns\t%llu\t0\t0\t0\n", (unsigned long long)first);
   uint64_t done = __atomic_load_n(&first_launch_done_ns, __ATOMIC_ACQUIRE);
   if (done) fprintf(f, "#first_launch_done_ns\t%llu\t0\t0\t0\n", (unsigned long long)done);
+  if (cuda_init_ns) fprintf(f, "#cuda_init_ns\t%llu\t0\t0\t0\n", (unsigned long long)cuda_init_ns);
   if (dropped) fprintf(f, "#dropped\t%llu\t0\t0\t0\n", (unsigned long long)dropped);
   fprintf(f, "#end\t0\t0\t0\t0\n");
   pthread_mutex_unlock(&lock);
@@ -151,6 +155,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 int InitializeInjection(void) {
   if (initialized) return 1;
   initialized = 1;
+  cuda_init_ns = monotonic_ns();
   CUpti_SubscriberHandle subscriber;
   if (cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL) == CUPTI_SUCCESS) {
     cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);

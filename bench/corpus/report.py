@@ -211,6 +211,16 @@ def main():
             row["start_added_ms"] = statistics.median((p - o) * 1e3 for o, p, _ in pairs)
             row["start_o_ms"] = statistics.median(o * 1e3 for o, _, _ in pairs)
             row["start_at_return"] = all(done for _, _, done in pairs)
+        # The same start-up split where CUDA starts in the process (kernel_times.c's #cuda_init_ns, inside its first
+        # CUDA call): before it the program's own host code, the same in both builds but for the runtime's
+        # constructor; after it CUDA's part, to the first launch call's return, where the runtime's work at start
+        # shows (module loading, the kernel's lookups, what it asks of CUDA).
+        split = [(ro[r]["cuda_init_s"], ro[r]["first_launch_done_s"], rp[r]["cuda_init_s"], rp[r]["first_launch_done_s"])
+                 for r in rounds if all(x[r].get(k) is not None for x in (ro, rp)
+                                        for k in ("cuda_init_s", "first_launch_done_s"))]
+        if split:
+            row["host_added_ms"] = statistics.median((ip - io) * 1e3 for io, _, ip, _ in split)
+            row["cuda_start_added_ms"] = statistics.median(((dp - ip) - (do - io)) * 1e3 for io, do, ip, dp in split)
         # GPU time of the kernels both builds ran.
         g_ratios, g_o, g_p, g_rt, launches = [], [], [], [], []
         short = 0
@@ -417,6 +427,17 @@ def main():
           f"{sum(1 for a, _ in starts if a > 50)} above 50 ms"
           f"{': ' + ', '.join(f'{n} +{fmt(a, 0)} ms' for a, n in reversed(starts) if a > 50) if starts[-1][0] > 50 else ''}."
           f"\n\n")
+    split = sorted((r["cuda_start_added_ms"], r["host_added_ms"], r["name"]) for r in timing_rows
+                   if r.get("cuda_start_added_ms") is not None)
+    if split:
+        w(f"Start-up split where CUDA starts in the process (inside its first CUDA call; runs with that stamp, "
+          f"{len(split)} programs), plugin minus original in the same round, median over rounds: CUDA's part (to the "
+          f"first launch call's return) median {fmt(statistics.median(c for c, _, _ in split))} ms, largest "
+          f"{fmt(split[-1][0])} ms ({split[-1][2]}), {sum(1 for c, _, _ in split if c > 50)} above 50 ms"
+          f"{': ' + ', '.join(f'{n} +{fmt(c, 0)} ms' for c, _, n in reversed(split) if c > 50) if split[-1][0] > 50 else ''}; "
+          f"the program's own host code before it (the runtime's constructor the only code the plugin adds there) "
+          f"median {fmt(statistics.median(h for _, h, _ in split))} ms, "
+          f"{sum(1 for _, h, _ in split if abs(h) > 50)} programs more than 50 ms apart either way.\n\n")
     w("stress x: the stress run's wall time over the original's, medians over the timing rounds; (c): from one run "
       "each in the concurrent correctness phase instead, as stress+intask x always is.\n\n")
     w("| program | rounds | wall orig s | wall plugin s | ratio | per-round min-max | GPU orig ms | GPU plugin ms | GPU ratio | min-max | runtime's kernels ms | launches | kernels <20 µs | stress x | stress+intask x (c) |\n")

@@ -172,10 +172,11 @@ def read_ktable(path):
     """A run's kernel table (kernel_times.c), read once: (kernel name, prefixes of the plugin's variants stripped ->
     [launches, total_ns, max_ns, blocks]; the earliest #first_launch_ns, CLOCK_MONOTONIC of a process's first launch
     call, the first process's in a program of several, or None; the earliest #first_launch_done_ns, when such a call
-    first returned, or None). (None, None, None) without a table."""
+    first returned, or None; the earliest #cuda_init_ns, when CUDA started in a process of the program, or None).
+    (None, None, None, None) without a table."""
     if not path or not os.path.exists(path):
-        return None, None, None
-    kernels, stamps = {}, {"#first_launch_ns": None, "#first_launch_done_ns": None}
+        return None, None, None, None
+    kernels, stamps = {}, {"#first_launch_ns": None, "#first_launch_done_ns": None, "#cuda_init_ns": None}
     with open(path, errors="replace") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
@@ -192,7 +193,7 @@ def read_ktable(path):
             k[1] += total
             if mx >= k[2]:
                 k[2], k[3] = mx, blocks
-    return kernels, stamps["#first_launch_ns"], stamps["#first_launch_done_ns"]
+    return kernels, stamps["#first_launch_ns"], stamps["#first_launch_done_ns"], stamps["#cuda_init_ns"]
 
 
 def first_launch_s(res, first_ns):
@@ -250,8 +251,9 @@ class Runner:
             script = ('echo "dry run of ${0##*/} $*"; [ -n "$EXPECT" ] && echo "$EXPECT"; sleep 0.02; '
                       'if [ -n "$CORPUS_KTIME_FILE" ]; then '
                       'printf "${KPREFIX}_Z6kernelPf\\t100\\t%d\\t2000000\\t64\\n#first_launch_ns\\t%d\\t0\\t0\\t0\\n'
-                      '#first_launch_done_ns\\t%d\\t0\\t0\\t0\\n#end\\t0\\t0\\t0\\t0\\n" $((1500000 + $$ % 1000 * 100)) '
-                      '$((CORPUS_SPAWN_NS + 30000000 + ${KPREFIX:+1}000000)) $((CORPUS_SPAWN_NS + 35000000)) '
+                      '#first_launch_done_ns\\t%d\\t0\\t0\\t0\\n#cuda_init_ns\\t%d\\t0\\t0\\t0\\n#end\\t0\\t0\\t0\\t0\\n" '
+                      '$((1500000 + $$ % 1000 * 100)) $((CORPUS_SPAWN_NS + 30000000 + ${KPREFIX:+1}000000)) '
+                      '$((CORPUS_SPAWN_NS + 35000000)) $((CORPUS_SPAWN_NS + 20000000)) '
                       '>> "$CORPUS_KTIME_FILE"; '
                       '[ -n "$KPREFIX" ] && printf "preempt_runtime_kernel\\t1\\t3000\\t3000\\t1\\n" >> "$CORPUS_KTIME_FILE"; fi; true')
             return ["sh", "-c", script, binary] + args, {
@@ -477,7 +479,7 @@ class Runner:
                         os.makedirs(os.path.dirname(kfile), exist_ok=True)
                     timeout = max(10.0, 10.0 * orig_time.get(name, 6.0))
                     res = self.execute(p, build, env_extra, timeout, cwd, kfile)
-                    kernels, first_ns, first_done_ns = read_ktable(kfile)
+                    kernels, first_ns, first_done_ns, cuda_init_ns = read_ktable(kfile)
                     lines = filtered_lines(res["stdout"], p.get("filter"), p.get("same_stdout", "yes"))
                     data[name][key].append({
                         "round": r, "rc": res["rc"], "wall_s": res["wall_s"], "timed_out": res["timed_out"],
@@ -488,6 +490,9 @@ class Runner:
                         "first_launch_s": first_launch_s(res, first_ns),
                         # ... to that call's return: the first kernel loaded and enqueued in both builds.
                         "first_launch_done_s": first_launch_s(res, first_done_ns),
+                        # ... and to CUDA's start in the process (inside its first CUDA call): what comes before is
+                        # the program's own host code (and the runtime's constructor), what comes after CUDA's part.
+                        "cuda_init_s": first_launch_s(res, cuda_init_ns),
                     })
             if stopped:
                 break
