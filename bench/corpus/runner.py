@@ -196,10 +196,10 @@ def read_ktable(path):
     return kernels, stamps["#first_launch_ns"], stamps["#first_launch_done_ns"], stamps["#cuda_init_ns"]
 
 
-def first_launch_s(res, first_ns):
-    """Start-up: the run's spawn to a stamp of its first launch call (its entry or its return), or None (no stamp, or
-    one from before the spawn)."""
-    return round((first_ns - res["spawn_ns"]) / 1e9, 6) if first_ns is not None and first_ns >= res["spawn_ns"] else None
+def since_spawn_s(res, stamp_ns):
+    """A run's spawn to one of kernel_times.c's stamps (its first launch call's entry or return, CUDA's start), in
+    seconds, or None (no stamp, or one from before the spawn)."""
+    return round((stamp_ns - res["spawn_ns"]) / 1e9, 6) if stamp_ns is not None and stamp_ns >= res["spawn_ns"] else None
 
 
 def start_up_s(run):
@@ -487,12 +487,12 @@ class Runner:
                         "stderr_tail": tail(res["stderr"], 400) if res["rc"] != 0 else "",
                         "kernels": kernels,
                         # Start-up: spawn to the first launch call (issue 39's "process start"), where CUPTI saw one.
-                        "first_launch_s": first_launch_s(res, first_ns),
+                        "first_launch_s": since_spawn_s(res, first_ns),
                         # ... to that call's return: the first kernel loaded and enqueued in both builds.
-                        "first_launch_done_s": first_launch_s(res, first_done_ns),
+                        "first_launch_done_s": since_spawn_s(res, first_done_ns),
                         # ... and to CUDA's start in the process (inside its first CUDA call): what comes before is
                         # the program's own host code (and the runtime's constructor), what comes after CUDA's part.
-                        "cuda_init_s": first_launch_s(res, cuda_init_ns),
+                        "cuda_init_s": since_spawn_s(res, cuda_init_ns),
                     })
             if stopped:
                 break

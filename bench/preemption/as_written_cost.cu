@@ -20,16 +20,14 @@
 #include <cstdlib>
 #include <vector>
 
+#include "as_written_storm.h"
 #include "preempt.h"
-
-extern "C" cudaError_t storm_original(cudaStream_t *, int, unsigned long long *, size_t, int);
-extern "C" cudaError_t storm_routed(cudaStream_t *, int, unsigned long long *, size_t, int);
 
 namespace {
 
 constexpr int kStreams = 4;
-constexpr int kLaunchesPerStream = 1500;  // as_written_storm.cu's
-constexpr size_t kCells = size_t(37) * 3 * 2 * 64;
+constexpr int kLaunchesPerStream = kStormLaunchesPerStream;
+constexpr size_t kCells = kStormCellsPerStream;
 
 long long routed_calls = 0;
 
@@ -95,7 +93,7 @@ int main(int argc, char **argv) {
       unsigned long long sum = 0;
       for (int k = 0; k < kLaunchesPerStream; ++k) sum += static_cast<unsigned long long>(k) * kStreams + s + 1;
       for (size_t cell = 0; cell < kCells; ++cell)
-        if (out[s * kCells + cell] != sum * (cell / 64 + 1)) correct = false;
+        if (out[s * kCells + cell] != sum * (cell / kStormBlock + 1)) correct = false;
     }
     return seconds / (kStreams * kLaunchesPerStream);
   };
