@@ -72,8 +72,8 @@ def filtered_lines(text, extra_filter, same_stdout="yes"):
         pats.append(re.compile(extra_filter))
     out = []
     for line in text.splitlines():
-        # Programs print their own path, which names the build's folder.
-        line = re.sub(r"/corpus/(original|plugin)/", "/corpus/BUILD/", line.rstrip())
+        # Programs print their own path, which names the build's folder under the call's own temporary folder.
+        line = re.sub(r"[^\s\[\]'\"(),=]*/corpus/(original|plugin)/", "CORPUS/BUILD/", line.rstrip())
         if not line or any(p.search(line) for p in pats):
             continue
         out.append(line)
