@@ -32,12 +32,17 @@ cp "$build/runtime-host/libpreempt_mem.so" "$bin/lib/"
 cp "$build/tools/preemptd/preemptd" "$bin/preemptd"
 # The runtime's memory admission, as libpreempt_runtime.a has it (preempt_cudaMalloc, ...), without the launch
 # parts; lib/ comes from the build's own archive, so that this list cannot fall behind what admission needs.
+# The launch runtime's one call from admission, preempt_settle_device (a free first waits for converted launches
+# held on the device), stands in here as nothing to wait for: these programs launch no converted kernel.
+printf '%s\n' 'int preempt_settle_device(void);' 'int preempt_settle_device(void) { return 0; }' > "$dir/obj/settle.c"
 objects=()
 for source in runtime-host/mem_intercept_cuda.c runtime-host/mem_admission.c runtime-host/mem_segment.c \
-              runtime-host/mem_daemon.c runtime-host/daemon_socket.c; do
+              runtime-host/mem_daemon.c runtime-host/daemon_link.c runtime-host/daemon_socket.c \
+              runtime-host/settings.c "$dir/obj/settle.c"; do
   object=$dir/obj/$(basename "$source" .c).o
+  case $source in /*) ;; *) source=$root/$source ;; esac
   cc -O2 -std=gnu11 -Wall -Wextra -I"$root/runtime-host/include" -I"$root/runtime-host" -I"$root/lib/include" \
-    -I"$cuda/include" -c "$root/$source" -o "$object"
+    -I"$cuda/include" -c "$source" -o "$object"
   objects+=("$object")
 done
 ar rcs "$dir/obj/libmem_admission.a" "${objects[@]}"

@@ -38,6 +38,7 @@ config.substitutions += [
     ("%fuzz_sessions", os.path.join(config.preempt_binary_root, "test", "fuzz", "fuzz_daemon_sessions")),
     ("%fuzz_corpus", os.path.join(config.preempt_binary_root, "test", "fuzz", "corpus")),
     ("%python", sys.executable),
+    ("%build_root", config.preempt_binary_root),
     ("%runtime_lib", os.path.join(config.preempt_binary_root, "runtime-host")),
     ("%preempt_mem_lib", os.path.join(config.preempt_binary_root, "runtime-host", "libpreempt_mem.so")),
     ("%mem_client", os.path.join(config.preempt_binary_root, "test", "mem", "mem_client")),
