@@ -7,6 +7,10 @@
  * "process start" goal, measured alike in both builds); #first_launch_done_ns when such a call first returned; and
  * #cuda_init_ns when CUDA initialised in the process (it loads this library then, inside the process's first CUDA
  * call): start-up splits there into the program's own host code before its first CUDA call, and CUDA's part.
+ * With CORPUS_API_CENSUS=1 it also counts every runtime and driver API call by name, in all and up to the first
+ * launch call (that call included), one line each: #api<TAB>r:NAME or d:NAME<TAB>calls<TAB>calls before the first launch<TAB>0 (what a
+ * build asks of CUDA that the other does not; issue 39, "ask CUDA for nothing the original would not"). Every
+ * callback costs time, so a census run is never a timing run.
  * Part of bench/corpus (run.sh); built by bench/corpus's build script against the CUPTI headers. */
 #include <cupti.h>
 #include <pthread.h>
@@ -30,6 +34,10 @@ static int initialized, written;
 static uint64_t first_launch_ns; /* CLOCK_MONOTONIC; 0 until the first launch call */
 static uint64_t first_launch_done_ns; /* CLOCK_MONOTONIC; 0 until a launch call has returned */
 static uint64_t cuda_init_ns; /* CLOCK_MONOTONIC of InitializeInjection: CUDA starting in this process */
+static int census; /* CORPUS_API_CENSUS=1 */
+/* Calls per callback id: [0] in all, [1] before the first launch call's entry. */
+static uint64_t runtime_calls[CUPTI_RUNTIME_TRACE_CBID_SIZE][2];
+static uint64_t driver_calls[CUPTI_DRIVER_TRACE_CBID_SIZE][2];
 
 static uint64_t monotonic_ns(void) {
   struct timespec t;
@@ -111,6 +119,19 @@ static void write_table(void) {
   uint64_t done = __atomic_load_n(&first_launch_done_ns, __ATOMIC_ACQUIRE);
   if (done) fprintf(f, "#first_launch_done_ns\t%llu\t0\t0\t0\n", (unsigned long long)done);
   if (cuda_init_ns) fprintf(f, "#cuda_init_ns\t%llu\t0\t0\t0\n", (unsigned long long)cuda_init_ns);
+  for (int domain = 0; census && domain < 2; domain++) {
+    uint64_t(*calls)[2] = domain ? driver_calls : runtime_calls;
+    uint32_t size = domain ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+    for (uint32_t cbid = 0; cbid < size; cbid++) {
+      const char *name = NULL;
+      if (!calls[cbid][0] ||
+          cuptiGetCallbackName(domain ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) !=
+              CUPTI_SUCCESS || !name)
+        continue;
+      fprintf(f, "#api\t%c:%s\t%llu\t%llu\t0\n", domain ? 'd' : 'r', name, (unsigned long long)calls[cbid][0],
+              (unsigned long long)calls[cbid][1]);
+    }
+  }
   if (dropped) fprintf(f, "#dropped\t%llu\t0\t0\t0\n", (unsigned long long)dropped);
   fprintf(f, "#end\t0\t0\t0\t0\n");
   pthread_mutex_unlock(&lock);
@@ -131,6 +152,16 @@ static const CUpti_CallbackId driver_launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 
+static int is_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const CUpti_CallbackId *ids = domain == CUPTI_CB_DOMAIN_DRIVER_API ? driver_launches : runtime_launches;
+  size_t count = domain == CUPTI_CB_DOMAIN_DRIVER_API ? sizeof driver_launches / sizeof *driver_launches
+                                                      : sizeof runtime_launches / sizeof *runtime_launches;
+  for (size_t i = 0; i < count; i++)
+    if (ids[i] == cbid)
+      return 1;
+  return 0;
+}
+
 /* Records still buffered when a context goes away (cudaDeviceReset) are flushed first. The first launch call's
  * entry sets first_launch_ns, the first return first_launch_done_ns; later ones cost a load and a compare. The
  * entry alone is not start-up: under lazy loading the original loads its first kernel inside the launch call, while
@@ -144,8 +175,19 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
     return;
-  uint64_t *stamp = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER ? &first_launch_ns
-                                                                                         : &first_launch_done_ns;
+  int entry = ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_ENTER;
+  if (census) {
+    int driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+    if (entry && cbid < (driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE)) {
+      uint64_t *calls = driver ? driver_calls[cbid] : runtime_calls[cbid];
+      __atomic_add_fetch(&calls[0], 1, __ATOMIC_RELAXED);
+      if (!__atomic_load_n(&first_launch_ns, __ATOMIC_RELAXED))
+        __atomic_add_fetch(&calls[1], 1, __ATOMIC_RELAXED);
+    }
+    if (!is_launch(domain, cbid))
+      return;
+  }
+  uint64_t *stamp = entry ? &first_launch_ns : &first_launch_done_ns;
   if (!__atomic_load_n(stamp, __ATOMIC_RELAXED)) {
     uint64_t expected = 0;
     __atomic_compare_exchange_n(stamp, &expected, monotonic_ns(), 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
@@ -157,8 +199,14 @@ int InitializeInjection(void) {
   initialized = 1;
   cuda_init_ns = monotonic_ns();
   CUpti_SubscriberHandle subscriber;
+  const char *census_setting = getenv("CORPUS_API_CENSUS");
+  census = census_setting && strcmp(census_setting, "1") == 0;
   if (cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_callback, NULL) == CUPTI_SUCCESS) {
     cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    if (census) {
+      cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+      cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    }
     for (size_t i = 0; i < sizeof runtime_launches / sizeof *runtime_launches; i++)
       cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i]);
     for (size_t i = 0; i < sizeof driver_launches / sizeof *driver_launches; i++)

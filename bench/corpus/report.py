@@ -69,6 +69,53 @@ def last_lines(text, n=4):
     return "\n".join(l[:200] for l in lines[-n:])
 
 
+def census_section(w, census):
+    """What the plugin's build asks of CUDA beyond the original (runner.py's census phase: every API call counted
+    by kernel_times.c, one run of each build): per call, the extra calls over the programs, in all and up to the
+    first launch call; per program, the extra calls per kernel launch."""
+    pairs = [c for c in census if not c.get("skipped") and all(
+        c.get(b) and c[b]["rc"] == 0 and not c[b]["timed_out"] for b in ("original", "plugin"))]
+    if not census:
+        return
+    w("\n## What each build asks of CUDA (census)\n\n")
+    w(f"Every runtime and driver API call counted, one run of each build ({len(pairs)} of {len(census)} programs "
+      "ran both to exit 0); plugin minus original. A call listed under the runtime (r:) reaches the driver (d:) as "
+      "calls of its own, so the two overlap.\n\n")
+    extra = defaultdict(lambda: [0, 0, 0, 0])  # calls more, programs more, calls fewer, programs fewer
+    early = defaultdict(lambda: [0, 0])  # up to the first launch: calls more, programs more
+    per_launch = []
+    for c in pairs:
+        o, p = c["original"]["api"], c["plugin"]["api"]
+        more = 0
+        for api in set(o) | set(p):
+            d = p.get(api, [0, 0])[0] - o.get(api, [0, 0])[0]
+            de = p.get(api, [0, 0])[1] - o.get(api, [0, 0])[1]
+            if d > 0:
+                extra[api][0] += d
+                extra[api][1] += 1
+                more += d
+            elif d < 0:
+                extra[api][2] -= d
+                extra[api][3] += 1
+            if de > 0:
+                early[api][0] += de
+                early[api][1] += 1
+        launches = c["original"]["launches"] or c["plugin"]["launches"]
+        per_launch.append((more / launches if launches else float(more), more, launches, c["name"]))
+    rows = sorted(extra.items(), key=lambda kv: -kv[1][0])
+    w("| call | more in the plugin's build: calls (programs) | fewer: calls (programs) |\n|---|---|---|\n")
+    for api, (m, pm, f, pf) in rows[:25]:
+        w(f"| `{api}` | {m} ({pm}) | {f} ({pf}) |\n")
+    if not rows:
+        w("| - | 0 | 0 |\n")
+    w("\nUp to the first launch call (start-up: issue 39 asks for nothing the original would not ask): "
+      + (", ".join(f"`{api}` +{m} in {pm} programs" for api, (m, pm) in sorted(early.items(), key=lambda kv: -kv[1][0]))
+         or "nothing more") + ".\n\n")
+    per_launch.sort(reverse=True)
+    w("Extra calls per kernel launch (all the plugin's extra calls over the original's launches), the most: "
+      + (", ".join(f"{n} {x:.1f} ({m} over {l} launches)" for x, m, l, n in per_launch[:12]) or "none") + ".\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("jsonl")
@@ -474,6 +521,7 @@ def main():
               "(exit 0 in time, and the original's stdout where it is compared); failed: "
               + (", ".join(f"{r['name']} ({r['timed_stress'][1] - r['timed_stress'][0]} of {r['timed_stress'][1]} runs)"
                            for r in failed) or "none") + "\n")
+    census_section(w, [recs[n]["census"] for n in names if "census" in recs[n]])
     w("\n## Coverage\n\n")
     tags = defaultdict(list)
     for n in names:

@@ -11,7 +11,9 @@
 #
 # CORPUS_BUDGET_S (default 470): seconds from the start by which the timing rounds stop starting programs;
 # the correctness phase always runs whole. CORPUS_ONLY=REGEX: only the programs whose names match.
-# CORPUS_PHASES=timing: the timing rounds only (default correctness,timing). CORPUS_TARBALL: another tarball.
+# CORPUS_PHASES=timing: the timing rounds only (default correctness,timing); census: each program's two builds once
+# with every CUDA API call counted (what the plugin's build asks beyond the original; never timed). CORPUS_TARBALL:
+# another tarball.
 # CORPUS_DRY=1: a dry run of the logic without a GPU (each program is
 # replaced by a shell that prints its name and its expected line).
 set -uo pipefail

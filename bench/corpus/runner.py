@@ -196,6 +196,22 @@ def read_ktable(path):
     return kernels, stamps["#first_launch_ns"], stamps["#first_launch_done_ns"], stamps["#cuda_init_ns"]
 
 
+def read_api_census(path):
+    """A census run's API calls (kernel_times.c with CORPUS_API_CENSUS=1): {"r:NAME" or "d:NAME": [calls, calls up to
+    the first launch call]}, summed over the program's processes; {} without a table or census lines."""
+    calls = {}
+    if not path or not os.path.exists(path):
+        return calls
+    with open(path, errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if parts[0] == "#api" and len(parts) >= 4 and parts[2].isdigit() and parts[3].isdigit():
+                c = calls.setdefault(parts[1], [0, 0])
+                c[0] += int(parts[2])
+                c[1] += int(parts[3])
+    return calls
+
+
 def since_spawn_s(res, stamp_ns):
     """A run's spawn to one of kernel_times.c's stamps (its first launch call's entry or return, CUDA's start), in
     seconds, or None (no stamp, or one from before the spawn)."""
@@ -255,7 +271,12 @@ class Runner:
                       '$((1500000 + $$ % 1000 * 100)) $((CORPUS_SPAWN_NS + 30000000 + ${KPREFIX:+1}000000)) '
                       '$((CORPUS_SPAWN_NS + 35000000)) $((CORPUS_SPAWN_NS + 20000000)) '
                       '>> "$CORPUS_KTIME_FILE"; '
-                      '[ -n "$KPREFIX" ] && printf "preempt_runtime_kernel\\t1\\t3000\\t3000\\t1\\n" >> "$CORPUS_KTIME_FILE"; fi; true')
+                      '[ -n "$KPREFIX" ] && printf "preempt_runtime_kernel\\t1\\t3000\\t3000\\t1\\n" >> "$CORPUS_KTIME_FILE"; '
+                      # A census (CORPUS_API_CENSUS=1): the same calls in both builds, and one more kind in the
+                      # plugin's, 100 of them after the first launch.
+                      'if [ "$CORPUS_API_CENSUS" = 1 ]; then printf "#api\\tr:cudaMalloc\\t2\\t2\\t0\\n" >> "$CORPUS_KTIME_FILE"; '
+                      '[ -n "$KPREFIX" ] && printf "#api\\tr:cudaStreamIsCapturing\\t100\\t0\\t0\\n" >> "$CORPUS_KTIME_FILE"; '
+                      'fi; fi; true')
             return ["sh", "-c", script, binary] + args, {
                 "EXPECT": expect.replace("\\", ""), "KPREFIX": "__preempt_original_" if build == "plugin" else ""}
         return [binary] + args, {}
@@ -509,6 +530,42 @@ class Runner:
             self.emit(rec)
 
 
+    # Phase 3 (CORPUS_PHASES=census) ------------------------------------------------------------------------
+    def census(self, progs, deadline):
+        """Each program's original and plugin build once, CORPUS_PAR at once, with every CUDA API call counted
+        (kernel_times.c, CORPUS_API_CENSUS=1): what the plugin's build asks of CUDA that the original does not, per
+        program, in all and up to the first launch. Not timed: the callbacks cost each call time."""
+        if not self.use_cupti:
+            log("phase 3: no census without CUPTI (CORPUS_CUPTI=0 or no libkernel_times.so)")
+            return
+        par = int(os.environ.get("CORPUS_PAR", "4"))
+        progs = [p for p in progs if os.path.exists(os.path.join(self.corpus, "plugin", p["name"]))]
+
+        def one(prog):
+            rec = {"name": prog["name"], "mode": "census"}
+            for build in ("original", "plugin"):
+                left = deadline - time.time()
+                if left < 2:
+                    rec["skipped"] = True
+                    return rec
+                cwd = self.rundir(prog, "census-" + build)
+                kfile = os.path.join(self.work, "ktime", f"{prog['name']}.census-{build}.tsv")
+                os.makedirs(os.path.dirname(kfile), exist_ok=True)
+                res = self.execute(prog, build, {"CORPUS_API_CENSUS": "1"}, min(120.0, left), cwd, kfile)
+                kernels = read_ktable(kfile)[0] or {}
+                rec[build] = {"rc": res["rc"], "timed_out": res["timed_out"], "api": read_api_census(kfile),
+                              "launches": sum(k[0] for k in kernels.values())}
+                shutil.rmtree(cwd, ignore_errors=True)
+            return rec
+
+        done = 0
+        with concurrent.futures.ThreadPoolExecutor(par) as pool:
+            for fut in concurrent.futures.as_completed([pool.submit(one, p) for p in progs]):
+                self.emit(fut.result())
+                done += 1
+        log(f"phase 3: census of {done} programs")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", required=True)
@@ -525,11 +582,13 @@ def main():
     # CORPUS_PHASES=timing: the timing rounds alone (a second call's worth of rounds, once the correctness phase
     # of the same build has run in another call).
     phases = os.environ.get("CORPUS_PHASES", "correctness,timing").split(",")
-    if not set(phases) <= {"correctness", "timing"}:
-        sys.exit(f"runner.py: CORPUS_PHASES={','.join(phases)}: expected correctness, timing or both")
+    if not set(phases) <= {"correctness", "timing", "census"}:
+        sys.exit(f"runner.py: CORPUS_PHASES={','.join(phases)}: expected correctness, timing, census or a list of them")
     orig_time, orig_lines = r.correctness(progs, args.deadline) if "correctness" in phases else ({}, {})
     if "timing" in phases:
         r.timing(progs, orig_time, orig_lines, args.deadline)
+    if "census" in phases:
+        r.census(progs, args.deadline)
     log("done")
 
 
