@@ -529,7 +529,6 @@ class Runner:
                 rec["stress"] = d["stress"]
             self.emit(rec)
 
-
     # Phase 3 (CORPUS_PHASES=census) ------------------------------------------------------------------------
     def census(self, progs, deadline):
         """Each program's original and plugin build once, CORPUS_PAR at once, with every CUDA API call counted
