@@ -73,10 +73,10 @@ def census_section(w, census):
     """What the plugin's build asks of CUDA beyond the original (runner.py's census phase: every API call counted
     by kernel_times.c, one run of each build): per call, the extra calls over the programs, in all and up to the
     first launch call; per program, the extra calls per kernel launch."""
-    pairs = [c for c in census if not c.get("skipped") and all(
-        c.get(b) and c[b]["rc"] == 0 and not c[b]["timed_out"] for b in ("original", "plugin"))]
     if not census:
         return
+    pairs = [c for c in census if not c.get("skipped") and all(
+        c.get(b) and c[b]["rc"] == 0 and not c[b]["timed_out"] for b in ("original", "plugin"))]
     w("\n## What each build asks of CUDA (census)\n\n")
     w(f"Every runtime and driver API call counted, one run of each build ({len(pairs)} of {len(census)} programs "
       "ran both to exit 0); plugin minus original. A call listed under the runtime (r:) reaches the driver (d:) as "

@@ -11,6 +11,7 @@ Usage: same_output.py CORPUS_DIR NAME [COPIES [BATCHES]]   (default 8 copies, 2 
 import collections
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def main():
                 cwd = os.path.join(work, f"{batch}.{copy}")
                 data = os.path.join(corpus, "data", name)
                 shutil.copytree(data, cwd, symlinks=True) if os.path.isdir(data) else os.makedirs(cwd)
-                runs.append(subprocess.Popen([binary] + (program.get("args") or "").split(), cwd=cwd, env=env,
+                runs.append(subprocess.Popen([binary] + shlex.split(program.get("args") or ""), cwd=cwd, env=env,
                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
             for run in runs:
                 stdout, _ = run.communicate(timeout=600)

@@ -315,9 +315,6 @@ static void test_lazy_loading_refuses_eviction(void) {
   }
 }
 
-/* Inside a stream capture a converted kernel's launch runs as written, through the program's own call (the stub's
- * kernel since ABI 9), untimed (the graph runs later), and the one-time lookups run with the thread's capture mode
- * relaxed. */
 /* A launch as written asks the API for nothing it does not need (issue 39; bench/preemption/as_written_cost.cu
  * prices each call on the H200): the current device only where more than one device is visible, and the stream's
  * priority only once a converted launch has run: a long launch that fits in one wave sets up the device but runs as
@@ -361,6 +358,9 @@ static void test_as_written_asks_little(void) {
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
 }
 
+/* Inside a stream capture a converted kernel's launch runs as written, through the program's own call (the stub's
+ * kernel since ABI 9), untimed (the graph runs later), and the one-time lookups run with the thread's capture mode
+ * relaxed. */
 static void test_capture_launches(void) {
   static const preempt_dim3 block64 = {64, 1, 1};
   long long first = 5, second = 8;
