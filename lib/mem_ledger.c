@@ -35,6 +35,15 @@ void preempt_mem_ledger_init(preempt_mem_ledger *ledger, uint64_t capacity_bytes
   __atomic_store_n(&ledger->magic, PREEMPT_MEM_LEDGER_MAGIC, __ATOMIC_RELEASE);
 }
 
+/* The ends, bounded: a scribbled segment must not send a scan out of the arrays before the next check. */
+static uint32_t clients_end(const preempt_mem_ledger *ledger) {
+  return ledger->clients_end < PREEMPT_MEM_MAX_CLIENTS ? ledger->clients_end : PREEMPT_MEM_MAX_CLIENTS;
+}
+
+static uint32_t waiters_end(const preempt_mem_ledger *ledger) {
+  return ledger->waiters_end < PREEMPT_MEM_MAX_WAITERS ? ledger->waiters_end : PREEMPT_MEM_MAX_WAITERS;
+}
+
 static int owns_slot(const preempt_mem_ledger *ledger, uint32_t client) {
   return client < PREEMPT_MEM_MAX_CLIENTS && ledger->clients[client].in_use == 1;
 }
@@ -49,6 +58,8 @@ preempt_mem_result preempt_mem_ledger_attach(preempt_mem_ledger *ledger, uint32_
     slot->priority = priority;
     slot->reserved_bytes = 0;
     slot->liveness_key = liveness_key;
+    if (index >= ledger->clients_end)
+      ledger->clients_end = index + 1;
     __atomic_store_n(&slot->in_use, 1u, __ATOMIC_RELEASE);
     *client = index;
     return PREEMPT_MEM_OK;
@@ -60,7 +71,7 @@ void preempt_mem_ledger_detach(preempt_mem_ledger *ledger, uint32_t client) {
   if (client >= PREEMPT_MEM_MAX_CLIENTS)
     return;
   /* Entries first: a crash halfway leaves a slot still in use, whose next detach finishes the job. */
-  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_WAITERS; index++) {
+  for (uint32_t index = 0; index < waiters_end(ledger); index++) {
     preempt_mem_waiter *waiter = &ledger->waiters[index];
     if (waiter->state != PREEMPT_MEM_WAITER_FREE && waiter->client == client)
       store_state(waiter, PREEMPT_MEM_WAITER_FREE);
@@ -82,10 +93,10 @@ preempt_mem_result preempt_mem_ledger_restore(preempt_mem_ledger *ledger, uint32
 
 uint64_t preempt_mem_ledger_used_bytes(const preempt_mem_ledger *ledger) {
   uint64_t used = 0;
-  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_CLIENTS; index++)
+  for (uint32_t index = 0; index < clients_end(ledger); index++)
     if (ledger->clients[index].in_use)
       used += ledger->clients[index].reserved_bytes;
-  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_WAITERS; index++)
+  for (uint32_t index = 0; index < waiters_end(ledger); index++)
     if (ledger->waiters[index].state == PREEMPT_MEM_WAITER_GRANTED)
       used += ledger->waiters[index].bytes;
   return used;
@@ -110,6 +121,8 @@ preempt_mem_result preempt_mem_ledger_request(preempt_mem_ledger *ledger, uint32
     entry->priority = ledger->clients[client].priority;
     entry->bytes = bytes;
     entry->arrival = ledger->next_arrival++;
+    if (index >= ledger->waiters_end)
+      ledger->waiters_end = index + 1;
     store_state(entry, PREEMPT_MEM_WAITER_WAITING);
     *waiter = index;
     preempt_mem_ledger_serve(ledger);
@@ -164,7 +177,7 @@ void preempt_mem_ledger_set_external(preempt_mem_ledger *ledger, uint64_t extern
 static preempt_mem_waiter *next_eligible(preempt_mem_ledger *ledger, int by_priority, int32_t top_priority,
                                          uint64_t after) {
   preempt_mem_waiter *best = NULL;
-  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_WAITERS; index++) {
+  for (uint32_t index = 0; index < waiters_end(ledger); index++) {
     preempt_mem_waiter *entry = &ledger->waiters[index];
     if (entry->state != PREEMPT_MEM_WAITER_WAITING || entry->arrival <= after)
       continue;
@@ -178,7 +191,7 @@ static preempt_mem_waiter *next_eligible(preempt_mem_ledger *ledger, int by_prio
 
 static int top_waiting_priority(const preempt_mem_ledger *ledger, int32_t *top_priority) {
   int found = 0;
-  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_WAITERS; index++) {
+  for (uint32_t index = 0; index < waiters_end(ledger); index++) {
     const preempt_mem_waiter *entry = &ledger->waiters[index];
     if (entry->state != PREEMPT_MEM_WAITER_WAITING)
       continue;
@@ -220,7 +233,7 @@ uint32_t preempt_mem_ledger_serve(preempt_mem_ledger *ledger) {
 
 uint32_t preempt_mem_ledger_waiting(const preempt_mem_ledger *ledger, uint32_t client) {
   uint32_t count = 0;
-  for (uint32_t index = 0; index < PREEMPT_MEM_MAX_WAITERS; index++) {
+  for (uint32_t index = 0; index < waiters_end(ledger); index++) {
     const preempt_mem_waiter *entry = &ledger->waiters[index];
     if (entry->state == PREEMPT_MEM_WAITER_WAITING && (client == PREEMPT_MEM_NO_INDEX || entry->client == client))
       count++;
@@ -244,6 +257,9 @@ int preempt_mem_ledger_check(const preempt_mem_ledger *ledger, char *why, size_t
     FAIL("policy %u out of range", ledger->policy);
   if (ledger->capacity_bytes == 0)
     FAIL("capacity 0");
+  if (ledger->clients_end > PREEMPT_MEM_MAX_CLIENTS || ledger->waiters_end > PREEMPT_MEM_MAX_WAITERS)
+    FAIL("ends %u clients, %u waiters, above the tables' %u, %u", ledger->clients_end, ledger->waiters_end,
+         PREEMPT_MEM_MAX_CLIENTS, PREEMPT_MEM_MAX_WAITERS);
   if (ledger->external_bytes > ledger->capacity_bytes)
     FAIL("external %llu bytes above capacity %llu", (unsigned long long)ledger->external_bytes,
          (unsigned long long)ledger->capacity_bytes);
@@ -253,6 +269,8 @@ int preempt_mem_ledger_check(const preempt_mem_ledger *ledger, char *why, size_t
       FAIL("client %u: in_use %u", index, slot->in_use);
     if (slot->in_use && slot->reserved_bytes > ledger->capacity_bytes)
       FAIL("client %u: %llu bytes reserved, above capacity", index, (unsigned long long)slot->reserved_bytes);
+    if (slot->in_use && index >= ledger->clients_end)
+      FAIL("client %u in use beyond the clients' end %u", index, ledger->clients_end);
   }
   for (uint32_t index = 0; index < PREEMPT_MEM_MAX_WAITERS; index++) {
     const preempt_mem_waiter *entry = &ledger->waiters[index];
@@ -260,6 +278,8 @@ int preempt_mem_ledger_check(const preempt_mem_ledger *ledger, char *why, size_t
       continue;
     if (entry->state > PREEMPT_MEM_WAITER_GRANTED)
       FAIL("waiter %u: state %u", index, entry->state);
+    if (index >= ledger->waiters_end)
+      FAIL("waiter %u in use beyond the waiters' end %u", index, ledger->waiters_end);
     if (entry->client >= PREEMPT_MEM_MAX_CLIENTS || !ledger->clients[entry->client].in_use)
       FAIL("waiter %u: client %u not in use", index, entry->client);
     if (entry->bytes > ledger->capacity_bytes)

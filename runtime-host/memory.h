@@ -13,7 +13,7 @@
 #include "preempt/mem_ledger.h"
 
 #define PREEMPT_MEM_SEGMENT_MAGIC 0x534d5250u /* "PRMS" */
-#define PREEMPT_MEM_SEGMENT_VERSION 2u
+#define PREEMPT_MEM_SEGMENT_VERSION 3u
 /* Waiters look for dead clients and for memory freed outside the ledger at least this often: a client killed
  * while others wait has its memory back in their hands within this, well inside schedGPU's 1 s. */
 #define PREEMPT_MEM_POLL_NS 100000000LL

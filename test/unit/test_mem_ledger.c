@@ -158,6 +158,36 @@ static void test_limits(void) {
   CHECK(preempt_mem_policy_name((preempt_mem_policy)9) == NULL);
 }
 
+/* Scans stop at the highest slot and entry used so far: what is used later, further out, is still seen. */
+static void test_ends(void) {
+  static preempt_mem_ledger ledger;
+  char why[128];
+  uint32_t clients[6], waiters[3];
+  preempt_mem_ledger_init(&ledger, 100, PREEMPT_MEM_POLICY_FIFO);
+  for (int index = 0; index < 6; index++)
+    CHECK(preempt_mem_ledger_attach(&ledger, 1, 0, 0, &clients[index]) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_request(&ledger, clients[5], 70, &waiters[0]) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_take(&ledger, clients[5], waiters[0]) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_used_bytes(&ledger) == 70); /* the last slot's reservation counts */
+  /* Two wait behind the 70 (entries 0 and 1), a third after them (entry 2). */
+  CHECK(preempt_mem_ledger_request(&ledger, clients[0], 40, &waiters[0]) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_request(&ledger, clients[1], 40, &waiters[1]) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_request(&ledger, clients[2], 20, &waiters[2]) == PREEMPT_MEM_OK);
+  CHECK(waiters[2] == 2 && preempt_mem_ledger_waiting(&ledger, PREEMPT_MEM_NO_INDEX) == 3);
+  CHECK(preempt_mem_ledger_cancel(&ledger, clients[0], waiters[0]) == PREEMPT_MEM_OK);
+  CHECK(preempt_mem_ledger_cancel(&ledger, clients[1], waiters[1]) == PREEMPT_MEM_OK);
+  CHECK(ledger.waiters[2].state == PREEMPT_MEM_WAITER_GRANTED); /* 20 fit once the FIFO head left */
+  CHECK(preempt_mem_ledger_used_bytes(&ledger) == 90);
+  CHECK(preempt_mem_ledger_check(&ledger, why, sizeof why) == 0);
+  /* A stray write that marks an entry beyond the end: the check says so, nothing scans it unseen. */
+  ledger.clients[6].in_use = 1;
+  CHECK(preempt_mem_ledger_check(&ledger, why, sizeof why) == -1 && strstr(why, "beyond"));
+  ledger.clients[6].in_use = 0;
+  ledger.waiters_end = PREEMPT_MEM_MAX_WAITERS + 1;
+  CHECK(preempt_mem_ledger_check(&ledger, why, sizeof why) == -1 && strstr(why, "ends"));
+  CHECK(preempt_mem_ledger_waiting(&ledger, PREEMPT_MEM_NO_INDEX) == 0); /* bounded, even so */
+}
+
 /* The integrity check catches what a crash cannot leave but a stray write can. */
 static void test_check(void) {
   static preempt_mem_ledger ledger;
@@ -190,6 +220,7 @@ int main(void) {
   test_cancel_unblocks();
   test_detach_dead();
   test_limits();
+  test_ends();
   test_check();
   CHECK_DONE("test_mem_ledger");
 }

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define PREEMPT_MEM_LEDGER_MAGIC 0x474d5250u /* "PRMG" */
-#define PREEMPT_MEM_LEDGER_VERSION 1u
+#define PREEMPT_MEM_LEDGER_VERSION 2u
 #define PREEMPT_MEM_MAX_CLIENTS 256
 #define PREEMPT_MEM_MAX_WAITERS 256
 #define PREEMPT_MEM_NO_INDEX UINT32_MAX
@@ -82,6 +82,11 @@ typedef struct preempt_mem_ledger {
   uint64_t external_bytes;  /* used by processes outside the ledger (and by the clients' own contexts) */
   uint64_t next_arrival;
   uint64_t grants, waits, dead_clients; /* counters, for listings */
+  /* One past the highest client slot and waiter entry used since init: every scan stops there, so that a node
+   * with a few clients pays for a few, not for 256 + 256 entries per allocation (a program that allocates and
+   * frees per kernel, as Thrust's temporary storage does, makes that cost visible). They only grow, and grow
+   * before the entry is published: a crash between the two leaves an end too high, which costs time only. */
+  uint32_t clients_end, waiters_end;
   preempt_mem_client clients[PREEMPT_MEM_MAX_CLIENTS];
   preempt_mem_waiter waiters[PREEMPT_MEM_MAX_WAITERS];
 } preempt_mem_ledger;
