@@ -172,8 +172,22 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
     GlobalValue *Handle = kernelHandle(Launch->getArgOperand(0));
     GpuApi Api = Launch->getCalledFunction()->getName().starts_with("hip") ? ApiHip : ApiCuda;
     StringRef KernelName = KernelNames.lookup(Handle);
-    if (KernelName.empty())
-      KernelName = Handle->getName(); // host-only compilation registers nothing
+    if (KernelName.empty()) {
+      // Host-only compilation registers nothing, and clang's new offload driver (-fgpu-rdc builds use it)
+      // registers through offloading entries this pass does not read yet: the descriptor names the stub, the
+      // runtime finds no converted form under that name, and the launch runs as written. Said, not silent.
+      KernelName = Handle->getName();
+      if (!Descriptors.count(Handle)) {
+        OptimizationRemarkEmitter Remarks(Launch->getFunction());
+        Remarks.emit([&] {
+          return OptimizationRemarkMissed(PassName, "KernelNameUnknown", Launch)
+                 << "kernel '" << ore::NV("Kernel", KernelName)
+                 << "': no __cudaRegisterFunction in this module names its device symbol (host-only compilation, "
+                 << "or clang's --offload-new-driver, as -fgpu-rdc builds use), so its launches run as written, "
+                 << "not preemptible";
+        });
+      }
+    }
     GlobalVariable *Desc = kernelDescriptor(M, *Handle, KernelName, Api, Descriptors);
 
     // Same ABI as cudaLaunchKernel except the first argument: dim3 and
