@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -114,6 +115,31 @@ def census_section(w, census):
     per_launch.sort(reverse=True)
     w("Extra calls per kernel launch (all the plugin's extra calls over the original's launches), the most: "
       + (", ".join(f"{n} {x:.1f} ({m} over {l} launches)" for x, m, l, n in per_launch[:12]) or "none") + ".\n")
+
+
+STRESS_LINE = re.compile(r"preempt: stress: (\d+) evictions")
+
+
+def evictions_section(w, recs, judged, converted):
+    """What the correctness phase's stress runs evicted, from the runtime's exit line ("preempt: stress: N evictions
+    ..."), which a process prints once it has started a converted launch: a program that passes under stress without
+    that line never ran a converted form at all (every launch as written), which a pass count alone would hide (the
+    -fgpu-rdc builds of 2026-11-29, bench/results/2026-11-29-h200-rdc-f66dd57/)."""
+    progs = [n for n in judged if converted.get(n, "1") not in ("0", "", None)]
+    for m in ("stress", "stress_intask"):
+        ran = [n for n in progs if recs[n].get(m) and not recs[n][m].get("skipped")]
+        if not ran:
+            continue
+        counts = {n: [int(x) for x in STRESS_LINE.findall(recs[n][m].get("stderr_tail") or "")] for n in ran}
+        evicted = [n for n in ran if sum(counts[n]) > 0]
+        silent = sorted(n for n in ran if not counts[n])
+        w(f"- evictions in the correctness phase's {m} runs, over {len(ran)} programs"
+          f"{' with converted kernels' if converted else ''}: {len(evicted)} evicted "
+          f"({sum(sum(counts[n]) for n in evicted)} evictions in all), "
+          f"{len(ran) - len(evicted) - len(silent)} evicted nothing, {len(silent)} printed no stress line "
+          "(no converted launch ran: every launch as written)"
+          + (": " + ", ".join(silent[:12]) + (f" (+{len(silent) - 12} more)" if len(silent) > 12 else "") if silent
+             else "") + "\n")
 
 
 def main():
@@ -428,15 +454,15 @@ def main():
         t = recs[n].get("timing")
         if not t:
             continue
-        for build in ("original", "plugin", "stress"):
-            bad = [(x, timing_run_bad(n, x, build)) for x in t.get(build, [])]
+        for config in ("original", "plugin", "stress"):
+            bad = [(x, timing_run_bad(n, x, config)) for x in t.get(config, [])]
             bad = [(x, why) for x, why in bad if why]
             if bad:
                 any_fail = True
                 x, why = bad[0]
-                what = "under PREEMPT_STRESS=1" if build == "stress" else f"of the {build} build"
+                what = "under PREEMPT_STRESS=1" if config == "stress" else f"of the {config} build"
                 w(f"- **{n}** (timing runs {what}{', CUPTI attached' if t.get('cupti') else ''}): "
-                  f"{len(bad)} of {len(t[build])} failed, first: {why}\n")
+                  f"{len(bad)} of {len(t[config])} failed, first: {why}\n")
                 if x.get("stderr_tail"):
                     w("```\n" + last_lines(x["stderr_tail"]) + "\n```\n")
     if not any_fail:
@@ -527,6 +553,7 @@ def main():
               "(exit 0 in time, and the original's stdout where it is compared); failed: "
               + (", ".join(f"{r['name']} ({r['timed_stress'][1] - r['timed_stress'][0]} of {r['timed_stress'][1]} runs)"
                            for r in failed) or "none") + "\n")
+    evictions_section(w, recs, judged, {r["name"]: r.get("converted") for r in build})
     census_section(w, [recs[n]["census"] for n in names if "census" in recs[n]])
     w("\n## Coverage\n\n")
     tags = defaultdict(list)
