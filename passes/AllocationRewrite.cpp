@@ -28,6 +28,7 @@ static constexpr StringLiteral AllocationApis[] = {
     // CUDA runtime
     "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cudaMallocFromPoolAsync", "cudaMallocPitch",
     "cudaMalloc3D", "cudaMallocManaged", "cudaMallocAsync_ptsz", "cudaFreeAsync_ptsz", "cudaMallocFromPoolAsync_ptsz",
+    "cudaDeviceReset", // frees every allocation on the device: the ledger must hear of it
     // CUDA driver (cuda.h maps cuMemAlloc, cuMemAllocPitch and cuMemFree to _v2)
     "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemAllocManaged",
     "cuMemFree_v2", "cuMemFreeAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync_ptsz",

@@ -701,6 +701,26 @@ void preempt_mem_freed(uint64_t address) {
     preempt_mem_give_back(allocation.device, allocation.bytes, allocation.charge);
 }
 
+void preempt_mem_device_reset(int device) {
+  uint64_t ledger_bytes = 0, budget_bytes = 0;
+  preempt_memory *memory = lock_memory();
+  for (uint64_t index = 0; index < memory->table_capacity; index++) {
+    preempt_mem_allocation *allocation = &memory->table[index];
+    if (allocation->address == EMPTY || allocation->address == DELETED || allocation->device != device)
+      continue;
+    if (allocation->charge == PREEMPT_MEM_CHARGE_BUDGET)
+      budget_bytes += allocation->bytes;
+    else
+      ledger_bytes += allocation->bytes;
+    allocation->address = DELETED;
+    memory->table_count--;
+    memory->table_deleted++;
+  }
+  unlock_memory(memory);
+  preempt_mem_give_back(device, ledger_bytes, PREEMPT_MEM_CHARGE_LEDGER);
+  preempt_mem_give_back(device, budget_bytes, PREEMPT_MEM_CHARGE_BUDGET);
+}
+
 preempt_mem_allocation *preempt_mem_take(uint64_t address) {
   preempt_mem_allocation allocation;
   if (!preempt_mem_forget(address, &allocation))

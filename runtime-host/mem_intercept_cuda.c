@@ -66,6 +66,7 @@ typedef struct driver_stream_api {
 static struct {
   cudaError_t (*cudaMalloc)(void **, size_t);
   cudaError_t (*cudaFree)(void *);
+  cudaError_t (*cudaDeviceReset)(void);
   runtime_stream_api runtime_legacy, runtime_per_thread;
   cudaError_t (*cudaMallocPitch)(void **, size_t *, size_t, size_t);
   cudaError_t (*cudaMalloc3D)(struct cudaPitchedPtr *, struct cudaExtent);
@@ -92,6 +93,7 @@ static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static void load_real(void) {
   real.cudaMalloc = RUNTIME_SYMBOL(cudaMalloc);
   real.cudaFree = RUNTIME_SYMBOL(cudaFree);
+  real.cudaDeviceReset = RUNTIME_SYMBOL(cudaDeviceReset);
   real.runtime_legacy = (runtime_stream_api){
       .malloc_async = RUNTIME_SYMBOL(cudaMallocAsync), .malloc_from_pool_async = RUNTIME_SYMBOL(cudaMallocFromPoolAsync),
       .free_async = RUNTIME_SYMBOL(cudaFreeAsync), .is_capturing = RUNTIME_SYMBOL(cudaStreamIsCapturing),
@@ -362,6 +364,23 @@ EXPORTED cudaError_t WRAPPER(cudaFree)(void *pointer) {
   if (status == cudaSuccess && pointer)
     preempt_mem_freed((uint64_t)(uintptr_t)pointer);
   return status;
+}
+
+/* cudaDeviceReset frees every allocation of the process on the current device: the ledger is told first, or it
+ * would go on counting that memory (and make later allocations wait for memory nobody holds). A reset that fails
+ * has still been told: the ledger then counts less than is held, which the next look at the GPU's used memory
+ * (learn_external) corrects. */
+EXPORTED cudaError_t WRAPPER(cudaDeviceReset)(void) {
+  ensure_real();
+  if (!real.cudaDeviceReset)
+    return cudaErrorInitializationError;
+  cudaError_t settled = SETTLE_BEFORE_FREE(); /* as cudaFree: the reset waits for the device */
+  if (settled != cudaSuccess)
+    return settled;
+  int device;
+  if (runtime_current_device(&device) == cudaSuccess)
+    preempt_mem_device_reset(device);
+  return real.cudaDeviceReset();
 }
 
 static cudaError_t free_in_stream(const runtime_stream_api *api, void *pointer, cudaStream_t stream) {

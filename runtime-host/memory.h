@@ -196,6 +196,9 @@ int preempt_mem_allocate(const preempt_mem_gpu *gpu, uint64_t bytes, preempt_mem
                          void *call);
 /* After a successful release of `address`: gives back what its allocation was admitted. */
 void preempt_mem_freed(uint64_t address);
+/* The device is about to be reset (cudaDeviceReset), which frees every allocation the process has on it: each
+ * leaves the table and its bytes go back, so that the ledger does not go on counting memory nobody holds. */
+void preempt_mem_device_reset(int device);
 /* A stream-ordered release: the allocation leaves the table now (its address may be reused at once) and its
  * bytes go back when the stream reaches the release: call preempt_mem_give_back_taken from a host function
  * enqueued there, or at once when none can be. NULL when the address was not admitted. */

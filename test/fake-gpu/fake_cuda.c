@@ -795,6 +795,23 @@ EXPORTED cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaSt
 
 EXPORTED cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 
+/* As CUDA's: every allocation of this process on the device is gone (the context too, which the next call makes
+ * again: its bytes stay counted here, a simplification no test depends on). */
+EXPORTED cudaError_t cudaDeviceReset(void) {
+  fake_status status = lock_gpu(1);
+  if (status != FAKE_OK)
+    return runtime_result(status);
+  for (size_t index = 0; index < fake.count; index++) {
+    fake_allocation *entry = &fake.table[index];
+    if (entry->kind == FAKE_MAPPED)
+      munmap((void *)(uintptr_t)entry->key, entry->mapped_bytes);
+    __atomic_sub_fetch(&fake.shared->slots[fake.slot].used, entry->bytes, __ATOMIC_SEQ_CST);
+  }
+  fake.count = 0;
+  unlock_gpu();
+  return cudaSuccess;
+}
+
 EXPORTED const char *cudaGetErrorString(cudaError_t error) {
   switch (error) {
   case cudaSuccess: return "no error";

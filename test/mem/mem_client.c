@@ -13,7 +13,8 @@
  *       0..MAX_HOLD_MS ms ("granted NAME I T"), cudaFree ("freed NAME I"). A failed allocation prints
  *       "oom NAME I <error>" and counts. Ends with "done NAME iterations=N oom=K", exit 0.
  *   mem_client steps STEP...
- *       Each STEP "+BYTES" (cudaMalloc) or "-" (cudaFree of the latest allocation held), then one line
+ *       Each STEP "+BYTES" (cudaMalloc), "-" (cudaFree of the latest allocation held) or "reset" (cudaDeviceReset,
+ *       which frees them all), then one line
  *       "step STEP held=... ahead=... reserved=... ledger=..." from preempt_mem_get_info.
  *   mem_client info [--loop]
  *       preempt_mem_get_info (found with dlsym: defined only when libpreempt_mem.so is preloaded), one line
@@ -151,6 +152,12 @@ static int steps(int count, char **step) {
         return 3;
       }
       depth++;
+    } else if (strcmp(step[index], "reset") == 0) {
+      if (cudaDeviceReset() != cudaSuccess) {
+        say("reset failed");
+        return 4;
+      }
+      depth = 0; /* every allocation went with the reset */
     } else if (strcmp(step[index], "-") == 0 && depth > 0) {
       if (cudaFree(held[--depth]) != cudaSuccess) {
         say("free failed %s", step[index]);
