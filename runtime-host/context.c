@@ -114,6 +114,7 @@ static void configure(preempt_runtime *runtime) {
                                               : "CUDA's default";
   runtime->stress.enabled = settings->stress != 0;
   runtime->stress.verbose = settings->stress == 2;
+  runtime->stress.period_us = (long)settings->stress_period_us;
 }
 
 preempt_runtime *preempt_runtime_context(void) { return &runtime_context; }

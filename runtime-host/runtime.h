@@ -144,6 +144,7 @@ typedef struct preempt_device_state {
 typedef struct preempt_stress {
   int enabled;
   int verbose; /* PREEMPT_STRESS=2: log every action */
+  long period_us; /* PREEMPT_STRESS_PERIOD_US */
   int running;
   pthread_t thread;
   uint64_t evictions, spatial_evictions, drained_evictions, resumptions;

@@ -67,6 +67,11 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
                                  "1: evict and resume every converted launch at random moments (a correctness test); "
                                  "2: and say each"},
                                 KIND_CHOICE, FIELD(stress), 0, 0, stress, NULL, NULL},
+    [PREEMPT_SETTING_STRESS_PERIOD_US] =
+        {{"PREEMPT_STRESS_PERIOD_US", "20..10000000", "2000",
+          "PREEMPT_STRESS: the longest wait between two eviction rounds, in microseconds (each waits a random tenth "
+          "to all of it, and resumes within a quarter of it); shorter catches shorter launches"},
+         KIND_NUMBER, FIELD(stress_period_us), 20, 10000000, NULL, NULL, NULL},
     [PREEMPT_SETTING_DAEMON] = {{"PREEMPT_DAEMON", "on, off", "on", "off: never look for preemptd"},
                                 KIND_CHOICE, FIELD(daemon), 0, 0, on_off, NULL, NULL},
     [PREEMPT_SETTING_DAEMON_SOCKET] = {{"PREEMPT_DAEMON_SOCKET", "a path", PREEMPT_DAEMON_SOCKET_DEFAULT,

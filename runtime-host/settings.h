@@ -11,6 +11,7 @@ typedef enum preempt_setting_id {
   PREEMPT_SETTING_QUIET,
   PREEMPT_SETTING_EVICT_READY,
   PREEMPT_SETTING_STRESS,
+  PREEMPT_SETTING_STRESS_PERIOD_US,
   PREEMPT_SETTING_DAEMON,
   PREEMPT_SETTING_DAEMON_SOCKET,
   PREEMPT_SETTING_PRIORITY,
@@ -46,6 +47,7 @@ typedef struct preempt_settings {
   int quiet;
   int evict_ready; /* -1 auto, 0, 1 */
   int stress;      /* 0, 1, 2 (verbose) */
+  long long stress_period_us;
   int daemon;      /* 0 off, 1 on */
   char daemon_socket[PREEMPT_SETTING_TEXT_BYTES];
   long long priority;

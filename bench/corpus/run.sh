@@ -9,7 +9,8 @@
 # Writes OUT_DIR/corpus.jsonl (one record per program and mode), OUT_DIR/corpus.md (bench/corpus/report.py)
 # and OUT_DIR/run.log. OUT_DIR defaults to $OUT, else bench/corpus/out/run.
 #
-# CORPUS_BUDGET_S (default 470): seconds from the start by which the timing rounds stop starting programs;
+# CORPUS_STRESS_PERIOD_US: PREEMPT_STRESS_PERIOD_US for the correctness phase's stress runs (default: the
+# runtime's, 2000). CORPUS_BUDGET_S (default 470): seconds from the start by which the timing rounds stop starting programs;
 # the correctness phase always runs whole. CORPUS_ONLY=REGEX: only the programs whose names match.
 # CORPUS_PHASES=timing: the timing rounds only (default correctness,timing); census: each program's two builds once
 # with every CUDA API call counted (what the plugin's build asks beyond the original; never timed). CORPUS_TARBALL:
@@ -24,7 +25,7 @@ out=${1:-${OUT:-$here/out/run}}
 tarball=${CORPUS_TARBALL:-$here/out/corpus.tar.xz}
 budget=${CORPUS_BUDGET_S:-470}
 command_line="bash bench/corpus/run.sh $*"
-for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES CORPUS_TIMING_STRESS CORPUS_FOCUS CORPUS_TIMED_BEFORE CORPUS_DONE; do
+for v in CORPUS_PAR CORPUS_ROUNDS CORPUS_BUDGET_S CORPUS_CUPTI CORPUS_ONLY CORPUS_DRY CORPUS_PHASES CORPUS_TIMING_STRESS CORPUS_FOCUS CORPUS_TIMED_BEFORE CORPUS_DONE CORPUS_STRESS_PERIOD_US; do
   [ -n "${!v:-}" ] && command_line="$v=${!v} $command_line"
 done
 mkdir -p "$out"

@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_U64(settings.quiet, 0);
   CHECK_EQ_U64(settings.evict_ready, (uint64_t)-1);
   CHECK_EQ_U64(settings.stress, 0);
+  CHECK_EQ_U64(settings.stress_period_us, 2000);
   CHECK_EQ_U64(settings.daemon, 1);
   CHECK(strcmp(settings.daemon_socket, PREEMPT_DAEMON_SOCKET_DEFAULT) == 0);
   CHECK_EQ_U64(settings.weight, 1);
@@ -80,6 +81,7 @@ int main(int argc, char **argv) {
                  {"PREEMPT_DAEMON_SOCKET", "/tmp/x.sock"},
                  {"PREEMPT_PRIORITY", "-20"},
                  {"PREEMPT_WEIGHT", "64"},
+                 {"PREEMPT_STRESS_PERIOD_US", "20"},
                  {"PREEMPT_CHECK_INTERVAL", "1048576"},
                  {"PREEMPT_CHECK_PERIOD_US", "1"},
                  {"PREEMPT_ONE_WAVE", "persistent"},
@@ -104,6 +106,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_U64(settings.quiet, 1);
   CHECK_EQ_U64(settings.evict_ready, 0);
   CHECK_EQ_U64(settings.stress, 2);
+  CHECK_EQ_U64(settings.stress_period_us, 20);
   CHECK_EQ_U64(settings.daemon, 0);
   CHECK(strcmp(settings.daemon_socket, "/tmp/x.sock") == 0);
   CHECK_EQ_U64(settings.priority, (uint64_t)-20);
@@ -174,6 +177,12 @@ int main(int argc, char **argv) {
   CHECK_EQ_U64(settings.stress, 0);
   CHECK_EQ_U64(settings.check_period_us, 20);
   CHECK_EQ_U64(settings.evict_ready, (uint64_t)-1);
+
+  /* Below the stress period's floor (its waits would round to nothing): said, and the default kept. */
+  pair too_short[] = {{"PREEMPT_STRESS_PERIOD_US", "19"}, {NULL, NULL}};
+  CHECK_EQ_U64(preempt_settings_parse(&settings, lookup_pairs, too_short), 1);
+  CHECK(complained(&settings, "PREEMPT_STRESS_PERIOD_US='19'"));
+  CHECK_EQ_U64(settings.stress_period_us, 2000);
 
   /* The process's copy: read once, again only when asked. */
   preempt_settings first, second;
