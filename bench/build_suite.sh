@@ -42,6 +42,10 @@ clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" 
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/exact_48k_shared.cu" -o "$out/preempt/exact_48k_shared" -L"$runtime" \
   -lpreempt_runtime "${libs[@]}"
+# Converted launches under evictions, cudaDeviceReset, and the same again (issue 39: programs that reset between phases).
+clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
+  "$root/bench/preemption/device_reset.cu" -o "$out/preempt/device_reset" -L"$runtime" \
+  -lpreempt_runtime "${libs[@]}"
 # A full-mask shuffle in half of a warp (issue 39, HeCBench jacobi): left as written by the pass.
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/half_warp_shuffle.cu" -o "$out/preempt/half_warp_shuffle" -L"$runtime" \
