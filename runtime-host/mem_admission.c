@@ -639,6 +639,13 @@ void preempt_mem_record(uint64_t address, uint64_t bytes, int device, preempt_me
   unlock_memory(memory);
 }
 
+/* Marks a live slot deleted (open addressing: lookups walk past it). Under the memory lock. */
+static void delete_slot(preempt_memory *memory, preempt_mem_allocation *slot) {
+  slot->address = DELETED;
+  memory->table_count--;
+  memory->table_deleted++;
+}
+
 int preempt_mem_forget(uint64_t address, preempt_mem_allocation *allocation) {
   preempt_memory *memory = lock_memory();
   int found = 0;
@@ -647,9 +654,7 @@ int preempt_mem_forget(uint64_t address, preempt_mem_allocation *allocation) {
     while (memory->table[slot].address != EMPTY) {
       if (memory->table[slot].address == address) {
         *allocation = memory->table[slot];
-        memory->table[slot].address = DELETED;
-        memory->table_count--;
-        memory->table_deleted++;
+        delete_slot(memory, &memory->table[slot]);
         found = 1;
         break;
       }
@@ -712,9 +717,7 @@ void preempt_mem_device_reset(int device) {
       budget_bytes += allocation->bytes;
     else
       ledger_bytes += allocation->bytes;
-    allocation->address = DELETED;
-    memory->table_count--;
-    memory->table_deleted++;
+    delete_slot(memory, allocation);
   }
   unlock_memory(memory);
   preempt_mem_give_back(device, ledger_bytes, PREEMPT_MEM_CHARGE_LEDGER);

@@ -523,6 +523,13 @@ static fake_status allocate(fake_kind kind, uint64_t bytes, uint64_t *key) {
   return FAKE_OK;
 }
 
+/* Gives an allocation's memory back; the caller takes it out of the table. Under the GPU lock. */
+static void drop(const fake_allocation *entry) {
+  if (entry->kind == FAKE_MAPPED)
+    munmap((void *)(uintptr_t)entry->key, entry->mapped_bytes);
+  __atomic_sub_fetch(&fake.shared->slots[fake.slot].used, entry->bytes, __ATOMIC_SEQ_CST);
+}
+
 static fake_status release(fake_kind kind, uint64_t key) {
   fake_status status = lock_gpu(1);
   if (status != FAKE_OK)
@@ -532,9 +539,7 @@ static fake_status release(fake_kind kind, uint64_t key) {
     unlock_gpu();
     return FAKE_NOT_FOUND;
   }
-  if (kind == FAKE_MAPPED)
-    munmap((void *)(uintptr_t)entry->key, entry->mapped_bytes);
-  __atomic_sub_fetch(&fake.shared->slots[fake.slot].used, entry->bytes, __ATOMIC_SEQ_CST);
+  drop(entry);
   *entry = fake.table[--fake.count];
   unlock_gpu();
   return FAKE_OK;
@@ -801,12 +806,8 @@ EXPORTED cudaError_t cudaDeviceReset(void) {
   fake_status status = lock_gpu(1);
   if (status != FAKE_OK)
     return runtime_result(status);
-  for (size_t index = 0; index < fake.count; index++) {
-    fake_allocation *entry = &fake.table[index];
-    if (entry->kind == FAKE_MAPPED)
-      munmap((void *)(uintptr_t)entry->key, entry->mapped_bytes);
-    __atomic_sub_fetch(&fake.shared->slots[fake.slot].used, entry->bytes, __ATOMIC_SEQ_CST);
-  }
+  for (size_t index = 0; index < fake.count; index++)
+    drop(&fake.table[index]);
   fake.count = 0;
   unlock_gpu();
   return cudaSuccess;
