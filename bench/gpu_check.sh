@@ -288,7 +288,7 @@ md=$(ls -t "$results"/*.md | head -1)
   echo
   echo "## Converted launches under evictions, cudaDeviceReset, and again (bench/preemption/device_reset.cu)"
   echo
-  # Memory admission hears of the reset; the launch runtime's per-device state is not rebuilt (not yet run here).
+  # preempt_cudaDeviceReset gives the memory back and shuts the launch runtime down before the reset.
   launch_shape_check device_reset PREEMPT_STRESS=1 PREEMPT_LONG_US=0
 } >> "$md"
 grep -q "^FAILED: " "$md" && status=1

@@ -380,6 +380,13 @@ EXPORTED cudaError_t WRAPPER(cudaDeviceReset)(void) {
   int device;
   if (runtime_current_device(&device) == cudaSuccess)
     preempt_mem_device_reset(device);
+#ifndef PREEMPT_MEM_PRELOAD
+  /* The launch runtime's streams, events and control blocks die with the context, and its kernels' forms with
+   * the modules: everything goes now, while the handles are valid, and the next launch starts afresh
+   * (bench/preemption/device_reset.cu). Every device's, not only this one's: preempt_shutdown is the one path
+   * that does it, and a reset is rare. */
+  preempt_shutdown();
+#endif
   return real.cudaDeviceReset();
 }
 

@@ -146,6 +146,7 @@ typedef struct preempt_stress {
   int verbose; /* PREEMPT_STRESS=2: log every action */
   long period_us; /* PREEMPT_STRESS_PERIOD_US */
   int running;
+  int started; /* the thread ran at least once in this process: the summary is said at exit */
   pthread_t thread;
   uint64_t evictions, spatial_evictions, drained_evictions, resumptions;
   /* Evictions not tried: the launch's stream would be one held stream too

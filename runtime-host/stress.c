@@ -93,11 +93,11 @@ static void *stress_loop(void *argument) {
 
 static void stop_at_exit(void) {
   preempt_runtime *runtime = preempt_runtime_lock();
-  int was_running = runtime->stress.running;
+  int started = runtime->stress.started;
   preempt_runtime_unlock(runtime);
-  if (!was_running)
+  if (!started)
     return;
-  preempt_stress_stop(runtime);
+  preempt_stress_stop(runtime); /* a no-op if preempt_shutdown (or cudaDeviceReset) stopped it already */
   /* Launches that ran the unconverted copy had nothing to evict: said, so
    * that a run with few evictions tells why (bench/report_suite.py). */
   unsigned long long one_wave = 0, short_launches = 0, captured = 0;
@@ -130,7 +130,11 @@ void preempt_stress_start_if_requested(preempt_runtime *runtime) {
     preempt_report("PREEMPT_STRESS=1: could not start the eviction thread");
     return;
   }
-  atexit(stop_at_exit);
+  /* Once per process: a thread stopped by preempt_shutdown and started again by a later launch still says its
+   * counts once, at exit. */
+  if (!runtime->stress.started)
+    atexit(stop_at_exit);
+  runtime->stress.started = 1;
 }
 
 /* Called without the lock held: the thread takes it. */

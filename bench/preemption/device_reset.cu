@@ -2,10 +2,9 @@
 // it does as written (issue 39: real programs; older ones reset the device between phases or test cases).
 //
 // Built with the plugin; run with PREEMPT_STRESS=1 PREEMPT_LONG_US=0. cudaDeviceReset frees every allocation and
-// handle of the process on the device: memory admission hears of it (mem_intercept_cuda.c, preempt_cudaDeviceReset;
-// test/lit/mem/device_reset.test), while the launch runtime's per-device state (control blocks, events, streams) is
-// not rebuilt (docs/persistent-threads.md, "Not yet"): written 2026-11-29 to show whether phase 2 then fails on the
-// GPU; not yet run there. Each phase allocates, runs 10 launches of a kernel long enough to be converted and
+// handle of the process on the device: preempt_cudaDeviceReset (mem_intercept_cuda.c) gives the allocations back to
+// memory admission (test/lit/mem/device_reset.test) and shuts the launch runtime down first (preempt_shutdown), so
+// that phase 2's launches start afresh. Each phase allocates, runs 10 launches of a kernel long enough to be converted and
 // evicted, and checks every element (a launch lost or run twice changes it). Prints one line:
 // "device_reset: phase 1 N of 10 launches converted, phase 2 M of 10, output correct".
 #include <cuda_runtime.h>
