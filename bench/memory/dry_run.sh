@@ -32,9 +32,11 @@ cp "$build/runtime-host/libpreempt_mem.so" "$bin/lib/"
 cp "$build/tools/preemptd/preemptd" "$bin/preemptd"
 # The runtime's memory admission, as libpreempt_runtime.a has it (preempt_cudaMalloc, ...), without the launch
 # parts; lib/ comes from the build's own archive, so that this list cannot fall behind what admission needs.
-# The launch runtime's one call from admission, preempt_settle_device (a free first waits for converted launches
-# held on the device), stands in here as nothing to wait for: these programs launch no converted kernel.
-printf '%s\n' 'int preempt_settle_device(void);' 'int preempt_settle_device(void) { return 0; }' > "$dir/obj/settle.c"
+# The launch runtime's two calls from admission, preempt_settle_device (a free first waits for converted launches
+# held on the device) and preempt_shutdown (cudaDeviceReset), stand in here as nothing to wait for or stop: these
+# programs launch no converted kernel.
+printf '%s\n' 'int preempt_settle_device(void);' 'int preempt_settle_device(void) { return 0; }' \
+  'int preempt_shutdown(void);' 'int preempt_shutdown(void) { return 0; }' > "$dir/obj/settle.c"
 objects=()
 for source in runtime-host/mem_intercept_cuda.c runtime-host/mem_admission.c runtime-host/mem_segment.c \
               runtime-host/mem_daemon.c runtime-host/daemon_link.c runtime-host/daemon_socket.c \
