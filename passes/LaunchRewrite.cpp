@@ -80,6 +80,31 @@ static DenseMap<const GlobalValue *, StringRef> registeredKernelNames(Module &M)
         Names[Handle] = Data->getAsCString();
     }
   }
+  // clang's new offload driver (-fgpu-rdc builds use it) registers kernels through offloading entries instead:
+  // one constant per kernel in its own section, holding the handle and the device-side name. Read by shape, not
+  // by field position: the entry's layout has changed between LLVM versions.
+  for (GlobalVariable &Entry : M.globals()) {
+    StringRef Section = Entry.hasSection() ? Entry.getSection() : StringRef();
+    if (!Entry.hasInitializer() || (Section != "llvm_offload_entries" && !Section.ends_with("_offloading_entries")))
+      continue;
+    auto *Fields = dyn_cast<ConstantStruct>(Entry.getInitializer());
+    if (!Fields)
+      continue;
+    GlobalValue *Handle = nullptr;
+    for (const Use &Field : Fields->operands()) {
+      auto *Value = cast<Constant>(Field.get());
+      if (!Handle) {
+        Handle = kernelHandle(Value);
+        continue;
+      }
+      auto *NameVar = dyn_cast<GlobalVariable>(Value->stripPointerCasts());
+      if (!NameVar || !NameVar->hasInitializer())
+        continue;
+      if (auto *Data = dyn_cast<ConstantDataSequential>(NameVar->getInitializer()); Data && Data->isCString())
+        Names.try_emplace(Handle, Data->getAsCString());
+      break;
+    }
+  }
   return Names;
 }
 
@@ -173,18 +198,16 @@ PreservedAnalyses LaunchRewritePass::run(Module &M, ModuleAnalysisManager &) {
     GpuApi Api = Launch->getCalledFunction()->getName().starts_with("hip") ? ApiHip : ApiCuda;
     StringRef KernelName = KernelNames.lookup(Handle);
     if (KernelName.empty()) {
-      // Host-only compilation registers nothing, and clang's new offload driver (-fgpu-rdc builds use it)
-      // registers through offloading entries this pass does not read yet: the descriptor names the stub, the
-      // runtime finds no converted form under that name, and the launch runs as written. Said, not silent.
+      // Host-only compilation registers nothing: the descriptor names the stub, the runtime finds no converted
+      // form under that name, and the launch runs as written. Said, not silent.
       KernelName = Handle->getName();
       if (!Descriptors.count(Handle)) {
         OptimizationRemarkEmitter Remarks(Launch->getFunction());
         Remarks.emit([&] {
           return OptimizationRemarkMissed(PassName, "KernelNameUnknown", Launch)
                  << "kernel '" << ore::NV("Kernel", KernelName)
-                 << "': no __cudaRegisterFunction in this module names its device symbol (host-only compilation, "
-                 << "or clang's --offload-new-driver, as -fgpu-rdc builds use), so its launches run as written, "
-                 << "not preemptible";
+                 << "': nothing in this module registers its device symbol (host-only compilation?), so its "
+                 << "launches run as written, not preemptible";
         });
       }
     }
