@@ -234,6 +234,10 @@ md=$(ls -t "$results"/*.md | head -1)
     2> "$work/bench_preempt_timed.err" || { echo "preempt_bench (timed) failed:"; sed 's/^/    /' "$work/bench_preempt_timed.err"; }
   python3 "$root/bench/preemption/report_latency.py" timed "$work/bench_preempt_timed.json"
   echo
+  # The runtime's own line at exit: where each preempt_evict call's host time went (eviction_time.c), over the
+  # three latency series together.
+  grep -h '^preempt: eviction requests:' "$work/bench_preempt_timed.err" || echo "(no eviction-request steps said)"
+  echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
   echo
   echo "96 launches per round in the legacy default stream, median of 11 rounds per variant; 'bare' launches the"

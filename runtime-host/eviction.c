@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "runtime.h"
+#include "daemon_socket.h" /* preempt_monotonic_ns */
 
 static void full_mask(preempt_sm_mask *mask) { memset(mask->words, 0xff, sizeof mask->words); }
 
@@ -124,15 +125,25 @@ preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_
   return PREEMPT_ERROR_UNSUPPORTED;
 }
 
+/* The request's words go out before "finished?" is asked: that test is two event queries, 2-9 us each after
+ * a sleep, as an urgent request's thread has just slept (bench/results/2026-11-29-h200-evict-call-probe/), and
+ * the launch's CTAs can start leaving only once the words land (EffiSha §5: the request's latency is the
+ * scheduler's to keep short). A launch found finished after its words went out is resumed at once, the same
+ * path a launch takes that finishes while an eviction's words are on their way: what was written is undone,
+ * ordered before its control block's next launch (the block stays taken until the resumption's event). */
 preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_state *device,
                                     preempt_launch_record *record, const preempt_sm_mask *sms) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   runtime->evictions_asked = 1; /* from now on auto weighs the drain form's eviction latency (launch.c) */
-  if (!record->in_flight || preempt_launch_finished(record, gpu))
+  if (!record->in_flight)
     return PREEMPT_ERROR_FINISHED;
-  preempt_status refused = preempt_refuse_relaunch(runtime, device, record, "eviction", 1);
-  if (refused != PREEMPT_OK)
-    return refused;
+  char why[384];
+  if (preempt_relaunch_obstacle(runtime, device, record, 1, why, sizeof why)) {
+    if (preempt_launch_finished(record, gpu))
+      return PREEMPT_ERROR_FINISHED; /* nothing to refuse */
+    preempt_report("eviction refused for kernel '%s': %s", record->desc->name, why);
+    return PREEMPT_ERROR_UNSUPPORTED;
+  }
   preempt_sm_mask requested;
   if (sms)
     requested = *sms;
@@ -175,9 +186,17 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
     preempt_report_gpu(gpu, status, "writing the yield mask", record->desc->name);
     return PREEMPT_ERROR_GPU;
   }
+  preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_WORDS);
   if (becomes_full && (status = preempt_eviction_time_start(gpu, device, record)) != 0) {
     preempt_report_gpu(gpu, status, "marking the eviction's start (PREEMPT_TIME_EVICTIONS)", record->desc->name);
     return PREEMPT_ERROR_GPU;
+  }
+  preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_TIMING);
+  int finished = preempt_launch_finished(record, gpu);
+  preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_FINISHED);
+  if (finished) {
+    preempt_status undone = preempt_resume_record(runtime, device, record);
+    return undone == PREEMPT_OK ? PREEMPT_ERROR_FINISHED : undone;
   }
   record->time_first_relaunch = 0; /* CTAs leave early: their timing says nothing about tasks */
   return PREEMPT_OK;
@@ -428,7 +447,10 @@ preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_st
 }
 
 preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sms) {
+  uint64_t entry_ns = preempt_monotonic_ns();
   preempt_runtime *runtime = preempt_runtime_lock();
+  preempt_evict_steps_begin(runtime, entry_ns);
+  preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_LOCK);
   preempt_device_state *device;
   preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
   if (record)
@@ -439,6 +461,7 @@ preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sm
   if (!record && launch == 0 && preempt_lazy_loading(runtime))
     preempt_report("preempt_evict: no launch to evict: CUDA loads this process's modules lazily, so every launch runs "
                    "as written and none can be evicted; set PREEMPT_EVICT_READY=1 before the program starts");
+  preempt_evict_steps_end(runtime);
   preempt_runtime_unlock(runtime);
   return result;
 }

@@ -207,6 +207,27 @@ typedef struct preempt_daemon_client {
   preempt_worker agent; /* its wake: between registration attempts */
 } preempt_daemon_client;
 
+/* PREEMPT_TIME_EVICTIONS=1: where each preempt_evict call's host time goes (eviction_time.c), said at exit. Each
+ * step is the time since the previous mark; rows beyond the ring's size are counted, not kept. */
+enum {
+  PREEMPT_EVICT_STEP_LOCK,     /* taking the runtime's lock */
+  PREEMPT_EVICT_STEP_FINISHED, /* "finished?": the launch's events */
+  PREEMPT_EVICT_STEP_WORDS,    /* the request's words (drain hold, quota, in-task, yield mask) */
+  PREEMPT_EVICT_STEP_TIMING,   /* the eviction's timing event */
+  PREEMPT_EVICT_STEP_REST,     /* the rest, to the lock's release */
+  PREEMPT_EVICT_STEP_COUNT
+};
+#define PREEMPT_EVICT_STEP_ROWS 1024
+typedef struct preempt_evict_steps {
+  int active;        /* a preempt_evict call is being timed */
+  uint64_t mark_ns;  /* its previous mark */
+  float row[PREEMPT_EVICT_STEP_COUNT];
+  uint32_t rows;     /* calls timed (the ring keeps the first PREEMPT_EVICT_STEP_ROWS) */
+  int exit_hook;     /* said at exit */
+  float us[PREEMPT_EVICT_STEP_ROWS][PREEMPT_EVICT_STEP_COUNT + 1]; /* the steps, then the whole call */
+  uint64_t begin_ns; /* the current call's entry */
+} preempt_evict_steps;
+
 /* The runtime's one context object. */
 typedef struct preempt_runtime {
   pthread_mutex_t lock;
@@ -227,6 +248,7 @@ typedef struct preempt_runtime {
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
+  preempt_evict_steps evict_steps;
   /* Enqueues relaunches as their launches start (eviction.c). */
   preempt_worker relauncher;
   preempt_daemon_client daemon;
@@ -355,6 +377,12 @@ int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_rec
  * mask full has written its words; nothing without the variable. Returns the GPU API's code. Context locked. */
 int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record);
+/* PREEMPT_TIME_EVICTIONS=1 (eviction_time.c): times a preempt_evict call's steps. begin at the call's entry, before
+ * the lock (`entry_ns`: preempt_monotonic_ns); mark after each step, context locked (a no-op unless a call is
+ * timed, so the eviction paths of the stress thread, priorities and preemptd pay one test); end before the unlock. */
+void preempt_evict_steps_begin(preempt_runtime *runtime, uint64_t entry_ns);
+void preempt_evict_step_mark(preempt_runtime *runtime, int step);
+void preempt_evict_steps_end(preempt_runtime *runtime);
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (docs/preemption.md, "The hardware-queue trap"). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);

@@ -45,6 +45,10 @@ static void act_on_launch(preempt_runtime *runtime, preempt_device_state *device
     runtime->stress.skipped_held_streams++;
     return;
   }
+  /* preempt_evict_record writes its words before it asks whether the launch has finished; a finished launch
+   * is not worth those writes and the resumption that undoes them. */
+  if (preempt_launch_finished(record, runtime->gpu))
+    return;
   int spatial = next_random(round->random) & 1;
   preempt_sm_mask mask = {{0}};
   for (uint32_t sm = 0; spatial && sm < device->sm_count && sm < 32 * PREEMPT_SM_MASK_WORDS; sm++)

@@ -129,6 +129,7 @@ static int fake_stream_write(void *stream, uint32_t *words, const uint32_t *valu
   fake_gpu.write_log[entry].stream = stream;
   fake_gpu.write_log[entry].word = words;
   fake_gpu.write_log[entry].value = count ? values[0] : 0;
+  fake_gpu.write_log[entry].queries = __atomic_load_n(&fake_gpu.event_queries, __ATOMIC_RELAXED);
   for (uint32_t index = 0; index < count; index++) {
     uint32_t before = words[index];
     fake_gpu.nonzero_mask_words += (before == 0 && values[index] != 0) - (before != 0 && values[index] == 0);
@@ -200,6 +201,7 @@ void fake_event_set_time(void *event, double time_us) { ((fake_event *)event)->t
 void *fake_event_stream(void *event) { return ((fake_event *)event)->stream; }
 int fake_event_timed(void *event) { return ((fake_event *)event)->timed; }
 static int fake_event_query(void *event) {
+  __atomic_add_fetch(&fake_gpu.event_queries, 1, __ATOMIC_RELAXED);
   return fake_gpu.events_pending || __atomic_load_n(&((fake_event *)event)->pending, __ATOMIC_ACQUIRE)
              ? FAKE_ERROR_NOT_READY
              : 0;

@@ -39,6 +39,7 @@ typedef struct fake_gpu_state {
   int device_count;        /* 0 reads as 1 */
   int fail_device_alloc;
   int events_pending;      /* event_query answers not_ready */
+  int event_queries;       /* event_query calls */
   float elapsed_ms;        /* what timed event pairs measure */
   int event_clock;         /* nonzero: timed pairs measure the difference of their times (fake_event_set_time) */
   int expected_params;     /* the kernel's own parameter count when the launch is persistent, else -1 */
@@ -89,6 +90,7 @@ typedef struct fake_gpu_state {
     void *stream;
     uint32_t *word;
     uint32_t value;
+    int queries; /* event_query calls made before it */
   } write_log[64];
   int write_count;
   /* Launches as written: the copy's occupancy (0: ctas_per_sm); stream capture: whether streams capture (an error

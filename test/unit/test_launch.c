@@ -1636,7 +1636,10 @@ static void test_eviction_time(void) {
   CHECK(!fake_event_timed(record->wave_done_event) && !fake_event_timed(record->relaunch_done_event));
   CHECK_EQ_U64(fake_gpu.events_created, 1 + 9);
   fake_event_set_pending(record->done_event, 1);
+  const preempt_evict_steps *steps = &preempt_runtime_context()->evict_steps;
+  uint32_t steps_before = steps->rows;
   CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(steps->rows, steps_before); /* nor its host steps */
   CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_UNSUPPORTED);
   CHECK(strstr(preempt_last_error(), "PREEMPT_TIME_EVICTIONS=1") != NULL);
 
@@ -1676,6 +1679,16 @@ static void test_eviction_time(void) {
   CHECK(fake_event_stream(record->evict_request_event) == device_control_stream());
   CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
   CHECK_EQ_U64(fake_gpu.event_records, records_before + 1);
+  /* Each preempt_evict call's host steps are kept, and add up to the whole call. */
+  CHECK_EQ_U64(steps->rows, steps_before + 3);
+  for (uint32_t row = steps_before; row < steps->rows && row < PREEMPT_EVICT_STEP_ROWS; row++) {
+    double sum = 0;
+    for (int step = 0; step < PREEMPT_EVICT_STEP_COUNT; step++) {
+      CHECK(steps->us[row][step] >= 0);
+      sum += steps->us[row][step];
+    }
+    CHECK(steps->us[row][PREEMPT_EVICT_STEP_COUNT] > 0 && near_us(sum, steps->us[row][PREEMPT_EVICT_STEP_COUNT]));
+  }
   CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY); /* EVICTING */
   fake_event_set_time(record->evict_request_event, 100.0);
   fake_event_set_time(record->wave_done_event, 137.5);
@@ -1860,8 +1873,13 @@ int main(int argc, char **argv) {
     preempt_sm_mask two = {{0}};
     two.words[0] = 1u << 3;
     two.words[1] = 1u << 8;
+    int queries_before = fake_gpu.event_queries;
     CHECK_EQ_U64(preempt_evict(launch, &two), PREEMPT_OK);
     CHECK(control->yield_mask[0] == (1u << 3) && control->yield_mask[1] == (1u << 8) && control->yield_mask[2] == 0);
+    /* The words go out before "finished?" is asked (eviction.c): no event query comes before the mask's write. */
+    CHECK(fake_gpu.write_log[(fake_gpu.write_count - 1) % FAKE_WRITE_LOG].word == &control->yield_mask[0]);
+    CHECK_EQ_U64(fake_gpu.write_log[(fake_gpu.write_count - 1) % FAKE_WRITE_LOG].queries, queries_before);
+    CHECK(fake_gpu.event_queries > queries_before);
     fake_gpu.events_pending = 0; /* started (and, to the fake, finished) */
     launches_before = fake_gpu.launches;
     CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
@@ -1874,7 +1892,16 @@ int main(int argc, char **argv) {
     fake_gpu.events_pending = 0;
     CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
     CHECK_EQ_U64(state, PREEMPT_LAUNCH_DONE);
+    int finished_writes_before = fake_gpu.write_count;
     CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_ERROR_FINISHED);
+    /* Its words had gone out before it was found finished: undone as a resumption undoes them, so the control
+     * block's next launch finds a clear mask, and the launch is still done. */
+    CHECK(fake_gpu.write_count >= finished_writes_before + 2);
+    for (int word = 0; word < PREEMPT_YIELD_MASK_WORDS; word++)
+      CHECK_EQ_U64(control->yield_mask[word], 0);
+    wait_for_relauncher();
+    CHECK_EQ_U64(preempt_query(launch, &state), PREEMPT_OK);
+    CHECK_EQ_U64(state, PREEMPT_LAUNCH_DONE);
 
     /* Both launches were resumed: their timings say nothing about tasks. The
      * next one is sampled: 0.01 ms for 24576 tasks on 1056 CTAs is 0.43 us a
