@@ -269,7 +269,7 @@ void preempt_for_each_record(preempt_runtime *runtime, preempt_record_visitor vi
     preempt_device_state *device = &runtime->devices[device_index];
     if (!device->initialized)
       continue;
-    for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++)
+    for (uint32_t slot = 0; slot < device->control_pool.in_use; slot++)
       visit(runtime, device, slot, &device->control_pool.records[slot], context);
   }
 }

@@ -145,7 +145,11 @@ typedef struct preempt_control_pool {
   preempt_launch_record *records;
   uint32_t capacity;
   /* Slots handed out so far, a prefix of the capacity that doubles when all
-   * of it is busy; their events exist, the others' not yet. */
+   * of it is busy; their events exist, the others' not yet. A slot beyond it
+   * has never held a launch: scans of launches stop here. Each record is
+   * 448 bytes, and a scan of all 1,024 from a thread that has just
+   * woken cost a launch on a higher-priority stream 230-430 us on the H200
+   * (bench/results/2026-11-30-h200-priority-probe/). */
   uint32_t in_use;
   uint32_t next_slot;
   int time_evictions; /* PREEMPT_TIME_EVICTIONS=1: records' eviction events are timed (control_pool.c) */

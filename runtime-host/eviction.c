@@ -20,7 +20,7 @@ static uint32_t mask_popcount(const uint32_t *words) {
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except) {
   void *seen[64];
   uint32_t count = 0;
-  for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
+  for (uint32_t slot = 0; slot < device->control_pool.in_use; slot++) {
     const preempt_launch_record *record = &device->control_pool.records[slot];
     if (!record->in_flight || record->stream == except || !preempt_launch_suspended(record))
       continue;
@@ -507,7 +507,7 @@ static preempt_status for_each_launch_on_stream(void *stream, const preempt_sm_m
     result = PREEMPT_ERROR_GPU;
   } else if (runtime->devices[device_index].initialized) {
     preempt_device_state *device = &runtime->devices[device_index];
-    for (uint32_t slot = 0; slot < device->control_pool.capacity && result == PREEMPT_OK; slot++) {
+    for (uint32_t slot = 0; slot < device->control_pool.in_use && result == PREEMPT_OK; slot++) {
       preempt_launch_record *record = &device->control_pool.records[slot];
       /* preemptd's holds are its own to lift: it runs them when it decides. */
       if (!record->in_flight || record->stream != stream || (resume && record->daemon_evicted))

@@ -37,7 +37,7 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
     sms = &room;
   }
   int evicted = 0;
-  for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
+  for (uint32_t slot = 0; slot < device->control_pool.in_use; slot++) {
     preempt_launch_record *record = &device->control_pool.records[slot];
     /* An eviction that would be refused is not tried: the program asked for none, so the refusal is not its
      * error to read on every urgent launch. The grid runs on, as CUDA would run it. */
@@ -58,7 +58,7 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
  * event could mark its end, rather than stay evicted for good. */
 void preempt_priority_after_launch(preempt_runtime *runtime, int device_index, void *stream, int launched) {
   preempt_device_state *device = &runtime->devices[device_index];
-  for (uint32_t slot = 0; slot < device->control_pool.capacity; slot++) {
+  for (uint32_t slot = 0; slot < device->control_pool.in_use; slot++) {
     preempt_launch_record *record = &device->control_pool.records[slot];
     if (!record->in_flight || !record->resume_after)
       continue;

@@ -862,6 +862,55 @@ static void test_stream_priorities(void) {
   preempt_shutdown();
 }
 
+/* Scans of launches stop at the slots handed out (control_pool.h, in_use): every slot beyond has never held a
+ * launch, and the scans still reach slots the pool grew into. 70 launches in flight grow it from 64 to 128; an
+ * urgent launch makes room on the last of them, and a stream-wide eviction reaches it too. */
+static void test_scans_reach_grown_slots(void) {
+  static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  int low_stream, urgent_stream;
+  const char *long_us = getenv("PREEMPT_LONG_US");
+  char kept_long_us[32];
+  snprintf(kept_long_us, sizeof kept_long_us, "%s", long_us ? long_us : "");
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  setenv("PREEMPT_FORM", "persistent", 1);
+  setenv("PREEMPT_LONG_US", "0", 1);
+  fake_gpu.expected_params = 2;
+  fake_gpu.priority_stream = &urgent_stream;
+  fake_gpu.priority_value = -1;
+  preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+  preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+  fake_gpu.events_born_pending = 1; /* every launch runs on */
+  preempt_launch_id last = 0;
+  for (int launch = 0; launch < 70; launch++) {
+    CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+    last = preempt_last_launch();
+  }
+  const preempt_control_pool *pool = &preempt_runtime_context()->devices[0].control_pool;
+  CHECK_EQ_U64(pool->in_use, 2 * PREEMPT_POOL_FIRST_SLOTS);
+  for (uint32_t slot = pool->in_use; slot < pool->capacity; slot++)
+    CHECK(!pool->records[slot].in_flight && pool->records[slot].generation == 0);
+  preempt_launch_record *record = fake_launch_record(last);
+  CHECK(record != NULL && record - pool->records >= PREEMPT_POOL_FIRST_SLOTS);
+  CHECK(!preempt_launch_suspended(record));
+  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK(preempt_launch_suspended(record) && record->resume_after);
+  CHECK_EQ_U64(preempt_evict_stream(&low_stream, NULL), PREEMPT_OK);
+  CHECK(preempt_yield_mask_full(record->yield_mask));
+  fake_gpu.events_born_pending = 0;
+  fake_gpu.events_pending = 0;
+  CHECK_EQ_U64(preempt_resume_stream(&low_stream), PREEMPT_OK);
+  wait_for_relauncher();
+  CHECK(!preempt_launch_suspended(record));
+  unsetenv("PREEMPT_FORM");
+  if (*kept_long_us)
+    setenv("PREEMPT_LONG_US", kept_long_us, 1);
+  else
+    unsetenv("PREEMPT_LONG_US");
+  preempt_shutdown();
+}
+
 /* CTA quotas (quota.c; FlexSched §4.2's BSUs placed by the CTAs themselves, control_block.h). The fake's device
  * memory is host memory: the test reads the control block the runtime wrote, and writes what CTAs would. */
 static void test_quota(void) {
@@ -2246,6 +2295,7 @@ int main(int argc, char **argv) {
   test_warp_rows();
   test_drain_form();
   test_stream_priorities();
+  test_scans_reach_grown_slots();
   test_quota();
   test_intask();
   test_intask_shapes();
