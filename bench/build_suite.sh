@@ -34,6 +34,10 @@ clang++-22 "${flags[@]}" "$root/bench/preemption/preempt_bench.cu" -o "$out/orig
 clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/preempt_bench.cu" -o "$out/preempt/preempt_bench" -L"$runtime" -lpreempt_runtime "${libs[@]}"
 clang++-22 "${flags[@]}" "$root/bench/preemption/launch_costs.cu" -o "$out/original/launch_costs" "${libs[@]}"
+# Where a short kernel's turnaround goes on a high-priority stream: the runtime's launch path or CUDA's own.
+clang++-22 "${flags[@]}" -DPREEMPT_API -I"$root/runtime-host/include" -I"$root/bench/preemption" \
+  -fpass-plugin="$plugin" "$root/bench/preemption/priority_probe.cu" -o "$out/preempt/priority_probe" \
+  -L"$runtime" -lpreempt_runtime "${libs[@]}"
 # A one-wave launch with 64 KiB of dynamic shared memory: runs the kernel's copy (issue 3).
 clang++-22 "${flags[@]}" -I"$root/runtime-host/include" -fpass-plugin="$plugin" \
   "$root/bench/preemption/one_wave_big_shared.cu" -o "$out/preempt/one_wave_big_shared" -L"$runtime" \
