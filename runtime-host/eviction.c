@@ -512,6 +512,9 @@ static preempt_status for_each_launch_on_stream(void *stream, const preempt_sm_m
       /* preemptd's holds are its own to lift: it runs them when it decides. */
       if (!record->in_flight || record->stream != stream || (resume && record->daemon_evicted))
         continue;
+      /* Finished and not evicted: nothing to send away, and no words to write (preempt_evict_record writes first). */
+      if (!resume && !preempt_launch_suspended(record) && preempt_launch_record_idle(record, gpu))
+        continue;
       preempt_status status = resume ? preempt_resume_record(runtime, device, record)
                                      : preempt_evict_record(runtime, device, record, sms);
       if (status != PREEMPT_ERROR_FINISHED)

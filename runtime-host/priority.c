@@ -9,10 +9,13 @@
  * higher-priority stream at every block boundary; a persistent grid holds its SMs until it ends, so a kernel of
  * a higher-priority stream would wait for the whole launch (the H200, preempt_bench at 5b4fd17: 14.7 ms against
  * 83 us drained). */
-static int in_the_way(const preempt_runtime *runtime, const preempt_launch_record *record, void *stream, int urgent) {
+/* A finished launch found here is marked so (preempt_launch_record_idle): records stay in flight until something
+ * looks, and each costs "finished?" (two event queries, 2-9 us each from a thread that has just woken) on every
+ * urgent launch until then, 250-430 us in all on the H200 (bench/results/2026-11-30-h200-priority-probe/). */
+static int in_the_way(const preempt_runtime *runtime, preempt_launch_record *record, void *stream, int urgent) {
   return record->in_flight && !record->drained && !record->daemon_stub && !record->resume_after &&
          record->stream != stream && record->stream_priority > urgent && !preempt_launch_suspended(record) &&
-         !preempt_launch_finished(record, runtime->gpu);
+         !preempt_launch_record_idle(record, runtime->gpu);
 }
 
 int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void *stream, uint64_t blocks) {

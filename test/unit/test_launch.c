@@ -864,7 +864,8 @@ static void test_stream_priorities(void) {
 
 /* Scans of launches stop at the slots handed out (control_pool.h, in_use): every slot beyond has never held a
  * launch, and the scans still reach slots the pool grew into. 70 launches in flight grow it from 64 to 128; an
- * urgent launch makes room on the last of them, and a stream-wide eviction reaches it too. */
+ * urgent launch makes room on the last of them, and a stream-wide eviction reaches it too. Once they have
+ * finished, an urgent launch marks them so, and the next one does not ask again. */
 static void test_scans_reach_grown_slots(void) {
   static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
   long long first = 5, second = 6;
@@ -881,7 +882,7 @@ static void test_scans_reach_grown_slots(void) {
   fake_gpu.priority_value = -1;
   preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
   preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
-  fake_gpu.events_born_pending = 1; /* every launch runs on */
+  fake_gpu.events_pending = 1; /* every launch runs on */
   preempt_launch_id last = 0;
   for (int launch = 0; launch < 70; launch++) {
     CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
@@ -898,11 +899,18 @@ static void test_scans_reach_grown_slots(void) {
   CHECK(preempt_launch_suspended(record) && record->resume_after);
   CHECK_EQ_U64(preempt_evict_stream(&low_stream, NULL), PREEMPT_OK);
   CHECK(preempt_yield_mask_full(record->yield_mask));
-  fake_gpu.events_born_pending = 0;
   fake_gpu.events_pending = 0;
   CHECK_EQ_U64(preempt_resume_stream(&low_stream), PREEMPT_OK);
   wait_for_relauncher();
   CHECK(!preempt_launch_suspended(record));
+  /* All 70 have finished: the next urgent launch finds each finished once and marks it so (priority.c), and the
+   * one after asks nothing about them (before, 2 event queries for each, on every urgent launch). */
+  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  for (uint32_t slot = 0; slot < pool->in_use; slot++)
+    CHECK(pool->records[slot].stream != &low_stream || !pool->records[slot].in_flight);
+  int queries_before = fake_gpu.event_queries;
+  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK(fake_gpu.event_queries - queries_before < 70); /* the relaunch thread may ask about the urgent ones */
   unsetenv("PREEMPT_FORM");
   if (*kept_long_us)
     setenv("PREEMPT_LONG_US", kept_long_us, 1);
