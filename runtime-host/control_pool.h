@@ -146,10 +146,9 @@ typedef struct preempt_control_pool {
   uint32_t capacity;
   /* Slots handed out so far, a prefix of the capacity that doubles when all
    * of it is busy; their events exist, the others' not yet. A slot beyond it
-   * has never held a launch: scans of launches stop here. Each record is
-   * 448 bytes, and a scan of all 1,024 from a thread that has just
-   * woken cost a launch on a higher-priority stream 230-430 us on the H200
-   * (bench/results/2026-11-30-h200-priority-probe/). */
+   * has never held a launch: scans of launches stop here rather than read
+   * all 1,024 records of 448 bytes each (the slow urgent launch this was
+   * first blamed for had another cause: priority.c, in_the_way). */
   uint32_t in_use;
   uint32_t next_slot;
   int time_evictions; /* PREEMPT_TIME_EVICTIONS=1: records' eviction events are timed (control_pool.c) */
