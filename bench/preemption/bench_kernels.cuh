@@ -106,4 +106,27 @@ static std::string json(const char *name, const Stats &s) {
   return text;
 }
 
+// A zeroed device buffer of `count` elements.
+template <class T> static T *zeroed_buffer(size_t count) {
+  T *buffer;
+  CHECK_CUDA(cudaMalloc(&buffer, count * sizeof(T)));
+  CHECK_CUDA(cudaMemset(buffer, 0, count * sizeof(T)));
+  return buffer;
+}
+
+// The pair benchmarks' streams: the long kernel's and an ordinary one at the lowest priority, an urgent one at the
+// highest (CUDA's stream priorities, the rule the runtime keeps for converted launches).
+struct PairStreams {
+  cudaStream_t long_stream, plain, urgent;
+};
+static PairStreams pair_streams() {
+  int lowest, highest;
+  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  PairStreams streams;
+  CHECK_CUDA(cudaStreamCreateWithPriority(&streams.long_stream, cudaStreamNonBlocking, lowest));
+  CHECK_CUDA(cudaStreamCreateWithPriority(&streams.plain, cudaStreamNonBlocking, lowest));
+  CHECK_CUDA(cudaStreamCreateWithPriority(&streams.urgent, cudaStreamNonBlocking, highest));
+  return streams;
+}
+
 #endif

@@ -23,18 +23,10 @@ int main() {
   const int short_blocks = 32, short_threads = 256, short_n = short_blocks * short_threads;
   const int trials = 25;
 
-  unsigned *out;
-  float *data;
-  CHECK_CUDA(cudaMalloc(&out, latency_scale * long_blocks * sizeof(unsigned)));
-  CHECK_CUDA(cudaMalloc(&data, short_n * sizeof(float)));
-  CHECK_CUDA(cudaMemset(out, 0, latency_scale * long_blocks * sizeof(unsigned)));
-  CHECK_CUDA(cudaMemset(data, 0, short_n * sizeof(float)));
-  int lowest, highest;
-  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
-  cudaStream_t long_stream, short_stream, urgent_stream;
-  CHECK_CUDA(cudaStreamCreateWithPriority(&long_stream, cudaStreamNonBlocking, lowest));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&short_stream, cudaStreamNonBlocking, lowest));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&urgent_stream, cudaStreamNonBlocking, highest));
+  unsigned *out = zeroed_buffer<unsigned>(latency_scale * long_blocks);
+  float *data = zeroed_buffer<float>(short_n);
+  const PairStreams streams = pair_streams();
+  cudaStream_t long_stream = streams.long_stream, short_stream = streams.plain, urgent_stream = streams.urgent;
   cudaEvent_t long_done, short_done;
   CHECK_CUDA(cudaEventCreate(&long_done));
   CHECK_CUDA(cudaEventCreate(&short_done));

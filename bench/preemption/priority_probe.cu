@@ -12,18 +12,10 @@
 int main() {
   const unsigned long_blocks = 132 * 8 * 400, iterations = 20000;
   const int short_blocks = 32, short_threads = 256, short_n = short_blocks * short_threads, trials = 25;
-  unsigned *out;
-  float *data;
-  CHECK_CUDA(cudaMalloc(&out, long_blocks * sizeof(unsigned)));
-  CHECK_CUDA(cudaMalloc(&data, short_n * sizeof(float)));
-  CHECK_CUDA(cudaMemset(out, 0, long_blocks * sizeof(unsigned)));
-  CHECK_CUDA(cudaMemset(data, 0, short_n * sizeof(float)));
-  int lowest, highest;
-  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
-  cudaStream_t long_stream, plain_stream, urgent_stream;
-  CHECK_CUDA(cudaStreamCreateWithPriority(&long_stream, cudaStreamNonBlocking, lowest));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&plain_stream, cudaStreamNonBlocking, lowest));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&urgent_stream, cudaStreamNonBlocking, highest));
+  unsigned *out = zeroed_buffer<unsigned>(long_blocks);
+  float *data = zeroed_buffer<float>(short_n);
+  const PairStreams streams = pair_streams();
+  cudaStream_t long_stream = streams.long_stream, plain_stream = streams.plain, urgent_stream = streams.urgent;
   cudaEvent_t long_done, short_done;
   CHECK_CUDA(cudaEventCreate(&long_done));
   CHECK_CUDA(cudaEventCreate(&short_done));

@@ -315,6 +315,39 @@ static void test_lazy_loading_refuses_eviction(void) {
   }
 }
 
+/* PREEMPT_LONG_US as the other tests set it, kept by a test that changes it and given back at its end. */
+typedef struct {
+  int set;
+  char value[32];
+} kept_long_us;
+
+static kept_long_us keep_long_us(void) {
+  kept_long_us kept = {0, ""};
+  const char *value = getenv("PREEMPT_LONG_US");
+  if (value) {
+    kept.set = 1;
+    snprintf(kept.value, sizeof kept.value, "%s", value);
+  }
+  return kept;
+}
+
+static void give_back_long_us(const kept_long_us *kept) {
+  if (kept->set)
+    setenv("PREEMPT_LONG_US", kept->value, 1);
+  else
+    unsetenv("PREEMPT_LONG_US");
+}
+
+/* The stream-priority tests' fake GPU: persistent forms for every launch, and `urgent` a stream above the rest. */
+static void reset_for_priorities(int *urgent) {
+  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+  setenv("PREEMPT_FORM", "persistent", 1);
+  setenv("PREEMPT_LONG_US", "0", 1);
+  fake_gpu.expected_params = 2;
+  fake_gpu.priority_stream = urgent;
+  fake_gpu.priority_value = -1;
+}
+
 /* A launch as written asks the API for nothing it does not need (issue 39; bench/preemption/as_written_cost.cu
  * prices each call on the H200): the current device only where more than one device is visible, and the stream's
  * priority only once a converted launch has run: a long launch that fits in one wave sets up the device but runs as
@@ -323,10 +356,7 @@ static void test_as_written_asks_little(void) {
   static const preempt_dim3 block64 = {64, 1, 1}, one_wave = {1000, 1, 1}, many_waves = {100000, 1, 1};
   long long first = 99, second = 7;
   void *args[] = {&first, &second};
-  const char *long_us = getenv("PREEMPT_LONG_US"); /* the other tests' setting, given back at the end */
-  char saved[32] = "";
-  if (long_us)
-    snprintf(saved, sizeof saved, "%s", long_us);
+  kept_long_us kept = keep_long_us();
   for (int devices = 1; devices <= 2; devices++) {
     unsetenv("PREEMPT_LONG_US");
     fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
@@ -351,10 +381,7 @@ static void test_as_written_asks_little(void) {
     CHECK_EQ_U64(preempt_launch_kernel(&desc, many_waves, block64, args, 0, &first), 0);
     CHECK(fake_gpu.stream_priority_calls > asked);
   }
-  if (long_us)
-    setenv("PREEMPT_LONG_US", saved, 1);
-  else
-    unsetenv("PREEMPT_LONG_US");
+  give_back_long_us(&kept);
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
 }
 
@@ -756,17 +783,12 @@ static void test_stream_priorities(void) {
   long long first = 5, second = 6;
   void *args[] = {&first, &second};
   int low_stream, urgent_stream, other_stream;
-  const char *long_us = getenv("PREEMPT_LONG_US"); /* the tests around this one set it */
-  char kept_long_us[32];
-  snprintf(kept_long_us, sizeof kept_long_us, "%s", long_us ? long_us : "");
+  kept_long_us kept = keep_long_us();
   for (int drained = 0; drained <= 1; drained++) {
-    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
-    setenv("PREEMPT_FORM", drained ? "drain" : "persistent", 1);
-    setenv("PREEMPT_LONG_US", "0", 1);
+    reset_for_priorities(&urgent_stream);
+    if (drained)
+      setenv("PREEMPT_FORM", "drain", 1);
     fake_gpu.has_drain = 1;
-    fake_gpu.expected_params = 2;
-    fake_gpu.priority_stream = &urgent_stream;
-    fake_gpu.priority_value = -1;
     preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
     preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
     CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
@@ -832,13 +854,8 @@ static void test_stream_priorities(void) {
   }
   /* Where the eviction would be refused (lazy module loading here), nothing is evicted and nothing said: the
    * program asked for no eviction. */
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
-  setenv("PREEMPT_FORM", "persistent", 1);
-  setenv("PREEMPT_LONG_US", "0", 1);
+  reset_for_priorities(&urgent_stream);
   fake_gpu.lazy_loading = 1;
-  fake_gpu.priority_stream = &urgent_stream;
-  fake_gpu.priority_value = -1;
-  fake_gpu.expected_params = 2;
   {
     preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
     preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
@@ -855,10 +872,7 @@ static void test_stream_priorities(void) {
     }
   }
   unsetenv("PREEMPT_FORM");
-  if (*kept_long_us)
-    setenv("PREEMPT_LONG_US", kept_long_us, 1);
-  else
-    unsetenv("PREEMPT_LONG_US");
+  give_back_long_us(&kept);
   preempt_shutdown();
 }
 
@@ -871,15 +885,8 @@ static void test_scans_reach_grown_slots(void) {
   long long first = 5, second = 6;
   void *args[] = {&first, &second};
   int low_stream, urgent_stream;
-  const char *long_us = getenv("PREEMPT_LONG_US");
-  char kept_long_us[32];
-  snprintf(kept_long_us, sizeof kept_long_us, "%s", long_us ? long_us : "");
-  fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
-  setenv("PREEMPT_FORM", "persistent", 1);
-  setenv("PREEMPT_LONG_US", "0", 1);
-  fake_gpu.expected_params = 2;
-  fake_gpu.priority_stream = &urgent_stream;
-  fake_gpu.priority_value = -1;
+  kept_long_us kept = keep_long_us();
+  reset_for_priorities(&urgent_stream);
   preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
   preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
   fake_gpu.events_pending = 1; /* every launch runs on */
@@ -912,10 +919,7 @@ static void test_scans_reach_grown_slots(void) {
   CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
   CHECK(fake_gpu.event_queries - queries_before < 70); /* the relaunch thread may ask about the urgent ones */
   unsetenv("PREEMPT_FORM");
-  if (*kept_long_us)
-    setenv("PREEMPT_LONG_US", kept_long_us, 1);
-  else
-    unsetenv("PREEMPT_LONG_US");
+  give_back_long_us(&kept);
   preempt_shutdown();
 }
 
