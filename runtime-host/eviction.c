@@ -116,13 +116,17 @@ int preempt_relaunch_obstacle(preempt_runtime *runtime, const preempt_device_sta
   return 0;
 }
 
+static preempt_status say_refused(const preempt_launch_record *record, const char *what, const char *why) {
+  preempt_report("%s refused for kernel '%s': %s", what, record->desc->name, why);
+  return PREEMPT_ERROR_UNSUPPORTED;
+}
+
 preempt_status preempt_refuse_relaunch(preempt_runtime *runtime, preempt_device_state *device,
                                       preempt_launch_record *record, const char *what, int holds_stream) {
   char why[384];
   if (!preempt_relaunch_obstacle(runtime, device, record, holds_stream, why, sizeof why))
     return PREEMPT_OK;
-  preempt_report("%s refused for kernel '%s': %s", what, record->desc->name, why);
-  return PREEMPT_ERROR_UNSUPPORTED;
+  return say_refused(record, what, why);
 }
 
 /* The request's words go out before "finished?" is asked: that test is two event queries, 2-9 us each after
@@ -138,12 +142,8 @@ preempt_status preempt_evict_record(preempt_runtime *runtime, preempt_device_sta
   if (!record->in_flight)
     return PREEMPT_ERROR_FINISHED;
   char why[384];
-  if (preempt_relaunch_obstacle(runtime, device, record, 1, why, sizeof why)) {
-    if (preempt_launch_finished(record, gpu))
-      return PREEMPT_ERROR_FINISHED; /* nothing to refuse */
-    preempt_report("eviction refused for kernel '%s': %s", record->desc->name, why);
-    return PREEMPT_ERROR_UNSUPPORTED;
-  }
+  if (preempt_relaunch_obstacle(runtime, device, record, 1, why, sizeof why))
+    return preempt_launch_finished(record, gpu) ? PREEMPT_ERROR_FINISHED : say_refused(record, "eviction", why);
   preempt_sm_mask requested;
   if (sms)
     requested = *sms;
@@ -513,7 +513,7 @@ static preempt_status for_each_launch_on_stream(void *stream, const preempt_sm_m
       if (!record->in_flight || record->stream != stream || (resume && record->daemon_evicted))
         continue;
       /* Finished and not evicted: nothing to send away, and no words to write (preempt_evict_record writes first). */
-      if (!resume && !preempt_launch_suspended(record) && preempt_launch_record_idle(record, gpu))
+      if (!resume && preempt_launch_record_idle(record, gpu))
         continue;
       preempt_status status = resume ? preempt_resume_record(runtime, device, record)
                                      : preempt_evict_record(runtime, device, record, sms);

@@ -47,7 +47,7 @@ static void act_on_launch(preempt_runtime *runtime, preempt_device_state *device
   }
   /* preempt_evict_record writes its words before it asks whether the launch has finished; a finished launch
    * is not worth those writes and the resumption that undoes them (and is marked finished, priority.c). */
-  if (!preempt_launch_suspended(record) && preempt_launch_record_idle(record, runtime->gpu))
+  if (preempt_launch_record_idle(record, runtime->gpu))
     return;
   int spatial = next_random(round->random) & 1;
   preempt_sm_mask mask = {{0}};
