@@ -120,7 +120,8 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
                                   "form; shorter ones run as written; 0: every launch"},
                                  KIND_NUMBER, FIELD(long_us), 0, 100000000, NULL, NULL, NULL},
     [PREEMPT_SETTING_TIME_EVICTIONS] = {{"PREEMPT_TIME_EVICTIONS", "0, 1", "0",
-                                         "1: time evictions on the GPU's clock (preempt_get_eviction_time)"},
+                                         "1: time evictions on the GPU's clock (preempt_get_eviction_time), and say "
+                                         "at exit where each preempt_evict call's host time went"},
                                         KIND_CHOICE, FIELD(time_evictions), 0, 0, zero_one, NULL, NULL},
     [PREEMPT_SETTING_MEM] = {{"PREEMPT_MEM", "on, off, 1, 0", "on", "memory admission of cudaMalloc and its kin"},
                              KIND_CHOICE, FIELD(mem), 0, 0, on_off_digits, NULL, NULL},
