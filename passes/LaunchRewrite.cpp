@@ -60,8 +60,18 @@ static Function *stubOf(GlobalValue *Handle) {
   return cast<Function>(cast<GlobalVariable>(Handle)->getInitializer()->stripPointerCasts());
 }
 
+// The C string a registration points to (a constant global), or "".
+static StringRef registeredName(Value *Operand) {
+  auto *NameVar = dyn_cast<GlobalVariable>(Operand->stripPointerCasts());
+  if (!NameVar || !NameVar->hasInitializer())
+    return StringRef();
+  auto *Data = dyn_cast<ConstantDataSequential>(NameVar->getInitializer());
+  return Data && Data->isCString() ? Data->getAsCString() : StringRef();
+}
+
 // Kernel name registered for each handle by __cudaRegisterFunction /
-// __hipRegisterFunction (argument 2 is the device-side name).
+// __hipRegisterFunction (argument 2 is the device-side name), or by the new
+// offload driver's offloading entries.
 static DenseMap<const GlobalValue *, StringRef> registeredKernelNames(Module &M) {
   DenseMap<const GlobalValue *, StringRef> Names;
   for (StringRef Register : {"__cudaRegisterFunction", "__hipRegisterFunction"}) {
@@ -73,11 +83,9 @@ static DenseMap<const GlobalValue *, StringRef> registeredKernelNames(Module &M)
       if (!Call || Call->arg_size() < 3)
         continue;
       GlobalValue *Handle = kernelHandle(Call->getArgOperand(1));
-      auto *NameVar = dyn_cast<GlobalVariable>(Call->getArgOperand(2)->stripPointerCasts());
-      if (!Handle || !NameVar || !NameVar->hasInitializer())
-        continue;
-      if (auto *Data = dyn_cast<ConstantDataSequential>(NameVar->getInitializer()); Data && Data->isCString())
-        Names[Handle] = Data->getAsCString();
+      StringRef Name = registeredName(Call->getArgOperand(2));
+      if (Handle && !Name.empty())
+        Names[Handle] = Name;
     }
   }
   // clang's new offload driver (-fgpu-rdc builds use it) registers kernels through offloading entries instead:
@@ -97,11 +105,10 @@ static DenseMap<const GlobalValue *, StringRef> registeredKernelNames(Module &M)
         Handle = kernelHandle(Value);
         continue;
       }
-      auto *NameVar = dyn_cast<GlobalVariable>(Value->stripPointerCasts());
-      if (!NameVar || !NameVar->hasInitializer())
+      StringRef Name = registeredName(Value);
+      if (Name.empty())
         continue;
-      if (auto *Data = dyn_cast<ConstantDataSequential>(NameVar->getInitializer()); Data && Data->isCString())
-        Names.try_emplace(Handle, Data->getAsCString());
+      Names.try_emplace(Handle, Name);
       break;
     }
   }
