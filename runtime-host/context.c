@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon_socket.h" /* preempt_monotonic_ns */
 #include "preempt/mps_detect.h"
 #include "runtime.h"
 
@@ -115,6 +116,7 @@ static void configure(preempt_runtime *runtime) {
   runtime->stress.enabled = settings->stress != 0;
   runtime->stress.verbose = settings->stress == 2;
   runtime->stress.period_us = (long)settings->stress_period_us;
+  __atomic_store_n(&runtime->time_locks, settings->time_evictions, __ATOMIC_RELAXED);
 }
 
 preempt_runtime *preempt_runtime_context(void) { return &runtime_context; }
@@ -136,8 +138,13 @@ int preempt_evictions_expected(const preempt_runtime *runtime) {
          runtime->evictions_asked;
 }
 
+/* Under PREEMPT_TIME_EVICTIONS=1 the lock notes when it was taken, and for how long it was waited for (an urgent
+ * launch's first step, eviction_time.c); otherwise it reads no clock. */
 preempt_runtime *preempt_runtime_lock(void) {
+  uint64_t asked_ns = 0;
   if (pthread_mutex_trylock(&runtime_context.lock) != 0) {
+    if (__atomic_load_n(&runtime_context.time_locks, __ATOMIC_RELAXED))
+      asked_ns = preempt_monotonic_ns();
     __atomic_add_fetch(&runtime_context.lock_waiters, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&runtime_context.lock);
     __atomic_sub_fetch(&runtime_context.lock_waiters, 1, __ATOMIC_RELAXED);
@@ -146,6 +153,10 @@ preempt_runtime *preempt_runtime_lock(void) {
     runtime_context.gpu = preempt_gpu_backend();
   if (!runtime_context.configured)
     configure(&runtime_context);
+  if (runtime_context.time_locks) {
+    runtime_context.lock_taken_ns = preempt_monotonic_ns();
+    runtime_context.lock_waited_ns = asked_ns ? runtime_context.lock_taken_ns - asked_ns : 0;
+  }
   return &runtime_context;
 }
 

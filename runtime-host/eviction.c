@@ -449,8 +449,7 @@ preempt_status preempt_resume_record(preempt_runtime *runtime, preempt_device_st
 preempt_status preempt_evict(preempt_launch_id launch, const preempt_sm_mask *sms) {
   uint64_t entry_ns = preempt_monotonic_ns();
   preempt_runtime *runtime = preempt_runtime_lock();
-  preempt_evict_steps_begin(runtime, entry_ns);
-  preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_LOCK);
+  preempt_evict_steps_begin(runtime, PREEMPT_STEPS_EVICT, entry_ns, PREEMPT_EVICT_STEP_LOCK);
   preempt_device_state *device;
   preempt_launch_record *record = preempt_launch_lookup(runtime, launch, &device);
   if (record)

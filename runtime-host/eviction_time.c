@@ -64,63 +64,91 @@ preempt_status preempt_get_eviction_time(preempt_launch_id launch, double *gpu_m
 
 /* The host's part of an eviction request, step by step (PREEMPT_TIME_EVICTIONS=1): the driver calls an urgent
  * request makes cost 2-7 us each after a sleep, 21 at p99 (bench/results/2026-11-29-h200-evict-call-probe/), and
- * preempt_evict's own call took up to 78 us at p99 on the H200: which step, said at exit. */
+ * preempt_evict's own call took up to 78 us at p99 on the H200; an urgent launch made room for itself in 60-78 us
+ * (bench/results/2026-11-30-h200-priority-probe/): which step, said at exit. */
 static int by_value(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return (x > y) - (x < y);
 }
 
-static void say_steps_at_exit(void) {
-  static const char *names[PREEMPT_EVICT_STEP_COUNT + 1] = {"lock", "finished?", "words", "timing event", "rest",
-                                                             "whole call"};
-  preempt_runtime *runtime = preempt_runtime_lock();
-  const preempt_evict_steps *steps = &runtime->evict_steps;
+static const char *const step_names[PREEMPT_EVICT_STEP_COUNT + 1] = {
+    "lock", "launch checks", "in the way?", "finished?", "words", "timing event", "launch", "after launch", "rest",
+    "whole"};
+/* What each series says, in the order its steps are taken (-1 ends a list; the whole request comes last). */
+static const int series_steps[PREEMPT_STEPS_SERIES][PREEMPT_EVICT_STEP_COUNT + 2] = {
+    [PREEMPT_STEPS_EVICT] = {PREEMPT_EVICT_STEP_LOCK, PREEMPT_EVICT_STEP_FINISHED, PREEMPT_EVICT_STEP_WORDS,
+                             PREEMPT_EVICT_STEP_TIMING, PREEMPT_EVICT_STEP_REST, PREEMPT_EVICT_STEP_COUNT, -1},
+    [PREEMPT_STEPS_URGENT] = {PREEMPT_EVICT_STEP_LOCK, PREEMPT_EVICT_STEP_BEFORE, PREEMPT_EVICT_STEP_IN_THE_WAY,
+                              PREEMPT_EVICT_STEP_WORDS, PREEMPT_EVICT_STEP_TIMING, PREEMPT_EVICT_STEP_FINISHED,
+                              PREEMPT_EVICT_STEP_LAUNCH, PREEMPT_EVICT_STEP_AFTER, PREEMPT_EVICT_STEP_REST,
+                              PREEMPT_EVICT_STEP_COUNT, -1},
+};
+static const char *const series_lead[PREEMPT_STEPS_SERIES] = {
+    [PREEMPT_STEPS_EVICT] = "preempt: eviction requests: %u preempt_evict calls timed, host us median (p99):",
+    [PREEMPT_STEPS_URGENT] = "preempt: urgent launches: %u launches that evicted for their stream's priority timed, "
+                             "host us median (p99):",
+};
+
+static void say_series(const preempt_evict_steps *steps, int series) {
   uint32_t kept = steps->rows < PREEMPT_EVICT_STEP_ROWS ? steps->rows : PREEMPT_EVICT_STEP_ROWS;
-  char line[768];
-  int used = snprintf(line, sizeof line, "preempt: eviction requests: %u preempt_evict calls timed, host us median "
-                      "(p99):", steps->rows);
+  if (!kept)
+    return;
+  char line[1024];
+  int used = snprintf(line, sizeof line, series_lead[series], steps->rows);
   static float column[PREEMPT_EVICT_STEP_ROWS];
-  for (int step = 0; kept && step <= PREEMPT_EVICT_STEP_COUNT && used < (int)sizeof line; step++) {
+  for (int index = 0; series_steps[series][index] >= 0 && used < (int)sizeof line; index++) {
+    int step = series_steps[series][index];
     for (uint32_t row = 0; row < kept; row++)
       column[row] = steps->us[row][step];
     qsort(column, kept, sizeof column[0], by_value);
-    used += snprintf(line + used, sizeof line - (size_t)used, "%s %s %.1f (%.1f)", step ? "," : "", names[step],
-                     column[kept / 2], column[(kept * 99) / 100]);
+    used += snprintf(line + used, sizeof line - (size_t)used, "%s %s %.1f (%.1f)", index ? "," : "",
+                     step_names[step], column[kept / 2], column[(kept * 99) / 100]);
   }
-  preempt_runtime_unlock(runtime);
-  if (kept)
-    fprintf(stderr, "%s\n", line);
+  fprintf(stderr, "%s\n", line);
 }
 
-void preempt_evict_steps_begin(preempt_runtime *runtime, uint64_t entry_ns) {
-  preempt_evict_steps *steps = &runtime->evict_steps;
+static void say_steps_at_exit(void) {
+  preempt_runtime *runtime = preempt_runtime_lock();
+  for (int series = 0; series < PREEMPT_STEPS_SERIES; series++)
+    say_series(&runtime->evict_timing.series[series], series);
+  preempt_runtime_unlock(runtime);
+}
+
+void preempt_evict_steps_begin(preempt_runtime *runtime, int series, uint64_t lock_asked_ns, int first_step) {
+  preempt_evict_timing *timing = &runtime->evict_timing;
   if (!runtime->settings.time_evictions)
     return;
-  steps->active = 1;
-  steps->begin_ns = steps->mark_ns = entry_ns;
-  memset(steps->row, 0, sizeof steps->row);
-  if (!steps->exit_hook)
-    steps->exit_hook = atexit(say_steps_at_exit) == 0;
+  timing->active = series + 1;
+  memset(timing->row, 0, sizeof timing->row);
+  timing->begin_ns = lock_asked_ns;
+  timing->row[PREEMPT_EVICT_STEP_LOCK] = (float)(runtime->lock_taken_ns - lock_asked_ns) / 1000.0f;
+  timing->mark_ns = runtime->lock_taken_ns;
+  preempt_evict_step_mark(runtime, first_step);
+  if (!timing->exit_hook)
+    timing->exit_hook = atexit(say_steps_at_exit) == 0;
 }
 
 void preempt_evict_step_mark(preempt_runtime *runtime, int step) {
-  preempt_evict_steps *steps = &runtime->evict_steps;
-  if (!steps->active)
+  preempt_evict_timing *timing = &runtime->evict_timing;
+  if (!timing->active)
     return;
   uint64_t now = preempt_monotonic_ns();
-  steps->row[step] += (float)(now - steps->mark_ns) / 1000.0f;
-  steps->mark_ns = now;
+  timing->row[step] += (float)(now - timing->mark_ns) / 1000.0f;
+  timing->mark_ns = now;
 }
 
 void preempt_evict_steps_end(preempt_runtime *runtime) {
-  preempt_evict_steps *steps = &runtime->evict_steps;
-  if (!steps->active)
+  preempt_evict_timing *timing = &runtime->evict_timing;
+  if (!timing->active)
     return;
   preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_REST);
-  steps->active = 0;
+  preempt_evict_steps *steps = &timing->series[timing->active - 1];
+  timing->active = 0;
   if (steps->rows < PREEMPT_EVICT_STEP_ROWS) {
-    memcpy(steps->us[steps->rows], steps->row, sizeof steps->row);
-    steps->us[steps->rows][PREEMPT_EVICT_STEP_COUNT] = (float)(steps->mark_ns - steps->begin_ns) / 1000.0f;
+    memcpy(steps->us[steps->rows], timing->row, sizeof timing->row);
+    steps->us[steps->rows][PREEMPT_EVICT_STEP_COUNT] = (float)(timing->mark_ns - timing->begin_ns) / 1000.0f;
   }
   steps->rows++;
 }
+
+void preempt_evict_steps_drop(preempt_runtime *runtime) { runtime->evict_timing.active = 0; }

@@ -783,8 +783,12 @@ int preempt_launch_kernel(preempt_kernel_desc *desc, preempt_dim3 grid, preempt_
     status = persistent_launch(runtime, kernel, device, device_state, original, block, args, dynamic_shared_bytes,
                                stream);
 launched:
-  if (made_room)
+  if (made_room) {
+    preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_LAUNCH);
     preempt_priority_after_launch(runtime, device, stream, status == 0);
+    preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_AFTER);
+    preempt_evict_steps_end(runtime);
+  }
 done:
   preempt_runtime_unlock(runtime);
   return status;

@@ -24,9 +24,15 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
   int urgent;
   /* Nothing converted ever ran at a priority below this stream's: the usual case costs one query, and none
    * before the first converted launch (every launch run as written). */
-  if (!gpu->stream_priority || !device->initialized || runtime->max_stream_priority == INT_MIN ||
-      gpu->stream_priority(stream, &urgent) != 0 || urgent >= runtime->max_stream_priority)
+  if (!gpu->stream_priority || !device->initialized || runtime->max_stream_priority == INT_MIN)
     return 0;
+  /* PREEMPT_TIME_EVICTIONS=1: the launch's steps from its lock, kept if it evicts (launch.c ends them). */
+  preempt_evict_steps_begin(runtime, PREEMPT_STEPS_URGENT, runtime->lock_taken_ns - runtime->lock_waited_ns,
+                            PREEMPT_EVICT_STEP_BEFORE);
+  if (gpu->stream_priority(stream, &urgent) != 0 || urgent >= runtime->max_stream_priority) {
+    preempt_evict_steps_drop(runtime);
+    return 0;
+  }
   /* One SM per block, up to every SM: the spread the hardware gives the kernel on an idle GPU, and the SMs it
    * would take by itself from a grid of ordinary blocks as they end. Not packed at its occupancy (FLEP §4.3's
    * "just enough SMs"): 8 blocks sharing an SM run slower than 8 on their own SMs, which the urgent kernel would
@@ -45,14 +51,18 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
     /* An eviction that would be refused is not tried: the program asked for none, so the refusal is not its
      * error to read on every urgent launch. The grid runs on, as CUDA would run it. */
     char why[384];
-    if (!in_the_way(runtime, record, stream, urgent) ||
-        preempt_relaunch_obstacle(runtime, device, record, 1, why, sizeof why))
+    int passed_by = !in_the_way(runtime, record, stream, urgent) ||
+                    preempt_relaunch_obstacle(runtime, device, record, 1, why, sizeof why);
+    preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_IN_THE_WAY);
+    if (passed_by)
       continue;
     if (preempt_evict_record(runtime, device, record, sms) == PREEMPT_OK) {
       record->resume_after = 1; /* its event comes with the launch (preempt_priority_after_launch) */
       evicted++;
     }
   }
+  if (!evicted)
+    preempt_evict_steps_drop(runtime);
   return evicted;
 }
 

@@ -207,31 +207,43 @@ typedef struct preempt_daemon_client {
   preempt_worker agent; /* its wake: between registration attempts */
 } preempt_daemon_client;
 
-/* PREEMPT_TIME_EVICTIONS=1: where each preempt_evict call's host time goes (eviction_time.c), said at exit. Each
- * step is the time since the previous mark; rows beyond the ring's size are counted, not kept. */
+/* PREEMPT_TIME_EVICTIONS=1: where the host time of each eviction request goes (eviction_time.c), said at exit, for
+ * two kinds of request: preempt_evict calls, and converted launches on a stream of higher priority that evicted to
+ * make room (priority.c, issue 42: "the eviction path measured piece by piece"). Each step is the time since the
+ * previous mark; a step a request does not take stays 0; rows beyond the ring's size are counted, not kept. */
 enum {
-  PREEMPT_EVICT_STEP_LOCK,     /* taking the runtime's lock */
-  PREEMPT_EVICT_STEP_FINISHED, /* "finished?": the launch's events */
-  PREEMPT_EVICT_STEP_WORDS,    /* the request's words (drain hold, quota, in-task, yield mask) */
-  PREEMPT_EVICT_STEP_TIMING,   /* the eviction's timing event */
-  PREEMPT_EVICT_STEP_REST,     /* the rest, to the lock's release */
+  PREEMPT_EVICT_STEP_LOCK,       /* waiting for the runtime's lock */
+  PREEMPT_EVICT_STEP_BEFORE,     /* an urgent launch's own checks, from the lock to its priority rule */
+  PREEMPT_EVICT_STEP_IN_THE_WAY, /* the priority rule: the stream's priority, the launches in the way */
+  PREEMPT_EVICT_STEP_FINISHED,   /* "finished?": the launch's events */
+  PREEMPT_EVICT_STEP_WORDS,      /* the request's words (drain hold, quota, in-task, yield mask) */
+  PREEMPT_EVICT_STEP_TIMING,     /* the eviction's timing event */
+  PREEMPT_EVICT_STEP_LAUNCH,     /* the urgent launch itself */
+  PREEMPT_EVICT_STEP_AFTER,      /* the evicted launches' resumption after it (events) */
+  PREEMPT_EVICT_STEP_REST,       /* the rest, to the lock's release */
   PREEMPT_EVICT_STEP_COUNT
 };
+enum { PREEMPT_STEPS_EVICT, PREEMPT_STEPS_URGENT, PREEMPT_STEPS_SERIES };
 #define PREEMPT_EVICT_STEP_ROWS 1024
 typedef struct preempt_evict_steps {
-  int active;        /* a preempt_evict call is being timed */
+  uint32_t rows; /* requests timed (the ring keeps the first PREEMPT_EVICT_STEP_ROWS) */
+  float us[PREEMPT_EVICT_STEP_ROWS][PREEMPT_EVICT_STEP_COUNT + 1]; /* the steps, then the whole request */
+} preempt_evict_steps;
+typedef struct preempt_evict_timing {
+  int active;        /* the series of the request being timed, plus 1 (0: none) */
+  uint64_t begin_ns; /* its entry */
   uint64_t mark_ns;  /* its previous mark */
   float row[PREEMPT_EVICT_STEP_COUNT];
-  uint32_t rows;     /* calls timed (the ring keeps the first PREEMPT_EVICT_STEP_ROWS) */
-  int exit_hook;     /* said at exit */
-  float us[PREEMPT_EVICT_STEP_ROWS][PREEMPT_EVICT_STEP_COUNT + 1]; /* the steps, then the whole call */
-  uint64_t begin_ns; /* the current call's entry */
-} preempt_evict_steps;
+  int exit_hook; /* said at exit */
+  preempt_evict_steps series[PREEMPT_STEPS_SERIES];
+} preempt_evict_timing;
 
 /* The runtime's one context object. */
 typedef struct preempt_runtime {
   pthread_mutex_t lock;
   int lock_waiters; /* threads blocked on the lock: an unlocking thread yields to them */
+  int time_locks;   /* PREEMPT_TIME_EVICTIONS=1: the lock notes when it was taken and how long it was waited for */
+  uint64_t lock_taken_ns, lock_waited_ns;
   const preempt_gpu_ops *gpu;
   int configured;                /* environment read */
   preempt_settings settings;     /* as read at configure (settings.c); the fields below derive from it */
@@ -248,7 +260,7 @@ typedef struct preempt_runtime {
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
-  preempt_evict_steps evict_steps;
+  preempt_evict_timing evict_timing;
   /* Enqueues relaunches as their launches start (eviction.c). */
   preempt_worker relauncher;
   preempt_daemon_client daemon;
@@ -377,12 +389,14 @@ int preempt_quota_before_relaunch(const preempt_gpu_ops *gpu, preempt_launch_rec
  * mask full has written its words; nothing without the variable. Returns the GPU API's code. Context locked. */
 int preempt_eviction_time_start(const preempt_gpu_ops *gpu, preempt_device_state *device,
                                 preempt_launch_record *record);
-/* PREEMPT_TIME_EVICTIONS=1 (eviction_time.c): times a preempt_evict call's steps. begin at the call's entry, before
- * the lock (`entry_ns`: preempt_monotonic_ns); mark after each step, context locked (a no-op unless a call is
- * timed, so the eviction paths of the stress thread, priorities and preemptd pay one test); end before the unlock. */
-void preempt_evict_steps_begin(preempt_runtime *runtime, uint64_t entry_ns);
+/* PREEMPT_TIME_EVICTIONS=1 (eviction_time.c): times an eviction request's steps, of `series`. begin once the
+ * request is known, context locked: `lock_asked_ns` is when the lock was asked for, the rest since the lock was
+ * taken counts as `first_step`; mark after each step (a no-op unless a request is timed, so the eviction paths of
+ * the stress thread and preemptd pay one test); end before the unlock, or drop a request that evicted nothing. */
+void preempt_evict_steps_begin(preempt_runtime *runtime, int series, uint64_t lock_asked_ns, int first_step);
 void preempt_evict_step_mark(preempt_runtime *runtime, int step);
 void preempt_evict_steps_end(preempt_runtime *runtime);
+void preempt_evict_steps_drop(preempt_runtime *runtime);
 /* Distinct application streams, other than `except`, held by launches that
  * are evicted and not resumed (docs/preemption.md, "The hardware-queue trap"). */
 uint32_t preempt_held_streams(const preempt_device_state *device, void *except);

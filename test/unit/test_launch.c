@@ -339,6 +339,9 @@ static void give_back_long_us(const kept_long_us *kept) {
 }
 
 /* The stream-priority tests' fake GPU: persistent forms for every launch, and `urgent` a stream above the rest. */
+/* |got - wanted| within a hundredth of a microsecond: the fake's elapsed times pass through a float of milliseconds. */
+static int near_us(double got, double wanted) { return got > wanted - 0.01 && got < wanted + 0.01; }
+
 static void reset_for_priorities(int *urgent) {
   fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
   setenv("PREEMPT_FORM", "persistent", 1);
@@ -871,6 +874,66 @@ static void test_stream_priorities(void) {
       fake_event_set_pending(record->done_event, 0);
     }
   }
+  unsetenv("PREEMPT_FORM");
+  give_back_long_us(&kept);
+  preempt_shutdown();
+}
+
+/* PREEMPT_TIME_EVICTIONS=1 times the host steps of each converted launch that evicted for its stream's priority
+ * (issue 42: the urgent path measured piece by piece), apart from preempt_evict's, and no other launch. */
+static void test_urgent_launch_steps(void) {
+  static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  int low_stream, urgent_stream, other_stream;
+  kept_long_us kept = keep_long_us();
+  setenv("PREEMPT_TIME_EVICTIONS", "1", 1);
+  reset_for_priorities(&urgent_stream);
+  const preempt_evict_timing *timing = &preempt_runtime_context()->evict_timing;
+  const preempt_evict_steps *urgent = &timing->series[PREEMPT_STEPS_URGENT];
+  uint32_t urgent_before = urgent->rows, evict_before = timing->series[PREEMPT_STEPS_EVICT].rows;
+  preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+  preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+  CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+  preempt_launch_id low = preempt_last_launch();
+  preempt_launch_record *record = fake_launch_record(low);
+  CHECK(record != NULL);
+  if (!record)
+    return;
+  fake_event_set_pending(record->done_event, 1);
+  fake_event_set_pending(record->wave_done_event, 1);
+  /* The same priority: no room made, nothing timed. */
+  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &other_stream), 0);
+  CHECK_EQ_U64(urgent->rows, urgent_before);
+  CHECK(!timing->active);
+  fake_gpu.events_born_pending = 1;
+  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  fake_gpu.events_born_pending = 0;
+  CHECK(preempt_launch_suspended(record) && record->resume_after);
+  CHECK_EQ_U64(urgent->rows, urgent_before + 1);
+  CHECK(!timing->active);
+  CHECK_EQ_U64(timing->series[PREEMPT_STEPS_EVICT].rows, evict_before);
+  if (urgent->rows == urgent_before + 1 && urgent_before < PREEMPT_EVICT_STEP_ROWS) {
+    const float *row = urgent->us[urgent_before];
+    double sum = 0;
+    for (int step = 0; step < PREEMPT_EVICT_STEP_COUNT; step++) {
+      CHECK(row[step] >= 0);
+      sum += row[step];
+    }
+    CHECK(row[PREEMPT_EVICT_STEP_COUNT] > 0 && near_us(sum, row[PREEMPT_EVICT_STEP_COUNT]));
+  }
+  /* Resumed after the urgent launch; once the long launch has finished, an urgent launch finds nothing in its
+   * way and is not timed. */
+  fake_event_set_pending(record->resume_after_event, 0);
+  fake_event_set_pending(record->wave_done_event, 0);
+  wait_for_relauncher();
+  CHECK(!preempt_launch_suspended(record));
+  fake_gpu.events_pending = 0;
+  fake_event_set_pending(record->done_event, 0);
+  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK_EQ_U64(urgent->rows, urgent_before + 1);
+  CHECK(!timing->active);
+  unsetenv("PREEMPT_TIME_EVICTIONS");
   unsetenv("PREEMPT_FORM");
   give_back_long_us(&kept);
   preempt_shutdown();
@@ -1583,9 +1646,6 @@ static void test_intask(void) {
   preempt_shutdown();
 }
 
-/* |got - wanted| within a hundredth of a microsecond: the fake's elapsed times pass through a float of milliseconds. */
-static int near_us(double got, double wanted) { return got > wanted - 0.01 && got < wanted + 0.01; }
-
 
 /* Two in-task shapes (intask.c, choose_shape): a kernel with a twin in constant chunks runs the first variant while
  * its task length is sampled, then each shape in turn, timed, PREEMPT_SHAPE_SAMPLES apiece, then the faster per task;
@@ -1697,7 +1757,7 @@ static void test_eviction_time(void) {
   CHECK(!fake_event_timed(record->wave_done_event) && !fake_event_timed(record->relaunch_done_event));
   CHECK_EQ_U64(fake_gpu.events_created, 1 + 9);
   fake_event_set_pending(record->done_event, 1);
-  const preempt_evict_steps *steps = &preempt_runtime_context()->evict_steps;
+  const preempt_evict_steps *steps = &preempt_runtime_context()->evict_timing.series[PREEMPT_STEPS_EVICT];
   uint32_t steps_before = steps->rows;
   CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
   CHECK_EQ_U64(steps->rows, steps_before); /* nor its host steps */
@@ -1749,6 +1809,8 @@ static void test_eviction_time(void) {
       sum += steps->us[row][step];
     }
     CHECK(steps->us[row][PREEMPT_EVICT_STEP_COUNT] > 0 && near_us(sum, steps->us[row][PREEMPT_EVICT_STEP_COUNT]));
+    /* An urgent launch's steps are not preempt_evict's. */
+    CHECK(steps->us[row][PREEMPT_EVICT_STEP_LAUNCH] == 0 && steps->us[row][PREEMPT_EVICT_STEP_IN_THE_WAY] == 0);
   }
   CHECK_EQ_U64(preempt_get_eviction_time(launch, &gpu_us), PREEMPT_ERROR_NOT_READY); /* EVICTING */
   fake_event_set_time(record->evict_request_event, 100.0);
@@ -2308,6 +2370,7 @@ int main(int argc, char **argv) {
   test_drain_form();
   test_stream_priorities();
   test_scans_reach_grown_slots();
+  test_urgent_launch_steps();
   test_quota();
   test_intask();
   test_intask_shapes();
