@@ -208,7 +208,11 @@ PREEMPT_LOCAL unsigned long long fetch_batch(preempt_control_block *control, uns
 // (docs/persistent-threads.md). Put off in the last wave of longer launches
 // too, the fetch made the solver's in-task variant 1.05x slower for no gain
 // measured: there every CTA has started before the tasks run out.
-PREEMPT_LOCAL bool fetch_when_due(void) { return __preempt_task_ctx.task_count <= grid_ctas(); }
+// Prompt checks (PREEMPT_LAUNCH_PROMPT) put every fetch off until it is due,
+// and publish_task reads the yield word then.
+PREEMPT_LOCAL bool fetch_when_due(void) {
+  return __preempt_task_ctx.prompt || __preempt_task_ctx.task_count <= grid_ctas();
+}
 
 // Thread 0 only: the fetch of the next batch as the current task starts, or
 // the yield word read now under DEFER_TAG (publish_task fetches with it).
@@ -291,6 +295,7 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
   if (!is_first_thread())
     return 0;
   __preempt_task_ctx.relaunched = relaunched & PREEMPT_RELAUNCH_KIND_MASK;
+  __preempt_task_ctx.prompt = relaunched & PREEMPT_LAUNCH_PROMPT;
   __preempt_task_ctx.quota_sm = PREEMPT_NO_SM;
   __preempt_task_ctx.task_count = task_count;
   __preempt_task_ctx.grid_x = grid_x;
@@ -323,7 +328,7 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
 // id of the current batch is left. The read overlaps this task; the CTA
 // leaves within a batch and one task of the request landing.
 PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control) {
-  if (!is_first_thread() || __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > 1)
+  if (!is_first_thread() || __preempt_task_ctx.prompt || __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > 1)
     return 0;
   return yield_word(control);
 }
@@ -353,7 +358,7 @@ PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block 
 PREEMPT_DEVICE unsigned int __preempt_batch_yield_check(preempt_control_block *control, unsigned int current,
                                                         unsigned int end, unsigned int batch_start,
                                                         unsigned int yield_seen) {
-  if (!is_first_thread())
+  if (!is_first_thread() || __preempt_task_ctx.prompt)
     return 0;
   unsigned int left = end - current;
   if (left == 2 || (left == 1 && batch_start))
@@ -392,8 +397,11 @@ PREEMPT_LOCAL unsigned int publish_task(preempt_control_block *control, unsigned
   unsigned int generation = __preempt_task_ctx.generation;
   unsigned int task;
   published->resume_point = 0;
+  // Prompt checks read the yield word now, as the batch is due: a request
+  // that landed during the task just run is seen at once (the read and the
+  // fetch after it are the price: docs/preemption.md, "Prompt checks").
   if ((fetched & TAG_MASK) == DEFER_TAG)
-    fetched = fetch_batch(control, (unsigned int)fetched);
+    fetched = fetch_batch(control, __preempt_task_ctx.prompt ? yield_word(control) : (unsigned int)fetched);
   if (fetched == YIELD_FETCH) {
     task = PREEMPT_NO_TASK;
   } else if (fetched == RESUME_TAG) {

@@ -95,6 +95,7 @@ typedef struct preempt_launch_record {
   int relaunch_after_clear;
   /* The first wave ran the drain form (control_block.h): the application's
    * grid, gated at block entry; the stream waits for drain_hold = 0. */
+  int prompt;  /* prompt yield checks (PREEMPT_LAUNCH_PROMPT): its first wave's and every relaunch's */
   int drained;
   int drain_held; /* an eviction wrote drain_hold = 1 (once per launch) */
   /* The control block's bitmap of undone blocks (device memory, `undone`

@@ -232,7 +232,7 @@ static int enqueue_relaunch(const preempt_gpu_ops *gpu, preempt_device_state *de
   /* The kernel's last parameter, read by the launch call: a drained
    * launch's relaunches run only the blocks its gate turned away. */
   record->relaunched = (record->drained ? PREEMPT_RELAUNCH_UNDONE : 1) | (record->cta_quota ? PREEMPT_LAUNCH_QUOTA : 0) |
-                       preempt_intask_relaunch_flags(record);
+                       (record->prompt ? PREEMPT_LAUNCH_PROMPT : 0) | preempt_intask_relaunch_flags(record);
   /* Batches of one task id: next_undone_task (task_loop.cu) skips ahead one
    * id at a time, and a batch is a run of consecutive ids. */
   if (record->drained)

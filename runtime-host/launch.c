@@ -427,6 +427,20 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
   return tasks > PREEMPT_MAX_CHECK_INTERVAL ? PREEMPT_MAX_CHECK_INTERVAL : (uint32_t)tasks;
 }
 
+/* Prompt yield checks (control_block.h, PREEMPT_LAUNCH_PROMPT): a CTA that reads its yield word one task ahead
+ * and fetches its next batch as the last task of the current one starts leaves only after up to two more tasks
+ * once a request lands: 155 us on the GPU's clock for 58 us tasks on the H200 (preempt_bench at 74ccb33,
+ * bench/results/2026-11-30-h200-prompt-probe/). Read as the batch is due, it waits for the task in flight only, at
+ * the price of the read's and the fetch's round trips per batch, which a process that never evicts should not pay
+ * (auto asks for it only where evictions are expected), nor a short task (only where two tasks outlast the bound,
+ * PREEMPT_EVICT_BOUND_US: a batch is then one task). */
+static int prompt_checks(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
+  if (runtime->settings.prompt != PREEMPT_PROMPT_AUTO)
+    return runtime->settings.prompt == PREEMPT_PROMPT_ON;
+  double bound_ns = runtime->settings.evict_bound_us * 1e3;
+  return bound_ns > 0 && preempt_evictions_expected(runtime) && 2 * on_device->task_nanoseconds > bound_ns;
+}
+
 /* Enqueues a launch's first wave in the drain form, on the application's
  * grid with its bitmap zeroed first. Returns whether it did: a drain form
  * that cannot be launched (gpu.h's launch_function) leaves the launch to the
@@ -491,7 +505,8 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->grid[1] = grid.y;
   record->grid[2] = grid.z;
   record->check_interval = interval;
-  record->relaunched = 0;
+  record->prompt = prompt_checks(runtime, on_device);
+  record->relaunched = record->prompt ? PREEMPT_LAUNCH_PROMPT : 0;
   memset(record->yield_mask, 0, sizeof record->yield_mask);
   record->resumed = 0;
   record->evict_request_recorded = 0;
@@ -633,6 +648,7 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   on_device->last_check_interval = interval;
   on_device->launches++;
   on_device->drain_launches += record->drained;
+  on_device->prompt_launches += record->prompt && !record->drained;
   on_device->intask_chunks_launches += record->intask_chunks;
   last_launch = preempt_launch_id_make(device_index, slot, record->generation);
   return 0;
@@ -818,6 +834,7 @@ preempt_status preempt_get_kernel_info(preempt_kernel_desc *desc, preempt_kernel
     info->capture_launches = on_device->capture_launches;
     info->unevictable_launches = on_device->unevictable_launches;
     info->drain_launches = on_device->drain_launches;
+    info->prompt_launches = on_device->prompt_launches;
     info->intask_chunks_launches = on_device->intask_chunks_launches;
     info->intask_shape = (int)preempt_intask_chosen_shape(runtime, on_device); /* 0, 1, 2 as preempt.h says */
     info->check_interval = on_device->last_check_interval;

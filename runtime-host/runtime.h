@@ -27,6 +27,12 @@ typedef enum preempt_form {
 } preempt_form;
 
 /* PREEMPT_INTASK (intask.c): where kernels with in-task yield points check them. */
+/* PREEMPT_PROMPT: when a persistent CTA reads its yield bit (control_block.h, PREEMPT_LAUNCH_PROMPT). */
+typedef enum preempt_prompt_mode {
+  PREEMPT_PROMPT_AUTO, /* where evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US (launch.c) */
+  PREEMPT_PROMPT_ON,   /* in every persistent launch */
+  PREEMPT_PROMPT_OFF,  /* never: read one task ahead, so an eviction waits for up to two more tasks */
+} preempt_prompt_mode;
 typedef enum preempt_intask_mode {
   PREEMPT_INTASK_AUTO = 0, /* where measured tasks are long enough for the saved context to pay */
   PREEMPT_INTASK_ON,       /* in every launch of such a kernel */
@@ -59,6 +65,7 @@ typedef struct preempt_kernel_on_device {
    * launches run it where launch.c's choose_form says so. */
   void *drain_function;
   uint64_t drain_launches; /* launches that ran it */
+  uint64_t prompt_launches; /* persistent launches with prompt yield checks (launch.c, prompt_checks) */
   /* Each form's whole-launch time per task, from timed launches of each (0:
    * not measured yet; launch.c, choose_drain). */
   double persistent_ns_per_task, drain_ns_per_task; /* the drain form's: the mean of its samples */

@@ -43,6 +43,7 @@ static const setting_choice on_off_digits[] = {{"on", 1}, {"1", 1}, {"off", 0}, 
 static const setting_choice one_wave[] = {{"original", 0}, {"persistent", 1}, {NULL, 0}};
 static const setting_choice form[] = {{"auto", 0}, {"persistent", 1}, {"drain", 2}, {NULL, 0}}; /* preempt_form */
 static const setting_choice intask[] = {{"auto", 0}, {"on", 1}, {"off", 2}, {NULL, 0}}; /* preempt_intask_mode */
+static const setting_choice prompt[] = {{"auto", 0}, {"on", 1}, {"off", 2}, {NULL, 0}}; /* preempt_prompt_mode */
 static const setting_choice shape[] = {{"auto", 0}, {"runtime", 1}, {"chunks", 2}, {NULL, 0}};
 static const setting_choice mem_policy[] = /* preempt_mem_policy */
     {{"fifo", 0}, {"mmu", 1}, {"priority-fifo", 2}, {"priority-mmu", 3}, {NULL, 0}};
@@ -105,6 +106,11 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
           "drains no launch whose not-yet-started blocks would take longer than this to leave, and runs the in-task "
           "variant where tasks are longer; 0: auto weighs time only"},
          KIND_NUMBER, FIELD(evict_bound_us), 0, 1000000, NULL, NULL, NULL},
+    [PREEMPT_SETTING_PROMPT] = {{"PREEMPT_PROMPT", "auto, on, off", "auto",
+                                 "prompt yield checks (each CTA reads its yield bit as its next batch is due, so an "
+                                 "eviction waits for the tasks in flight only, at a round trip per batch): where "
+                                 "evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US; always; never"},
+                                KIND_CHOICE, FIELD(prompt), 0, 0, prompt, NULL, NULL},
     [PREEMPT_SETTING_INTASK] = {{"PREEMPT_INTASK", "auto, on, off", "auto",
                                  "in-task yield points: where evictions are expected, tasks outlast PREEMPT_EVICT_BOUND_US and the variant "
                                  "measured at most 1.05x the persistent form; always; never"},
@@ -121,7 +127,8 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
                                  KIND_NUMBER, FIELD(long_us), 0, 100000000, NULL, NULL, NULL},
     [PREEMPT_SETTING_TIME_EVICTIONS] = {{"PREEMPT_TIME_EVICTIONS", "0, 1", "0",
                                          "1: time evictions on the GPU's clock (preempt_get_eviction_time), and say "
-                                         "at exit where each preempt_evict call's host time went"},
+                                         "at exit where the host time of each preempt_evict call, and of each "
+                                         "launch that evicted for its stream's priority, went"},
                                         KIND_CHOICE, FIELD(time_evictions), 0, 0, zero_one, NULL, NULL},
     [PREEMPT_SETTING_MEM] = {{"PREEMPT_MEM", "on, off, 1, 0", "on", "memory admission of cudaMalloc and its kin"},
                              KIND_CHOICE, FIELD(mem), 0, 0, on_off_digits, NULL, NULL},

@@ -21,6 +21,7 @@ typedef enum preempt_setting_id {
   PREEMPT_SETTING_ONE_WAVE,
   PREEMPT_SETTING_FORM,
   PREEMPT_SETTING_EVICT_BOUND_US,
+  PREEMPT_SETTING_PROMPT,
   PREEMPT_SETTING_INTASK,
   PREEMPT_SETTING_INTASK_SHAPE,
   PREEMPT_SETTING_INTASK_PERIOD_US,
@@ -57,6 +58,7 @@ typedef struct preempt_settings {
   int one_wave_persistent;
   int form;         /* preempt_form */
   long long evict_bound_us; /* 0: auto does not weigh eviction latency */
+  int prompt;       /* preempt_prompt_mode */
   int intask;       /* preempt_intask_mode */
   int intask_shape; /* preempt_intask_shape */
   long long intask_period_us;

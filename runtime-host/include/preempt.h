@@ -73,6 +73,10 @@ typedef struct preempt_kernel_info {
    * run time) or 2 (constant chunks). PREEMPT_INTASK_SHAPE can force one. */
   uint64_t intask_chunks_launches;
   int intask_shape;
+  /* Persistent launches with prompt yield checks (PREEMPT_PROMPT,
+   * docs/preemption.md, "Prompt checks"): each CTA read its yield bit as its
+   * next batch was due, not one task ahead. */
+  uint64_t prompt_launches;
 } preempt_kernel_info;
 
 /* A converted launch: valid from its launch until the runtime reuses its

@@ -879,6 +879,73 @@ static void test_stream_priorities(void) {
   preempt_shutdown();
 }
 
+/* Prompt yield checks (PREEMPT_PROMPT, control_block.h's PREEMPT_LAUNCH_PROMPT): auto asks for them only where
+ * evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US (50 us); on and off decide alone; a relaunch
+ * keeps its first wave's. Five launches each, so that two have timed the tasks (PREEMPT_TASK_SAMPLES). */
+static void test_prompt_checks(void) {
+  static const preempt_dim3 block64 = {64, 1, 1}, grid = {15000, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  int stream;
+  kept_long_us kept = keep_long_us();
+  static const struct {
+    const char *prompt, *evict_ready;
+    float wave_ms; /* the timed launch's first wave: 2 ms is ~140 us a task here, 0.1 ms ~7 us */
+    int wanted;
+  } cases[] = {
+      {NULL, NULL, 2.0f, 0},    /* auto: nothing in the process evicts */
+      {NULL, "1", 2.0f, 1},     /* auto: evictions expected, long tasks */
+      {NULL, "1", 0.1f, 0},     /* auto: evictions expected, short tasks */
+      {"auto", "1", 2.0f, 1},   /* said */
+      {"on", NULL, 0.1f, 1},    /* always */
+      {"off", "1", 2.0f, 0},    /* never */
+  };
+  for (size_t index = 0; index < sizeof cases / sizeof cases[0]; index++) {
+    if (cases[index].prompt)
+      setenv("PREEMPT_PROMPT", cases[index].prompt, 1);
+    else
+      unsetenv("PREEMPT_PROMPT");
+    if (cases[index].evict_ready)
+      setenv("PREEMPT_EVICT_READY", cases[index].evict_ready, 1);
+    else
+      unsetenv("PREEMPT_EVICT_READY");
+    setenv("PREEMPT_LONG_US", "0", 1);
+    setenv("PREEMPT_FORM", "persistent", 1);
+    fake_gpu_reset(PREEMPT_KERNEL_ABI_VERSION);
+    fake_gpu.expected_params = 2;
+    fake_gpu.elapsed_ms = cases[index].wave_ms;
+    preempt_kernel_desc desc = fake_kernel_desc(&stub_a, "_Z6promptPxx", 2);
+    for (int launch = 0; launch < 5; launch++)
+      CHECK_EQ_U64(preempt_launch_kernel(&desc, grid, block64, args, 0, &stream), 0);
+    CHECK(fake_gpu.last.persistent);
+    int wanted = cases[index].wanted;
+    CHECK_EQ_U64((fake_gpu.last.relaunched & PREEMPT_LAUNCH_PROMPT) != 0, wanted);
+    preempt_kernel_info info;
+    CHECK_EQ_U64(preempt_get_kernel_info(&desc, &info), PREEMPT_OK);
+    CHECK(wanted ? info.prompt_launches >= 3 : info.prompt_launches == 0);
+    /* Evicted and resumed: the relaunch reads as its first wave did. */
+    preempt_launch_id launch = preempt_last_launch();
+    preempt_launch_record *record = fake_launch_record(launch);
+    CHECK(record != NULL);
+    if (!record)
+      continue;
+    fake_event_set_pending(record->done_event, 1);
+    fake_event_set_pending(record->wave_done_event, 1);
+    CHECK_EQ_U64(preempt_evict(launch, NULL), PREEMPT_OK);
+    fake_event_set_pending(record->wave_done_event, 0);
+    CHECK_EQ_U64(preempt_resume(launch), PREEMPT_OK);
+    wait_for_relauncher();
+    CHECK(fake_gpu.last.persistent && (fake_gpu.last.relaunched & 3u) == 1u);
+    CHECK_EQ_U64((fake_gpu.last.relaunched & PREEMPT_LAUNCH_PROMPT) != 0, wanted);
+    fake_event_set_pending(record->done_event, 0);
+  }
+  unsetenv("PREEMPT_PROMPT");
+  unsetenv("PREEMPT_EVICT_READY");
+  unsetenv("PREEMPT_FORM");
+  give_back_long_us(&kept);
+  preempt_shutdown();
+}
+
 /* PREEMPT_TIME_EVICTIONS=1 times the host steps of each converted launch that evicted for its stream's priority
  * (issue 42: the urgent path measured piece by piece), apart from preempt_evict's, and no other launch. */
 static void test_urgent_launch_steps(void) {
@@ -2371,6 +2438,7 @@ int main(int argc, char **argv) {
   test_stream_priorities();
   test_scans_reach_grown_slots();
   test_urgent_launch_steps();
+  test_prompt_checks();
   test_quota();
   test_intask();
   test_intask_shapes();

@@ -59,6 +59,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_U64(settings.one_wave_persistent, 0);
   CHECK_EQ_U64(settings.form, 0);
   CHECK_EQ_U64(settings.evict_bound_us, 50);
+  CHECK_EQ_U64(settings.prompt, 0);
   CHECK_EQ_U64(settings.intask, 0);
   CHECK_EQ_U64(settings.intask_period_us, 10);
   CHECK_EQ_U64(settings.long_us, 500);
@@ -87,6 +88,7 @@ int main(int argc, char **argv) {
                  {"PREEMPT_ONE_WAVE", "persistent"},
                  {"PREEMPT_FORM", "drain"},
                  {"PREEMPT_EVICT_BOUND_US", "0"},
+                 {"PREEMPT_PROMPT", "on"},
                  {"PREEMPT_INTASK", "off"},
                  {"PREEMPT_INTASK_SHAPE", "chunks"},
                  {"PREEMPT_INTASK_PERIOD_US", "25"},
@@ -116,6 +118,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_U64(settings.one_wave_persistent, 1);
   CHECK_EQ_U64(settings.form, 2);
   CHECK_EQ_U64(settings.evict_bound_us, 0);
+  CHECK_EQ_U64(settings.prompt, 1);
   CHECK_EQ_U64(settings.intask, 2);
   CHECK_EQ_U64(settings.intask_shape, 2);
   CHECK_EQ_U64(settings.intask_period_us, 25);

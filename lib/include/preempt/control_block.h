@@ -151,6 +151,15 @@ typedef struct preempt_intask_desc {
  * the relaunch's number after), which it tags the contexts it saves with. */
 #define PREEMPT_RELAUNCH_RESUMES 8u
 #define PREEMPT_RELAUNCH_EPOCH_SHIFT 8u
+/* Or'ed into a grid's `relaunched` parameter (first wave and relaunches) for
+ * prompt yield checks: thread 0 reads its SM's yield word as each batch is
+ * due and fetches the next batch only then, instead of reading one task ahead
+ * and fetching as the last task of a batch starts. An eviction then waits for
+ * the tasks in flight only, where it waited for up to two more, at the cost of
+ * the read's and the fetch's round trips per batch (the runtime asks for it
+ * only where tasks are long: docs/preemption.md, "Prompt checks"). Kernels
+ * built before it ignore the bit. */
+#define PREEMPT_LAUNCH_PROMPT 16u
 
 /* A converted kernel that is safe only in blocks that are one row of threads
  * or whose rows are whole warps carries a device global (uint32, 1) of this
@@ -222,6 +231,7 @@ typedef struct preempt_task_context {
    * task it decomposed (the next one in a batch is one step further). */
   unsigned int generation, check_interval, batch_next, batch_end, batch_taken, tasks_run, last_task;
   unsigned int relaunched; /* this grid is a relaunch (the kernel's last parameter, without PREEMPT_LAUNCH_QUOTA) */
+  unsigned int prompt;     /* PREEMPT_LAUNCH_PROMPT: yield words read as each batch is due */
   /* A quota grid's CTA: the SM whose sm_resident counts it, until it takes
    * itself off (PREEMPT_NO_SM elsewhere). */
   unsigned int quota_sm;
