@@ -127,12 +127,14 @@ while read -r name converted refused; do
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress.err ${evictions:-0}" >> "$raw"
   # Again with every converted launch in the drain form (PREEMPT_FORM=drain, docs/preemption.md): its gate,
-  # the stream hold and the relaunch over the bitmap of undone blocks, whatever form the runtime would choose.
+  # the stream hold and the relaunch over the bitmap of undone blocks, whatever form the runtime would choose;
+  # and with prompt yield checks in every persistent grid (PREEMPT_PROMPT=on: kernels without a drain form, and
+  # every relaunch), which auto takes only for long tasks.
   output=$work/$name.stress_drain.out
   if [ "$name" = sample ]; then
-    if PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
+    if PREEMPT_FORM=drain PREEMPT_PROMPT=on PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" > "$output" 2>"$work/$name.stress_drain.err"; then
       status=ok; else status="exit$?"; fi
-  elif PREEMPT_FORM=drain PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
+  elif PREEMPT_FORM=drain PREEMPT_PROMPT=on PREEMPT_LONG_US=0 PREEMPT_STRESS=1 timeout -s KILL 120 "$bin/preempt/$name" "$output" "$reps" > /dev/null \
     2>"$work/$name.stress_drain.err"; then status=ok; else status="exit$?"; fi
   evictions=$(grep -o 'stress: [0-9]* evictions' "$work/$name.stress_drain.err" | grep -o '[0-9]*' || echo 0)
   echo "$name stress_drain 1 $status nan ${tolerance:-0} $converted $refused $output $work/$name.stress_drain.err ${evictions:-0}" >> "$raw"
@@ -234,9 +236,10 @@ md=$(ls -t "$results"/*.md | head -1)
     2> "$work/bench_preempt_timed.err" || { echo "preempt_bench (timed) failed:"; sed 's/^/    /' "$work/bench_preempt_timed.err"; }
   python3 "$root/bench/preemption/report_latency.py" timed "$work/bench_preempt_timed.json"
   echo
-  # The runtime's own line at exit: where each preempt_evict call's host time went (eviction_time.c), over the
-  # three latency series together.
-  grep -h '^preempt: eviction requests:' "$work/bench_preempt_timed.err" || echo "(no eviction-request steps said)"
+  # The runtime's own lines at exit: where each preempt_evict call's host time went (eviction_time.c), over the
+  # three latency series together, and each launch's that evicted for its stream's priority (row b).
+  grep -h '^preempt: eviction requests:\|^preempt: urgent launches:' "$work/bench_preempt_timed.err" ||
+    echo "(no eviction-request steps said)"
   echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
   echo
