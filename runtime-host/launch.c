@@ -429,11 +429,11 @@ static uint32_t check_interval(preempt_runtime *runtime, preempt_kernel_state *k
 
 /* Prompt yield checks (control_block.h, PREEMPT_LAUNCH_PROMPT): a CTA that reads its yield word one task ahead
  * and fetches its next batch as the last task of the current one starts leaves only after up to two more tasks
- * once a request lands: 155 us on the GPU's clock for 58 us tasks on the H200 (preempt_bench at 74ccb33,
- * bench/results/2026-11-30-h200-prompt-probe/). Read as the batch is due, it waits for the task in flight only, at
- * the price of the read's and the fetch's round trips per batch, which a process that never evicts should not pay
- * (auto asks for it only where evictions are expected), nor a short task (only where two tasks outlast the bound,
- * PREEMPT_EVICT_BOUND_US: a batch is then one task). */
+ * once a request lands: 156 us on the GPU's clock for 58 us tasks on the H200, 42 us with prompt checks
+ * (bench/results/2026-11-30-h200-prompt-ab-f69da64/). Read as the batch is due, it waits for the task in flight
+ * only, at the price of the read's and the fetch's round trips per batch (grid3d's short tasks: 1.026x), which a
+ * process that never evicts should not pay (auto asks for it only where evictions are expected), nor a short task
+ * (only where two tasks outlast the bound, PREEMPT_EVICT_BOUND_US: a batch is then one task). */
 static int prompt_checks(const preempt_runtime *runtime, const preempt_kernel_on_device *on_device) {
   if (runtime->settings.prompt != PREEMPT_PROMPT_AUTO)
     return runtime->settings.prompt == PREEMPT_PROMPT_ON;
