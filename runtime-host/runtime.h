@@ -217,7 +217,9 @@ typedef struct preempt_daemon_client {
 /* PREEMPT_TIME_EVICTIONS=1: where the host time of each eviction request goes (eviction_time.c), said at exit, for
  * two kinds of request: preempt_evict calls, and converted launches on a stream of higher priority that evicted to
  * make room (priority.c, issue 42: "the eviction path measured piece by piece"). Each step is the time since the
- * previous mark; a step a request does not take stays 0; rows beyond the ring's size are counted, not kept. */
+ * previous mark; a step a request does not take stays 0; rows beyond the ring's size are counted, not kept. One
+ * request is timed at a time: a long urgent launch unlocks the context to enqueue its grid, and an eviction another
+ * thread makes meanwhile marks its steps into that launch's row (a preempt_evict call starts its own instead). */
 enum {
   PREEMPT_EVICT_STEP_LOCK,       /* waiting for the runtime's lock */
   PREEMPT_EVICT_STEP_BEFORE,     /* an urgent launch's own checks, from the lock to its priority rule */
