@@ -8,6 +8,9 @@
 set -uo pipefail
 bench=$1 out=$2 rounds=${3:-3}
 parts=",${PROMPT_AB_PARTS:-bench},"
+# The suite programs' outputs (up to hundreds of MB) stay out of OUT, which comes back from the GPU machine.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
 evicting=(PREEMPT_EVICT_READY=1 PREEMPT_LONG_US=0 PREEMPT_TIME_EVICTIONS=1)
@@ -21,7 +24,7 @@ for round in $(seq 1 "$rounds"); do
       [ "$mode" = auto ] && forced=on
       for name in vector_add stencil2d reduction transpose matmul_tiled spmv_csr histogram prefix_scan grid3d; do
         env PREEMPT_EVICT_READY=1 PREEMPT_LONG_US=0 PREEMPT_FORM=persistent PREEMPT_PROMPT=$forced timeout -s KILL 120 \
-          "$bench/preempt/$name" "$out/suite.$name.out" > "$out/suite.$name.$forced.$round.txt" 2>&1 ||
+          "$bench/preempt/$name" "$scratch/$name.out" > "$out/suite.$name.$forced.$round.txt" 2>&1 ||
           echo "$name $forced $round: exit $?"
       done
     fi
