@@ -93,9 +93,9 @@ typedef struct preempt_launch_record {
   int go_held;
   /* The pending relaunch must wait for yield-word clears on the control stream. */
   int relaunch_after_clear;
+  int prompt;  /* prompt yield checks (PREEMPT_LAUNCH_PROMPT): its first wave's and every relaunch's */
   /* The first wave ran the drain form (control_block.h): the application's
    * grid, gated at block entry; the stream waits for drain_hold = 0. */
-  int prompt;  /* prompt yield checks (PREEMPT_LAUNCH_PROMPT): its first wave's and every relaunch's */
   int drained;
   int drain_held; /* an eviction wrote drain_hold = 1 (once per launch) */
   /* The control block's bitmap of undone blocks (device memory, `undone`

@@ -26,13 +26,14 @@ typedef enum preempt_form {
   PREEMPT_FORM_DRAIN,      /* the drain form wherever the kernel has one */
 } preempt_form;
 
-/* PREEMPT_INTASK (intask.c): where kernels with in-task yield points check them. */
 /* PREEMPT_PROMPT: when a persistent CTA reads its yield bit (control_block.h, PREEMPT_LAUNCH_PROMPT). */
 typedef enum preempt_prompt_mode {
   PREEMPT_PROMPT_AUTO, /* where evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US (launch.c) */
   PREEMPT_PROMPT_ON,   /* in every persistent launch */
   PREEMPT_PROMPT_OFF,  /* never: read one task ahead, so an eviction waits for up to two more tasks */
 } preempt_prompt_mode;
+
+/* PREEMPT_INTASK (intask.c): where kernels with in-task yield points check them. */
 typedef enum preempt_intask_mode {
   PREEMPT_INTASK_AUTO = 0, /* where measured tasks are long enough for the saved context to pay */
   PREEMPT_INTASK_ON,       /* in every launch of such a kernel */
