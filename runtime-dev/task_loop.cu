@@ -328,7 +328,10 @@ PREEMPT_DEVICE unsigned long long __preempt_kernel_begin(preempt_control_block *
 // id of the current batch is left. The read overlaps this task; the CTA
 // leaves within a batch and one task of the request landing.
 PREEMPT_DEVICE unsigned int __preempt_yield_check(preempt_control_block *control) {
-  if (!is_first_thread() || __preempt_task_ctx.prompt || __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > 1)
+  // Prompt checks (publish_task) read the word themselves: tested last, so that shared memory is read only in the
+  // task that would read the word.
+  if (!is_first_thread() || __preempt_task_ctx.batch_end - __preempt_task_ctx.batch_next > 1 ||
+      __preempt_task_ctx.prompt)
     return 0;
   return yield_word(control);
 }
@@ -358,11 +361,13 @@ PREEMPT_DEVICE unsigned long long __preempt_task_prefetch(preempt_control_block 
 PREEMPT_DEVICE unsigned int __preempt_batch_yield_check(preempt_control_block *control, unsigned int current,
                                                         unsigned int end, unsigned int batch_start,
                                                         unsigned int yield_seen) {
-  if (!is_first_thread() || __preempt_task_ctx.prompt)
+  if (!is_first_thread())
     return 0;
   unsigned int left = end - current;
+  // Under prompt checks publish_task reads the word; yield_seen then stays 0. The flag is in shared memory, so it
+  // is read only at the task that would read the word, not at every task.
   if (left == 2 || (left == 1 && batch_start))
-    return yield_word(control);
+    return __preempt_task_ctx.prompt ? 0 : yield_word(control);
   return yield_seen;
 }
 
