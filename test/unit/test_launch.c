@@ -879,6 +879,58 @@ static void test_stream_priorities(void) {
   preempt_shutdown();
 }
 
+/* A stream's priority is remembered and asked of CUDA again after each launch on it (priority.c): an urgent launch
+ * on a stream seen before asks nothing before its eviction's words go out, and a stream whose priority changed under
+ * the same handle (destroyed, the handle reused) is misjudged for one launch only, and its grid resumed after it. */
+static void test_stream_priority_remembered(void) {
+  static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
+  long long first = 5, second = 6;
+  void *args[] = {&first, &second};
+  int low_stream, urgent_stream;
+  kept_long_us kept = keep_long_us();
+  reset_for_priorities(&urgent_stream);
+  preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+  preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+  CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+  preempt_launch_record *record = fake_launch_record(preempt_last_launch());
+  CHECK(record != NULL);
+  if (!record)
+    goto out;
+  for (int launch = 0; launch < 4; launch++) {
+    /* Launch 2: the urgent stream's handle now belongs to a stream below the long one's (priority 1). */
+    if (launch == 2)
+      fake_gpu.priority_value = 1;
+    int writes_before = fake_gpu.write_count, asked_before = fake_gpu.stream_priority_calls;
+    fake_gpu.events_born_pending = 1;
+    fake_gpu.events_pending = 1; /* the long grid runs on, the urgent one too */
+    CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+    fake_gpu.events_born_pending = 0;
+    /* Launches 0, 1: a higher priority; 2: the remembered one decides; 3: CUDA's answer after launch 2. */
+    int evicted = fake_gpu.write_count > writes_before;
+    CHECK_EQ_U64(evicted, launch < 3);
+    CHECK_EQ_U64(preempt_launch_suspended(record) && record->resume_after, launch < 3);
+    /* Launch 0 asked CUDA before its words; later ones only after their launch, which every one did. */
+    int asked = fake_gpu.stream_priority_calls - asked_before;
+    if (evicted) {
+      int asked_before_words = fake_gpu.write_log[writes_before % 64].priority_calls - asked_before;
+      CHECK_EQ_U64(asked_before_words, launch == 0);
+      CHECK(asked > asked_before_words);
+    } else {
+      CHECK(asked >= 1);
+    }
+    fake_gpu.events_pending = 0;
+    if (evicted) {
+      fake_event_set_pending(record->resume_after_event, 0);
+      wait_for_relauncher();
+      CHECK(!preempt_launch_suspended(record) && !record->resume_after);
+    }
+  }
+out:
+  unsetenv("PREEMPT_FORM");
+  give_back_long_us(&kept);
+  preempt_shutdown();
+}
+
 /* Prompt yield checks (PREEMPT_PROMPT, control_block.h's PREEMPT_LAUNCH_PROMPT): auto asks for them only where
  * evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US (50 us); on and off decide alone; a relaunch
  * keeps its first wave's. Five launches each, so that two have timed the tasks (PREEMPT_TASK_SAMPLES). */
@@ -2436,6 +2488,7 @@ int main(int argc, char **argv) {
   test_warp_rows();
   test_drain_form();
   test_stream_priorities();
+  test_stream_priority_remembered();
   test_scans_reach_grown_slots();
   test_urgent_launch_steps();
   test_prompt_checks();
