@@ -5,6 +5,10 @@
 # Usage: bench/gpu_check.sh [RESULTS_DIR]   (default bench/results; writes <date>-<gpu>.json and .md)
 #        GPU_CHECK_ONLY=memory bench/gpu_check.sh [RESULTS_DIR]   (only the memory-admission step, ~100 s: writes
 #          <date>-<gpu>-memory.json, .md and .jsonl; for debugging it in one short device call)
+#        GPU_CHECK_PART=1|2 bench/gpu_check.sh [RESULTS_DIR]   (half of it, for a device call of at most 10 minutes,
+#          which the whole no longer fits: 1 the suite, its stress runs, preempt_bench, the eviction pieces and the
+#          launch shapes; 2 the pairs, memory admission, in-task checks and the mixes, into <date>-<gpu>-part2.md and
+#          .json. Each ends with its own "N passed, N failed".)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
@@ -66,6 +70,15 @@ case ${GPU_CHECK_ONLY:-} in
     exit ;;
   *) echo "gpu_check.sh: GPU_CHECK_ONLY='$GPU_CHECK_ONLY': only 'memory' is known" >&2; rm -rf "$work"; exit 2 ;;
 esac
+part=${GPU_CHECK_PART:-all}
+case $part in
+  all | 1 | 2) ;;
+  *) echo "gpu_check.sh: GPU_CHECK_PART='$part': 1, 2 or unset (both)" >&2; rm -rf "$work"; exit 2 ;;
+esac
+status=0
+suite_count="" suite_passed=0 suite_failed=0 shared_passed=0 shared_failed=0 forms_passed=0 forms_failed=0
+pairs_passed=0 pairs_failed=0 intask_passed=0 intask_failed=0
+if [ "$part" != 2 ]; then # part 1: the suite through the launch shapes (to the matching "fi # part 1")
 raw=$work/raw.txt
 : > "$raw"
 # undecided NAME: true while NAME's timed rounds so far leave its ratio open: both builds' medians more than 3% apart,
@@ -191,6 +204,9 @@ PREEMPT_LAUNCH_COSTS=$work/launch_costs.json \
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
   "${traps[@]}" | tee "$work/suite_report.txt"
 status=${PIPESTATUS[0]}
+suite_count=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/suite_report.txt" | tail -1)
+suite_passed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f1)
+suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
 # Where the conversion's cost goes (issue 3): fixed per launch or per task
 # (vector_add at three sizes), and what persistent loop shapes cost alone.
 md=$(ls -t "$results"/*.md | head -1)
@@ -240,6 +256,26 @@ md=$(ls -t "$results"/*.md | head -1)
   # three latency series together, and each launch's that evicted for its stream's priority (row b).
   grep -h '^preempt: eviction requests:\|^preempt: urgent launches:' "$work/bench_preempt_timed.err" ||
     echo "(no eviction-request steps said)"
+  echo
+  echo "## Eviction latency in each form (preempt_bench's latency series alone, PREEMPT_BENCH_ONLY=latency)"
+  echo
+  echo "Host-observed, request to every CTA gone, median (p99) us: the runtime's choice (auto), then each form forced"
+  echo "(issue 42 asks the bound of every one). 'right': every sampled block's value checked after the evictions."
+  echo
+  forms=()
+  for form in auto persistent drain intask; do
+    case $form in
+      auto) settings=() ;;
+      persistent) settings=(PREEMPT_FORM=persistent) ;;
+      drain) settings=(PREEMPT_FORM=drain) ;;
+      intask) settings=(PREEMPT_INTASK=on) ;; # the persistent form with in-task yield points (long_kernel has one)
+    esac
+    env "${settings[@]}" PREEMPT_BENCH_ONLY=latency timeout -s KILL 120 "$bin/preempt/preempt_bench" \
+      > "$work/latency_$form.json" 2> "$work/latency_$form.err" ||
+      { echo "preempt_bench (PREEMPT_BENCH_ONLY=latency, $form) failed:"; tail -5 "$work/latency_$form.err" | sed 's/^/    /'; }
+    forms+=("$form${settings[*]:+ (${settings[*]})}=$work/latency_$form.json")
+  done
+  python3 "$root/bench/preemption/report_latency.py" forms "${forms[@]}" | tee "$work/forms.txt"
   echo
   echo "## Pieces of a converted launch (bench/preemption/overhead_parts.cu)"
   echo
@@ -302,9 +338,38 @@ grep -q "^FAILED: " "$md" && status=1
 # The four launch-shape checks above count into the last "N passed, N failed".
 shared_passed=$(grep -cE '^(one_wave_big_shared|exact_48k_shared|half_warp_shuffle|device_reset): .*output correct$' "$md")
 shared_failed=$((4 - shared_passed))
+forms_count=$(grep -E '^forms: [0-9]+ passed, [0-9]+ failed$' "$work/forms.txt" | tail -1)
+forms_passed=$(echo "${forms_count:-forms: 0 passed, 1 failed}" | cut -d' ' -f2)
+forms_failed=$(echo "${forms_count:-forms: 0 passed, 1 failed}" | cut -d' ' -f4)
+[ "$forms_failed" -eq 0 ] || status=1
 cp "$work/parts.jsonl" "${md%.md}.parts.jsonl" 2>/dev/null || true
+cp "$work"/latency_*.json "$work/bench_preempt_timed.err" "$(dirname "$md")/" 2>/dev/null || true
 cat "$work"/as_written_*.jsonl > "${md%.md}.as_written.jsonl" 2>/dev/null || true
 grep -q '"correct": false' "${md%.md}.parts.jsonl" 2>/dev/null && status=1
+fi # part 1
+# The totals of what ran: report_suite.py's checks (suite, preemption, queue traps, launch costs), the launch shapes,
+# the forms' latency runs, the pairs, the memory step and the in-task checks.
+say_totals() {
+  echo "suite and preemption: ${suite_count:-not run or no count}; launch shapes: $shared_passed passed," \
+    "$shared_failed failed; forms: $forms_passed passed, $forms_failed failed; pairs: $pairs_passed passed," \
+    "$pairs_failed failed; memory: $memory_passed passed, $memory_failed failed; in-task: $intask_passed passed," \
+    "$intask_failed failed"
+  echo "$((suite_passed + shared_passed + forms_passed + pairs_passed + memory_passed + intask_passed)) passed," \
+    "$((suite_failed + shared_failed + forms_failed + pairs_failed + memory_failed + intask_failed)) failed"
+}
+if [ "$part" = 1 ]; then
+  rm -rf "$work"
+  say_totals
+  exit $status
+fi
+if [ "$part" = 2 ]; then
+  export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1 # as part 1 leaves them for what follows
+  stamp=$(date +%F)
+  md=$results/$stamp-${gpu//[ \/]/-}-part2.md
+  echo "# gpu_check.sh, part 2 (GPU_CHECK_PART=2), $gpu, $stamp" > "$md"
+  python3 -c 'import json, sys; json.dump({"date": sys.argv[1], "gpu": sys.argv[2], "part": 2}, open(sys.argv[3], "w"))' \
+    "$stamp" "$gpu" "${md%.md}.json"
+fi
 # Across processes (issue 4): pairs without and with preemptd, and under MPS.
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
 json_out=${md%.md}.json
@@ -378,14 +443,6 @@ MIX_SHARING=mps MIX_ONLY='alone|pair|effisha_random_hpf' MIX_REPS=1 MIX_PAIR_REP
 cat "$work/mix_timeslice.jsonl" "$work/mix_mps.jsonl" > "$work/mix.jsonl" 2>/dev/null
 python3 "$root/bench/daemon/report_mix.py" "$work/mix.jsonl" "$json_out" "$md" || status=1
 tail -n 30 "$md"
-# The total: report_suite.py's checks (suite, preemption, queue traps, launch costs) and the memory step's.
-suite_count=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/suite_report.txt" | tail -1)
-suite_passed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f1)
-suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
 rm -rf "$work"
-echo "suite and preemption: ${suite_count:-no count (report_suite.py failed)}; memory: $memory_passed passed," \
-  "$memory_failed failed; in-task: $intask_passed passed, $intask_failed failed; launch shapes:" \
-  "$shared_passed passed, $shared_failed failed; pairs: $pairs_passed passed, $pairs_failed failed"
-echo "$((suite_passed + memory_passed + intask_passed + shared_passed + pairs_passed)) passed," \
-  "$((suite_failed + memory_failed + intask_failed + shared_failed + pairs_failed)) failed"
+say_totals
 exit $status
