@@ -4,7 +4,9 @@
 # Usage, here:  bash bench/preemption/runtime_ab.sh build BASE_RUNTIME_DIR   (a build folder's runtime-host of the base
 #                 commit: builds build/bench/preempt_base/ with the same plugin, after bench/build_suite.sh)
 #        there: bash bench/preemption/runtime_ab.sh run BENCH_DIR OUT_DIR [ROUNDS]   (the two builds alternating
-#                 first, round by round; every process PREEMPT_EVICT_READY=1 PREEMPT_LONG_US=0 PREEMPT_TIME_EVICTIONS=1)
+#                 first, round by round, after the original build's preempt_bench; every converted process
+#                 PREEMPT_EVICT_READY=1 PREEMPT_LONG_US=0 PREEMPT_TIME_EVICTIONS=1. OUT_DIR gets 3 files per program
+#                 and round: archive it, a device call returns few files)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 case ${1:-} in
@@ -27,6 +29,9 @@ case ${1:-} in
     for round in $(seq 1 "$rounds"); do
       order="preempt_base preempt"
       [ $((round % 2)) -eq 0 ] && order="preempt preempt_base"
+      # The original build's preempt_bench too: CUDA's own stream priorities, row (b)'s baseline in the same call.
+      timeout -s KILL 200 "$bench/original/preempt_bench" > "$out/preempt_bench.original.$round.json" \
+        2> "$out/preempt_bench.original.$round.err" || echo "original preempt_bench $round: exit $?"
       for build in $order; do
         tag=$build.$round
         for name in priority_probe preempt_bench; do
