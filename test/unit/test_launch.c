@@ -351,6 +351,40 @@ static void reset_for_priorities(int *urgent) {
   fake_gpu.priority_value = -1;
 }
 
+/* A long kernel on an ordinary stream and an urgent one on `urgent_stream`, as the stream-priority tests launch
+ * them: a 15000-block grid and a 100-block one (one SM per block: 100 of the fake's 132), 64 threads each. */
+static const preempt_dim3 priority_block = {64, 1, 1}, priority_long_grid = {15000, 1, 1},
+                          priority_urgent_grid = {100, 1, 1};
+typedef struct {
+  long long first, second;
+  void *args[2];
+  int low_stream, urgent_stream, other_stream;
+  preempt_kernel_desc long_desc, urgent_desc;
+  kept_long_us kept;
+} priority_fixture;
+
+static void priority_fixture_start(priority_fixture *f) {
+  f->first = 5;
+  f->second = 6;
+  f->args[0] = &f->first;
+  f->args[1] = &f->second;
+  f->kept = keep_long_us();
+  reset_for_priorities(&f->urgent_stream);
+  f->long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
+  f->urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+}
+
+static preempt_status priority_launch(priority_fixture *f, int urgent, void *stream) {
+  return preempt_launch_kernel(urgent ? &f->urgent_desc : &f->long_desc,
+                               urgent ? priority_urgent_grid : priority_long_grid, priority_block, f->args, 0, stream);
+}
+
+static void priority_fixture_end(priority_fixture *f) {
+  unsetenv("PREEMPT_FORM");
+  give_back_long_us(&f->kept);
+  preempt_shutdown();
+}
+
 /* A launch as written asks the API for nothing it does not need (issue 39; bench/preemption/as_written_cost.cu
  * prices each call on the H200): the current device only where more than one device is visible, and the stream's
  * priority only once a converted launch has run: a long launch that fits in one wave sets up the device but runs as
@@ -883,15 +917,9 @@ static void test_stream_priorities(void) {
  * on a stream seen before asks nothing before its eviction's words go out, and a stream whose priority changed under
  * the same handle (destroyed, the handle reused) is misjudged for one launch only, and its grid resumed after it. */
 static void test_stream_priority_remembered(void) {
-  static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
-  long long first = 5, second = 6;
-  void *args[] = {&first, &second};
-  int low_stream, urgent_stream;
-  kept_long_us kept = keep_long_us();
-  reset_for_priorities(&urgent_stream);
-  preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
-  preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
-  CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+  priority_fixture f;
+  priority_fixture_start(&f);
+  CHECK_EQ_U64(priority_launch(&f, 0, &f.low_stream), 0);
   preempt_launch_record *record = fake_launch_record(preempt_last_launch());
   CHECK(record != NULL);
   if (!record)
@@ -903,7 +931,7 @@ static void test_stream_priority_remembered(void) {
     int writes_before = fake_gpu.write_count, asked_before = fake_gpu.stream_priority_calls;
     fake_gpu.events_born_pending = 1;
     fake_gpu.events_pending = 1; /* the long grid runs on, the urgent one too */
-    CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+    CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
     fake_gpu.events_born_pending = 0;
     /* Launches 0, 1: a higher priority; 2: the remembered one decides; 3: CUDA's answer after launch 2. */
     int evicted = fake_gpu.write_count > writes_before;
@@ -926,9 +954,7 @@ static void test_stream_priority_remembered(void) {
     }
   }
 out:
-  unsetenv("PREEMPT_FORM");
-  give_back_long_us(&kept);
-  preempt_shutdown();
+  priority_fixture_end(&f);
 }
 
 /* Prompt yield checks (PREEMPT_PROMPT, control_block.h's PREEMPT_LAUNCH_PROMPT): auto asks for them only where
@@ -1001,32 +1027,29 @@ static void test_prompt_checks(void) {
 /* PREEMPT_TIME_EVICTIONS=1 times the host steps of each converted launch that evicted for its stream's priority
  * (issue 42: the urgent path measured piece by piece), apart from preempt_evict's, and no other launch. */
 static void test_urgent_launch_steps(void) {
-  static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
-  long long first = 5, second = 6;
-  void *args[] = {&first, &second};
-  int low_stream, urgent_stream, other_stream;
-  kept_long_us kept = keep_long_us();
+  priority_fixture f;
   setenv("PREEMPT_TIME_EVICTIONS", "1", 1);
-  reset_for_priorities(&urgent_stream);
+  priority_fixture_start(&f);
   const preempt_evict_timing *timing = &preempt_runtime_context()->evict_timing;
   const preempt_evict_steps *urgent = &timing->series[PREEMPT_STEPS_URGENT];
   uint32_t urgent_before = urgent->rows, evict_before = timing->series[PREEMPT_STEPS_EVICT].rows;
-  preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
-  preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
-  CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 0, &f.low_stream), 0);
   preempt_launch_id low = preempt_last_launch();
   preempt_launch_record *record = fake_launch_record(low);
   CHECK(record != NULL);
-  if (!record)
+  if (!record) {
+    unsetenv("PREEMPT_TIME_EVICTIONS");
+    priority_fixture_end(&f);
     return;
+  }
   fake_event_set_pending(record->done_event, 1);
   fake_event_set_pending(record->wave_done_event, 1);
   /* The same priority: no room made, nothing timed. */
-  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &other_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 1, &f.other_stream), 0);
   CHECK_EQ_U64(urgent->rows, urgent_before);
   CHECK(!timing->active);
   fake_gpu.events_born_pending = 1;
-  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
   fake_gpu.events_born_pending = 0;
   CHECK(preempt_launch_suspended(record) && record->resume_after);
   CHECK_EQ_U64(urgent->rows, urgent_before + 1);
@@ -1049,13 +1072,11 @@ static void test_urgent_launch_steps(void) {
   CHECK(!preempt_launch_suspended(record));
   fake_gpu.events_pending = 0;
   fake_event_set_pending(record->done_event, 0);
-  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
   CHECK_EQ_U64(urgent->rows, urgent_before + 1);
   CHECK(!timing->active);
   unsetenv("PREEMPT_TIME_EVICTIONS");
-  unsetenv("PREEMPT_FORM");
-  give_back_long_us(&kept);
-  preempt_shutdown();
+  priority_fixture_end(&f);
 }
 
 /* Scans of launches stop at the slots handed out (control_pool.h, in_use): every slot beyond has never held a
@@ -1063,18 +1084,12 @@ static void test_urgent_launch_steps(void) {
  * urgent launch makes room on the last of them, and a stream-wide eviction reaches it too. Once they have
  * finished, an urgent launch marks them so, and the next one does not ask again. */
 static void test_scans_reach_grown_slots(void) {
-  static const preempt_dim3 block64 = {64, 1, 1}, long_grid = {15000, 1, 1}, urgent_grid = {100, 1, 1};
-  long long first = 5, second = 6;
-  void *args[] = {&first, &second};
-  int low_stream, urgent_stream;
-  kept_long_us kept = keep_long_us();
-  reset_for_priorities(&urgent_stream);
-  preempt_kernel_desc long_desc = fake_kernel_desc(&stub_a, "_Z4longPxx", 2);
-  preempt_kernel_desc urgent_desc = fake_kernel_desc(&stub_b, "_Z6urgentPxx", 2);
+  priority_fixture f;
+  priority_fixture_start(&f);
   fake_gpu.events_pending = 1; /* every launch runs on */
   preempt_launch_id last = 0;
   for (int launch = 0; launch < 70; launch++) {
-    CHECK_EQ_U64(preempt_launch_kernel(&long_desc, long_grid, block64, args, 0, &low_stream), 0);
+    CHECK_EQ_U64(priority_launch(&f, 0, &f.low_stream), 0);
     last = preempt_last_launch();
   }
   const preempt_control_pool *pool = &preempt_runtime_context()->devices[0].control_pool;
@@ -1084,25 +1099,23 @@ static void test_scans_reach_grown_slots(void) {
   preempt_launch_record *record = fake_launch_record(last);
   CHECK(record != NULL && record - pool->records >= PREEMPT_POOL_FIRST_SLOTS);
   CHECK(!preempt_launch_suspended(record));
-  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
   CHECK(preempt_launch_suspended(record) && record->resume_after);
-  CHECK_EQ_U64(preempt_evict_stream(&low_stream, NULL), PREEMPT_OK);
+  CHECK_EQ_U64(preempt_evict_stream(&f.low_stream, NULL), PREEMPT_OK);
   CHECK(preempt_yield_mask_full(record->yield_mask));
   fake_gpu.events_pending = 0;
-  CHECK_EQ_U64(preempt_resume_stream(&low_stream), PREEMPT_OK);
+  CHECK_EQ_U64(preempt_resume_stream(&f.low_stream), PREEMPT_OK);
   wait_for_relauncher();
   CHECK(!preempt_launch_suspended(record));
   /* All 70 have finished: the next urgent launch finds each finished once and marks it so (priority.c), and the
    * one after asks nothing about them (before, 2 event queries for each, on every urgent launch). */
-  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
   for (uint32_t slot = 0; slot < pool->in_use; slot++)
-    CHECK(pool->records[slot].stream != &low_stream || !pool->records[slot].in_flight);
+    CHECK(pool->records[slot].stream != &f.low_stream || !pool->records[slot].in_flight);
   int queries_before = fake_gpu.event_queries;
-  CHECK_EQ_U64(preempt_launch_kernel(&urgent_desc, urgent_grid, block64, args, 0, &urgent_stream), 0);
+  CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
   CHECK(fake_gpu.event_queries - queries_before < 70); /* the relaunch thread may ask about the urgent ones */
-  unsetenv("PREEMPT_FORM");
-  give_back_long_us(&kept);
-  preempt_shutdown();
+  priority_fixture_end(&f);
 }
 
 /* CTA quotas (quota.c; FlexSched §4.2's BSUs placed by the CTAs themselves, control_block.h). The fake's device
