@@ -106,9 +106,6 @@ static void configure(preempt_runtime *runtime) {
   runtime->lazy_loading = -1; /* asked at the first eviction (eviction.c) */
   runtime->visible_devices = 0;  /* asked at the first launch (preempt_current_device) */
   runtime->max_stream_priority = INT_MIN; /* no converted launch yet (priority.c) */
-  memset(runtime->stream_priorities, 0, sizeof runtime->stream_priorities); /* streams seen before: asked afresh */
-  runtime->stream_priorities_next = 0;
-  runtime->stream_priority_unchecked = 0;
   const char *connections = getenv("CUDA_DEVICE_MAX_CONNECTIONS"); /* CUDA's setting, as CUDA reads it */
   int mps = !connections && preempt_mps_running();
   runtime->hardware_queues = connections ? (uint32_t)strtoul(connections, NULL, 10) : mps ? PREEMPT_MPS_DEFAULT_QUEUES : 8;

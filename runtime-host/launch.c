@@ -491,7 +491,9 @@ static int persistent_launch(preempt_runtime *runtime, preempt_kernel_state *ker
   record->desc = desc;
   record->stream = stream;
   record->resume_after = 0;
-  record->stream_priority = gpu->stream_priority ? preempt_stream_priority(runtime, stream) : 0;
+  record->stream_priority = 0;
+  if (gpu->stream_priority)
+    gpu->stream_priority(stream, &record->stream_priority); /* a failed query leaves 0, CUDA's default */
   if (record->stream_priority > runtime->max_stream_priority)
     runtime->max_stream_priority = record->stream_priority;
   record->block = block;
@@ -801,11 +803,8 @@ launched:
     preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_LAUNCH);
     preempt_priority_after_launch(runtime, device, stream, status == 0);
     preempt_evict_step_mark(runtime, PREEMPT_EVICT_STEP_AFTER);
-  }
-  if (runtime->stream_priority_unchecked)
-    preempt_stream_priority_recheck(runtime, device, stream);
-  if (made_room)
     preempt_evict_steps_end(runtime);
+  }
 done:
   preempt_runtime_unlock(runtime);
   return status;

@@ -18,48 +18,6 @@ static int in_the_way(const preempt_runtime *runtime, preempt_launch_record *rec
          !preempt_launch_record_idle(record, runtime->gpu);
 }
 
-/* An urgent launch asked its stream's priority before anything else, from a thread that had usually just slept:
- * 20-30 us before the eviction's words could leave, most of the 38-50 us they took on the H200
- * (bench/results/2026-11-30-h200-urgent-steps-4fcbf43/). So the priority is remembered per stream and asked again
- * after the launch, off the path to the words. A stream destroyed and its handle reused at another priority is
- * misjudged for one launch: it evicts for nothing (the grid resumes after the launch, as after any) or not at all
- * (the launch waits as CUDA would make it wait). */
-int preempt_stream_priority(preempt_runtime *runtime, void *stream) {
-  for (uint32_t slot = 0; slot < PREEMPT_STREAM_PRIORITY_SLOTS; slot++)
-    if (runtime->stream_priorities[slot].used && runtime->stream_priorities[slot].stream == stream) {
-      runtime->stream_priority_unchecked = 1;
-      return runtime->stream_priorities[slot].priority;
-    }
-  int priority = 0;
-  if (runtime->gpu->stream_priority(stream, &priority) != 0)
-    priority = 0; /* CUDA's default */
-  uint32_t slot = runtime->stream_priorities_next++ % PREEMPT_STREAM_PRIORITY_SLOTS;
-  runtime->stream_priorities[slot].stream = stream;
-  runtime->stream_priorities[slot].priority = priority;
-  runtime->stream_priorities[slot].used = 1;
-  return priority;
-}
-
-void preempt_stream_priority_recheck(preempt_runtime *runtime, int device_index, void *stream) {
-  runtime->stream_priority_unchecked = 0;
-  int priority = 0;
-  if (runtime->gpu->stream_priority(stream, &priority) != 0)
-    priority = 0;
-  for (uint32_t slot = 0; slot < PREEMPT_STREAM_PRIORITY_SLOTS; slot++)
-    if (runtime->stream_priorities[slot].used && runtime->stream_priorities[slot].stream == stream)
-      runtime->stream_priorities[slot].priority = priority;
-  preempt_device_state *device = &runtime->devices[device_index];
-  if (!device->initialized)
-    return;
-  for (uint32_t slot = 0; slot < device->control_pool.in_use; slot++) {
-    preempt_launch_record *record = &device->control_pool.records[slot];
-    if (record->in_flight && record->stream == stream)
-      record->stream_priority = priority;
-  }
-  if (runtime->max_stream_priority != INT_MIN && priority > runtime->max_stream_priority)
-    runtime->max_stream_priority = priority;
-}
-
 int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void *stream, uint64_t blocks) {
   const preempt_gpu_ops *gpu = runtime->gpu;
   preempt_device_state *device = &runtime->devices[device_index];
@@ -71,8 +29,7 @@ int preempt_priority_make_room(preempt_runtime *runtime, int device_index, void 
   /* PREEMPT_TIME_EVICTIONS=1: the launch's steps from its lock, kept if it evicts (launch.c ends them). */
   preempt_evict_steps_begin(runtime, PREEMPT_STEPS_URGENT, runtime->lock_taken_ns - runtime->lock_waited_ns,
                             PREEMPT_EVICT_STEP_BEFORE);
-  urgent = preempt_stream_priority(runtime, stream);
-  if (urgent >= runtime->max_stream_priority) {
+  if (gpu->stream_priority(stream, &urgent) != 0 || urgent >= runtime->max_stream_priority) {
     preempt_evict_steps_drop(runtime);
     return 0;
   }

@@ -14,7 +14,6 @@
 #include "settings.h"
 
 #define PREEMPT_MAX_DEVICES 64
-#define PREEMPT_STREAM_PRIORITY_SLOTS 16 /* streams whose priority is remembered (priority.c) */
 /* Kernel parameter space is 32 KiB on current GPUs: at most 8192 4-byte parameters. */
 #define PREEMPT_MAX_KERNEL_PARAMS 8192
 #define PREEMPT_CONTROL_POOL_CAPACITY 1024
@@ -268,14 +267,6 @@ typedef struct preempt_runtime {
   int evictions_asked;           /* an eviction was asked in this process (eviction.c): preempt_evictions_expected */
   int visible_devices;           /* 0 until asked, -1 when the count could not be read (preempt_current_device) */
   int max_stream_priority;       /* the greatest (least urgent) priority any converted launch ran at (priority.c) */
-  /* Each stream's priority as a converted launch on it last found it (priority.c): read before a launch, asked of
-   * CUDA again after it. */
-  struct {
-    void *stream;
-    int priority, used;
-  } stream_priorities[PREEMPT_STREAM_PRIORITY_SLOTS];
-  uint32_t stream_priorities_next;
-  int stream_priority_unchecked; /* a remembered priority decided this launch: asked again after it */
   preempt_kernel_state *kernels;
   preempt_device_state devices[PREEMPT_MAX_DEVICES];
   preempt_stress stress;
@@ -331,11 +322,6 @@ int preempt_resume_after(preempt_runtime *runtime, preempt_launch_record *record
  * once where it failed (`launched` 0). */
 int preempt_priority_make_room(preempt_runtime *runtime, int device, void *stream, uint64_t blocks);
 void preempt_priority_after_launch(preempt_runtime *runtime, int device, void *stream, int launched);
-/* `stream`'s priority as last seen, else CUDA's answer (0, CUDA's default, where the query fails). A remembered
- * one sets stream_priority_unchecked: the launch asks CUDA again once it is enqueued
- * (preempt_stream_priority_recheck), which corrects the memory and the launch's records. Context locked. */
-int preempt_stream_priority(preempt_runtime *runtime, void *stream);
-void preempt_stream_priority_recheck(preempt_runtime *runtime, int device, void *stream);
 
 /* Calls `visit` on every launch record of every device in use. Context locked. */
 typedef void (*preempt_record_visitor)(preempt_runtime *runtime, preempt_device_state *device, uint32_t slot,

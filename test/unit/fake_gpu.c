@@ -130,7 +130,6 @@ static int fake_stream_write(void *stream, uint32_t *words, const uint32_t *valu
   fake_gpu.write_log[entry].word = words;
   fake_gpu.write_log[entry].value = count ? values[0] : 0;
   fake_gpu.write_log[entry].queries = __atomic_load_n(&fake_gpu.event_queries, __ATOMIC_RELAXED);
-  fake_gpu.write_log[entry].priority_calls = __atomic_load_n(&fake_gpu.stream_priority_calls, __ATOMIC_RELAXED);
   for (uint32_t index = 0; index < count; index++) {
     uint32_t before = words[index];
     fake_gpu.nonzero_mask_words += (before == 0 && values[index] != 0) - (before != 0 && values[index] == 0);

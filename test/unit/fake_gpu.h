@@ -90,8 +90,7 @@ typedef struct fake_gpu_state {
     void *stream;
     uint32_t *word;
     uint32_t value;
-    int queries;         /* event_query calls made before it */
-    int priority_calls;  /* stream_priority calls made before it */
+    int queries; /* event_query calls made before it */
   } write_log[64];
   int write_count;
   /* Launches as written: the copy's occupancy (0: ctas_per_sm); stream capture: whether streams capture (an error

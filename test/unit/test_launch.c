@@ -913,50 +913,6 @@ static void test_stream_priorities(void) {
   preempt_shutdown();
 }
 
-/* A stream's priority is remembered and asked of CUDA again after each launch on it (priority.c): an urgent launch
- * on a stream seen before asks nothing before its eviction's words go out, and a stream whose priority changed under
- * the same handle (destroyed, the handle reused) is misjudged for one launch only, and its grid resumed after it. */
-static void test_stream_priority_remembered(void) {
-  priority_fixture f;
-  priority_fixture_start(&f);
-  CHECK_EQ_U64(priority_launch(&f, 0, &f.low_stream), 0);
-  preempt_launch_record *record = fake_launch_record(preempt_last_launch());
-  CHECK(record != NULL);
-  if (!record)
-    goto out;
-  for (int launch = 0; launch < 4; launch++) {
-    /* Launch 2: the urgent stream's handle now belongs to a stream below the long one's (priority 1). */
-    if (launch == 2)
-      fake_gpu.priority_value = 1;
-    int writes_before = fake_gpu.write_count, asked_before = fake_gpu.stream_priority_calls;
-    fake_gpu.events_born_pending = 1;
-    fake_gpu.events_pending = 1; /* the long grid runs on, the urgent one too */
-    CHECK_EQ_U64(priority_launch(&f, 1, &f.urgent_stream), 0);
-    fake_gpu.events_born_pending = 0;
-    /* Launches 0, 1: a higher priority; 2: the remembered one decides; 3: CUDA's answer after launch 2. */
-    int evicted = fake_gpu.write_count > writes_before;
-    CHECK_EQ_U64(evicted, launch < 3);
-    CHECK_EQ_U64(preempt_launch_suspended(record) && record->resume_after, launch < 3);
-    /* Launch 0 asked CUDA before its words; later ones only after their launch, which every one did. */
-    int asked = fake_gpu.stream_priority_calls - asked_before;
-    if (evicted) {
-      int asked_before_words = fake_gpu.write_log[writes_before % 64].priority_calls - asked_before;
-      CHECK_EQ_U64(asked_before_words, launch == 0);
-      CHECK(asked > asked_before_words);
-    } else {
-      CHECK(asked >= 1);
-    }
-    fake_gpu.events_pending = 0;
-    if (evicted) {
-      fake_event_set_pending(record->resume_after_event, 0);
-      wait_for_relauncher();
-      CHECK(!preempt_launch_suspended(record) && !record->resume_after);
-    }
-  }
-out:
-  priority_fixture_end(&f);
-}
-
 /* Prompt yield checks (PREEMPT_PROMPT, control_block.h's PREEMPT_LAUNCH_PROMPT): auto asks for them only where
  * evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US (50 us); on and off decide alone; a relaunch
  * keeps its first wave's. Five launches each, so that two have timed the tasks (PREEMPT_TASK_SAMPLES). */
@@ -2501,7 +2457,6 @@ int main(int argc, char **argv) {
   test_warp_rows();
   test_drain_form();
   test_stream_priorities();
-  test_stream_priority_remembered();
   test_scans_reach_grown_slots();
   test_urgent_launch_steps();
   test_prompt_checks();
