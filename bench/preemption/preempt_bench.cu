@@ -62,8 +62,8 @@ int main() {
 
   std::mt19937 random(12345);
   std::uniform_int_distribution<int> delay_us(1000, 10000); // the short kernel arrives mid-way
-  // Asked once, before any timing: inside the timed region this query, the first CUDA call after a sleep, cost the
-  // spatial rows ~20-30 us that the temporal row did not pay.
+  // Asked once, before any timing: inside the timed region this query was the first CUDA call after the sleep, a
+  // slow one (docs/preemption.md, "Stream priorities"), which the spatial rows paid and the temporal row did not.
   int short_per_sm = 0;
   CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&short_per_sm, short_kernel, short_threads, 0));
   // PREEMPT_BENCH_ONLY=latency: only the eviction-latency series (gpu_check.sh runs them once per forced form).
