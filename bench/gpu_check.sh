@@ -53,15 +53,22 @@ memory_step() {
     memory_passed=0 memory_failed=1
   fi
 }
+# own_report SUFFIX TITLE KEY JSON_VALUE: a run of part of the script starts its own report, <date>-<gpu>-SUFFIX.md
+# headed "TITLE, <gpu>, <date>", and its .json ({"date", "gpu", KEY: JSON_VALUE}); sets md and json_out.
+own_report() {
+  local stamp
+  stamp=$(date +%F)
+  md=$results/$stamp-${gpu//[ \/]/-}-$1.md
+  json_out=${md%.md}.json
+  echo "# $2, $gpu, $stamp" > "$md"
+  python3 -c 'import json, sys
+json.dump({"date": sys.argv[1], "gpu": sys.argv[2], sys.argv[4]: json.loads(sys.argv[5])}, open(sys.argv[3], "w"))' \
+    "$stamp" "$gpu" "$json_out" "$3" "$4"
+}
 case ${GPU_CHECK_ONLY:-} in
   "") ;;
   memory)
-    stamp=$(date +%F)
-    md=$results/$stamp-${gpu//[ \/]/-}-memory.md
-    json_out=${md%.md}.json
-    echo "# Memory admission only (GPU_CHECK_ONLY=memory), $gpu, $stamp" > "$md"
-    python3 -c 'import json, sys; json.dump({"date": sys.argv[1], "gpu": sys.argv[2], "only": "memory"}, open(sys.argv[3], "w"))' \
-      "$stamp" "$gpu" "$json_out"
+    own_report memory "Memory admission only (GPU_CHECK_ONLY=memory)" only '"memory"'
     memory_step "$md" "$json_out" "${md%.md}.jsonl" 0
     cat "$md"
     rm -rf "$work"
@@ -364,11 +371,7 @@ if [ "$part" = 1 ]; then
 fi
 if [ "$part" = 2 ]; then
   export PREEMPT_LONG_US=0 PREEMPT_EVICT_READY=1 # as part 1 leaves them for what follows
-  stamp=$(date +%F)
-  md=$results/$stamp-${gpu//[ \/]/-}-part2.md
-  echo "# gpu_check.sh, part 2 (GPU_CHECK_PART=2), $gpu, $stamp" > "$md"
-  python3 -c 'import json, sys; json.dump({"date": sys.argv[1], "gpu": sys.argv[2], "part": 2}, open(sys.argv[3], "w"))' \
-    "$stamp" "$gpu" "${md%.md}.json"
+  own_report part2 "gpu_check.sh, part 2 (GPU_CHECK_PART=2)" part 2
 fi
 # Across processes (issue 4): pairs without and with preemptd, and under MPS.
 bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null

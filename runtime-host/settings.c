@@ -42,8 +42,8 @@ static const setting_choice on_off[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
 static const setting_choice on_off_digits[] = {{"on", 1}, {"1", 1}, {"off", 0}, {"0", 0}, {NULL, 0}};
 static const setting_choice one_wave[] = {{"original", 0}, {"persistent", 1}, {NULL, 0}};
 static const setting_choice form[] = {{"auto", 0}, {"persistent", 1}, {"drain", 2}, {NULL, 0}}; /* preempt_form */
-static const setting_choice intask[] = {{"auto", 0}, {"on", 1}, {"off", 2}, {NULL, 0}}; /* preempt_intask_mode */
-static const setting_choice prompt[] = {{"auto", 0}, {"on", 1}, {"off", 2}, {NULL, 0}}; /* preempt_prompt_mode */
+/* preempt_intask_mode and preempt_prompt_mode */
+static const setting_choice auto_on_off[] = {{"auto", 0}, {"on", 1}, {"off", 2}, {NULL, 0}};
 static const setting_choice shape[] = {{"auto", 0}, {"runtime", 1}, {"chunks", 2}, {NULL, 0}};
 static const setting_choice mem_policy[] = /* preempt_mem_policy */
     {{"fifo", 0}, {"mmu", 1}, {"priority-fifo", 2}, {"priority-mmu", 3}, {NULL, 0}};
@@ -110,11 +110,11 @@ static const setting_spec table[PREEMPT_SETTING_COUNT] = {
                                  "prompt yield checks (each CTA reads its yield bit as its next batch is due, so an "
                                  "eviction waits for the tasks in flight only, at a round trip per batch): where "
                                  "evictions are expected and two tasks outlast PREEMPT_EVICT_BOUND_US; always; never"},
-                                KIND_CHOICE, FIELD(prompt), 0, 0, prompt, NULL, NULL},
+                                KIND_CHOICE, FIELD(prompt), 0, 0, auto_on_off, NULL, NULL},
     [PREEMPT_SETTING_INTASK] = {{"PREEMPT_INTASK", "auto, on, off", "auto",
                                  "in-task yield points: where evictions are expected, tasks outlast PREEMPT_EVICT_BOUND_US and the variant "
                                  "measured at most 1.05x the persistent form; always; never"},
-                                KIND_CHOICE, FIELD(intask), 0, 0, intask, NULL, NULL},
+                                KIND_CHOICE, FIELD(intask), 0, 0, auto_on_off, NULL, NULL},
     [PREEMPT_SETTING_INTASK_SHAPE] = {{"PREEMPT_INTASK_SHAPE", "auto, runtime, chunks", "auto",
                                        "which in-task variant runs: the faster per task, or one always"},
                                       KIND_CHOICE, FIELD(intask_shape), 0, 0, shape, NULL, NULL},
