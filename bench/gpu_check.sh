@@ -9,6 +9,10 @@
 #          which the whole no longer fits: 1 the suite, its stress runs, preempt_bench, the eviction pieces and the
 #          launch shapes; 2 the pairs, memory admission, in-task checks and the mixes, into <date>-<gpu>-part2.md and
 #          .json. Each ends with its own "N passed, N failed".)
+#        GPU_CHECK_PART=3 bench/gpu_check.sh [RESULTS_DIR]   (the node benchmark alone, about 3 minutes: 1, 8, 32 and
+#          64 processes started together without and with MPS, original builds against converted ones without and
+#          under preemptd (bench/node/start.py), into <date>-<gpu>-part3.md, .json and .node.jsonl; unset runs parts
+#          1 and 2 only)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PREEMPT_BUILD_DIR:-$root/build}/bench
@@ -79,9 +83,46 @@ case ${GPU_CHECK_ONLY:-} in
 esac
 part=${GPU_CHECK_PART:-all}
 case $part in
-  all | 1 | 2) ;;
-  *) echo "gpu_check.sh: GPU_CHECK_PART='$part': 1, 2 or unset (both)" >&2; rm -rf "$work"; exit 2 ;;
+  all | 1 | 2 | 3) ;;
+  *) echo "gpu_check.sh: GPU_CHECK_PART='$part': 1, 2, 3 or unset (1 and 2)" >&2; rm -rf "$work"; exit 2 ;;
 esac
+# Part 3, a shared node (issue 40): does every converted process start, finish and check, as many as the originals
+# (MPS serves at most 48 clients), and how long do they take to start? Its "node: N passed, N failed" is the count.
+if [ "$part" = 3 ]; then
+  own_report part3 "gpu_check.sh, part 3: a shared node (GPU_CHECK_PART=3)" part 3
+  node_limit=$(budget_left "${GPU_CHECK_NODE_S:-420}" 0)
+  NODE_BUDGET_S=$((node_limit - 60)) timeout -k 10 "$node_limit" python3 "$root/bench/node/start.py" "$bin" \
+    "${md%.md}.node.jsonl" > "$work/node.txt" 2>&1 ||
+    echo "gpu_check.sh: start.py failed or ran out of time; the report shows what it measured" >&2
+  node_count=$(grep -E '^node: [0-9]+ passed, [0-9]+ failed$' "$work/node.txt" | tail -1)
+  {
+    echo
+    echo "## Processes started together (bench/node/start.py; wall time from the first start to the last exit)"
+    echo
+    echo '```'
+    grep -E '^(timeslice|mps) n=' "$work/node.txt"
+    echo '```'
+    echo
+    echo "Errors of processes that did not pass, by run:"
+    echo
+    python3 -c '
+import json, sys
+for text in open(sys.argv[1]):
+    line = json.loads(text)
+    if line.get("errors") or "skipped" in line or "failed_setup" in line:
+        print("- %s %s n=%s: %s" % (line.get("mode"), line.get("setup", ""), line.get("n", ""),
+                                    line.get("errors") or line.get("skipped") or line.get("failed_setup")))
+' "${md%.md}.node.jsonl" 2>/dev/null
+    echo
+    echo "${node_count:-FAILED: start.py printed no count: $(tail -2 "$work/node.txt" | tr '\n' ' ')}"
+  } >> "$md"
+  cat "$md"
+  rm -rf "$work"
+  node_count=${node_count:-node: 0 passed, 1 failed}
+  echo "$(echo "$node_count" | cut -d' ' -f2) passed, $(echo "$node_count" | cut -d' ' -f4) failed"
+  [ "$(echo "$node_count" | cut -d' ' -f4)" = 0 ]
+  exit
+fi
 status=0
 suite_count="" suite_passed=0 suite_failed=0 shared_passed=0 shared_failed=0 forms_passed=0 forms_failed=0
 pairs_passed=0 pairs_failed=0 intask_passed=0 intask_failed=0
