@@ -33,7 +33,9 @@ out=$(cd "$out" && pwd)
 [ -f "$tarball" ] || { echo "run.sh: no $tarball (build it with bench/corpus/build.sh)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/corpus.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-exec > >(tee "$out/run.log") 2>&1
+# tee ignores SIGTERM: a caller's timeout signals the whole group, and a dead tee would take the runner's last words
+# (and, through a broken pipe, the runner itself) with it.
+exec > >(trap '' TERM; exec tee "$out/run.log") 2>&1
 
 echo "run.sh: unpacking $tarball"
 tar -xJf "$tarball" -C "$work" || { echo "run.sh: cannot unpack $tarball" >&2; exit 1; }
@@ -44,6 +46,8 @@ commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)
 echo "run.sh: GPU: $gpu; $(grep -c . "$corpus/manifest.tsv") lines in the manifest; $(nproc) CPUs"
 rm -f "$out/corpus.jsonl"
 
+# A caller's timeout (SIGTERM to the whole group): the runner writes the timing runs it has; the report follows.
+trap 'echo "run.sh: SIGTERM: the report covers what ran" >&2' TERM
 python3 "$here/runner.py" --corpus "$corpus" --work "$work" --out "$out/corpus.jsonl" --deadline $((start + budget))
 status=$?
 python3 "$here/report.py" "$out/corpus.jsonl" --corpus "$corpus" --gpu "$gpu" --commit "${commit:-unknown}" \

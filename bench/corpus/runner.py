@@ -119,6 +119,24 @@ def done_before(path):
             if r.get("mode") not in ("original", "timing") and not r.get("skipped") and not r.get("missing")}
 
 
+def earlier_original_times(*paths):
+    """Each program's original wall time in earlier calls (their correctness originals and timing rounds, the
+    longest), for a timing-only call: without them every program counted as 1 s, and a round of 30 s programs ran
+    far past the deadline (a call's timing records, written at the end, were lost with it on 2026-11-30)."""
+    times = {}
+    for path in paths:
+        for r in earlier_records(path):
+            runs = [r] if r.get("mode") == "original" else (r.get("original") or []) if r.get("mode") == "timing" else []
+            for run in runs:
+                if run.get("rc") == 0 and not run.get("timed_out") and run.get("wall_s"):
+                    times[r["name"]] = max(times.get(r["name"], 0.0), run["wall_s"])
+    return times
+
+
+class Terminated(Exception):
+    """SIGTERM (a caller's timeout): the phase under way writes what it has before the process ends."""
+
+
 def least_timed_first(programs, before):
     """A second call's rounds start with the programs an earlier call timed least (none first), so that two calls
     cover the list instead of timing its head twice; the list's order otherwise."""
@@ -327,7 +345,14 @@ class Runner:
 
             timer = threading.Timer(timeout, kill_on_timeout)
             timer.start()
-            rc = p.wait()
+            try:
+                rc = p.wait()
+            except Terminated:
+                # The program runs in its own session: it and its timer go now, not at their own limit.
+                timer.cancel()
+                kill_on_timeout()
+                p.wait()
+                raise
             timer.cancel()
             timed_out = expired.is_set()
         wall = time.monotonic() - t0
@@ -479,8 +504,39 @@ class Runner:
                  and (not orig_time or p["name"] in orig_time)]
         before = timed_before(os.environ.get("CORPUS_TIMED_BEFORE"))
         timed = least_timed_first(timed, before)
+        if not orig_time:
+            orig_time = earlier_original_times(os.environ.get("CORPUS_DONE"), os.environ.get("CORPUS_TIMED_BEFORE"))
         focus = os.environ.get("CORPUS_FOCUS", "1") != "0"
         stopped = None
+
+        def terminated(signum, frame):
+            raise Terminated()
+
+        # Only here: one program runs at a time, in the main thread (the correctness phase's pool keeps the
+        # default, dying at once).
+        default = signal.signal(signal.SIGTERM, terminated)
+        try:
+            self.timing_rounds(timed, before, data, dirs, builds, stress, rounds, focus, orig_time, deadline)
+        except Terminated:
+            stopped = "a round, by SIGTERM (a caller's timeout); the runs so far are kept"
+        else:
+            stopped = self.stopped
+        finally:
+            signal.signal(signal.SIGTERM, default)
+        if stopped:
+            log(f"phase 2: stopped in {stopped}")
+        for p in timed:
+            d = data[p["name"]]
+            rec = {"name": p["name"], "mode": "timing", "cupti": self.use_cupti,
+                   "rounds": min(len(d["original"]), len(d["plugin"])),
+                   "original": d["original"], "plugin": d["plugin"], "stopped": stopped}
+            if stress:
+                rec["stress"] = d["stress"]
+            self.emit(rec)
+
+    def timing_rounds(self, timed, before, data, dirs, builds, stress, rounds, focus, orig_time, deadline):
+        """The timing phase's rounds, into data; self.stopped says why they ended early (None: they did not)."""
+        self.stopped = stopped = None
         for r in range(1, rounds + 1):
             # After the first round, the rounds go to the programs whose runs so far leave the answer open
             # (undecided below): one round cannot tell a machine's swing from the plugin, and a round of the
@@ -527,16 +583,7 @@ class Runner:
             if stopped:
                 break
             log(f"phase 2: round {r} done")
-        if stopped:
-            log(f"phase 2: stopped in {stopped}")
-        for p in timed:
-            d = data[p["name"]]
-            rec = {"name": p["name"], "mode": "timing", "cupti": self.use_cupti,
-                   "rounds": min(len(d["original"]), len(d["plugin"])),
-                   "original": d["original"], "plugin": d["plugin"], "stopped": stopped}
-            if stress:
-                rec["stress"] = d["stress"]
-            self.emit(rec)
+        self.stopped = stopped
 
     # Phase 3 (CORPUS_PHASES=census) ------------------------------------------------------------------------
     def census(self, progs, deadline):
