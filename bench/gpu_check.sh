@@ -28,6 +28,11 @@ mkdir -p "$results"
 # budget_left CAP RESERVE: seconds a step may take: CAP, or less when the script's GPU_CHECK_BUDGET_S (default
 # 560 s) minus what has run minus RESERVE (kept for the steps after it) is less; may be 0 or negative.
 budget_left() { local left=$(( ${GPU_CHECK_BUDGET_S:-560} - SECONDS - $2 )); [ $left -lt $1 ] && echo $left || echo $1; }
+# Each step's count, as its tool prints it last. count_line LABEL FILE: FILE's last line "LABEL: P passed, F failed"
+# ("P passed, F failed" for an empty LABEL), or nothing. count_of LINE: "P F" of such a line; "0 1" for none (a
+# step that printed no count failed).
+count_line() { grep -E "^${1:+$1: }[0-9]+ passed, [0-9]+ failed\$" "$2" 2>/dev/null | tail -1; }
+count_of() { local line=${1#*: }; [ -n "$1" ] || line="0 passed, 1 failed"; set -- $line; echo "$1 $3"; }
 # Memory admission under pressure (schedGPU §7.2, Fig. 10; bench/memory/pressure.sh): 8 processes demanding 2x the
 # GPU's memory, one at a time, all at once without admission (OOMs expected, counted), all at once admitted (plugin
 # build, LD_PRELOAD, explicit budget); and what one admitted cudaMalloc costs. ~80 s on the H100; at most
@@ -49,13 +54,9 @@ memory_step() {
     echo "gpu_check.sh: pressure.sh failed or ran out of time; the report shows what it measured" >&2
   cp "$work/memory.jsonl" "$raw" 2>/dev/null
   python3 "$root/bench/memory/report_memory.py" "$work/memory.jsonl" "$json" "$md" > "$work/memory_report.txt"
-  summary=$(grep -E '^memory: [0-9]+ passed, [0-9]+ failed$' "$work/memory_report.txt" | tail -1)
-  if [ -n "$summary" ]; then
-    memory_passed=$(echo "$summary" | cut -d' ' -f2) memory_failed=$(echo "$summary" | cut -d' ' -f4)
-  else
-    echo "gpu_check.sh: report_memory.py failed:" >&2; tail -5 "$work/memory_report.txt" >&2
-    memory_passed=0 memory_failed=1
-  fi
+  summary=$(count_line memory "$work/memory_report.txt")
+  read -r memory_passed memory_failed <<< "$(count_of "$summary")"
+  [ -n "$summary" ] || { echo "gpu_check.sh: report_memory.py failed:" >&2; tail -5 "$work/memory_report.txt" >&2; }
 }
 # own_report SUFFIX TITLE KEY JSON_VALUE: a run of part of the script starts its own report, <date>-<gpu>-SUFFIX.md
 # headed "TITLE, <gpu>, <date>", and its .json ({"date", "gpu", KEY: JSON_VALUE}); sets md and json_out.
@@ -94,7 +95,7 @@ if [ "$part" = 3 ]; then
   NODE_BUDGET_S=$((node_limit - 60)) timeout -k 10 "$node_limit" python3 "$root/bench/node/start.py" "$bin" \
     "${md%.md}.node.jsonl" > "$work/node.txt" 2>&1 ||
     echo "gpu_check.sh: start.py failed or ran out of time; the report shows what it measured" >&2
-  node_count=$(grep -E '^node: [0-9]+ passed, [0-9]+ failed$' "$work/node.txt" | tail -1)
+  node_count=$(count_line node "$work/node.txt")
   {
     echo
     echo "## Processes started together (bench/node/start.py; wall time from the first start to the last exit)"
@@ -118,9 +119,9 @@ for text in open(sys.argv[1]):
   } >> "$md"
   cat "$md"
   rm -rf "$work"
-  node_count=${node_count:-node: 0 passed, 1 failed}
-  echo "$(echo "$node_count" | cut -d' ' -f2) passed, $(echo "$node_count" | cut -d' ' -f4) failed"
-  [ "$(echo "$node_count" | cut -d' ' -f4)" = 0 ]
+  read -r node_passed node_failed <<< "$(count_of "$node_count")"
+  echo "$node_passed passed, $node_failed failed"
+  [ "$node_failed" = 0 ]
   exit
 fi
 status=0
@@ -252,9 +253,8 @@ PREEMPT_LAUNCH_COSTS=$work/launch_costs.json \
 python3 "$root/bench/report_suite.py" "$raw" "$results" "$gpu" "$work/bench_original.json" "$work/bench_preempt.json" \
   "${traps[@]}" | tee "$work/suite_report.txt"
 status=${PIPESTATUS[0]}
-suite_count=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/suite_report.txt" | tail -1)
-suite_passed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f1)
-suite_failed=$(echo "${suite_count:-0 passed, 1 failed}" | cut -d' ' -f3)
+suite_count=$(count_line "" "$work/suite_report.txt")
+read -r suite_passed suite_failed <<< "$(count_of "$suite_count")"
 # Where the conversion's cost goes (issue 3): fixed per launch or per task
 # (vector_add at three sizes), and what persistent loop shapes cost alone.
 md=$(ls -t "$results"/*.md | head -1)
@@ -386,9 +386,7 @@ grep -q "^FAILED: " "$md" && status=1
 # The four launch-shape checks above count into the last "N passed, N failed".
 shared_passed=$(grep -cE '^(one_wave_big_shared|exact_48k_shared|half_warp_shuffle|device_reset): .*output correct$' "$md")
 shared_failed=$((4 - shared_passed))
-forms_count=$(grep -E '^forms: [0-9]+ passed, [0-9]+ failed$' "$work/forms.txt" | tail -1)
-forms_passed=$(echo "${forms_count:-forms: 0 passed, 1 failed}" | cut -d' ' -f2)
-forms_failed=$(echo "${forms_count:-forms: 0 passed, 1 failed}" | cut -d' ' -f4)
+read -r forms_passed forms_failed <<< "$(count_of "$(count_line forms "$work/forms.txt")")"
 [ "$forms_failed" -eq 0 ] || status=1
 cp "$work/parts.jsonl" "${md%.md}.parts.jsonl" 2>/dev/null || true
 cp "$work"/latency_*.json "$work/bench_preempt_timed.err" "$(dirname "$md")/" 2>/dev/null || true
@@ -419,9 +417,7 @@ bash "$root/bench/daemon/pairs.sh" "$bin" "$work/pairs.jsonl" > /dev/null
 json_out=${md%.md}.json
 python3 "$root/bench/daemon/report_pairs.py" "$work/pairs.jsonl" "$json_out" "$md" || status=1
 # Each pair mode that ran (both sides finished, results right) counts into the last "N passed, N failed".
-pairs_count=$(grep -E '^pairs: [0-9]+ passed, [0-9]+ failed' "$md" | tail -1)
-pairs_passed=$(echo "${pairs_count:-pairs: 0 passed, 1 failed}" | cut -d' ' -f2)
-pairs_failed=$(echo "${pairs_count:-pairs: 0 passed, 1 failed}" | cut -d' ' -f4 | tr -d ',')
+read -r pairs_passed pairs_failed <<< "$(count_of "$(count_line pairs "$md")")"
 # Memory admission under pressure, before the mixes: at most 100 s, 180 s kept for the two mixes below.
 memory_step "$md" "$json_out" "${md%.md}.memory.jsonl" 180
 [ "$memory_failed" -eq 0 ] || status=1
@@ -440,12 +436,8 @@ intask_limit=$(budget_left 60 120)
   else
     INTASK_PARTS=check INTASK_BUDGET_S=$((intask_limit - 5)) timeout -k 10 "$intask_limit" \
       bash "$root/bench/intask/intask_check.sh" "$work/intask" > "$work/intask.txt" 2>&1
-    intask_count=$(grep -E '^intask: [0-9]+ passed, [0-9]+ failed$' "$work/intask.txt" | tail -1)
-    if [ -n "$intask_count" ]; then
-      intask_passed=$(echo "$intask_count" | cut -d' ' -f2) intask_failed=$(echo "$intask_count" | cut -d' ' -f4)
-    else
-      intask_failed=1
-    fi
+    intask_count=$(count_line intask "$work/intask.txt")
+    read -r intask_passed intask_failed <<< "$(count_of "$intask_count")"
     echo "| label | evictions | launches | mismatched words |"
     echo "|---|---|---|---|"
     python3 -c '

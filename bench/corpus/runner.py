@@ -507,7 +507,6 @@ class Runner:
         if not orig_time:
             orig_time = earlier_original_times(os.environ.get("CORPUS_DONE"), os.environ.get("CORPUS_TIMED_BEFORE"))
         focus = os.environ.get("CORPUS_FOCUS", "1") != "0"
-        stopped = None
 
         def terminated(signum, frame):
             raise Terminated()
@@ -516,11 +515,9 @@ class Runner:
         # default, dying at once).
         default = signal.signal(signal.SIGTERM, terminated)
         try:
-            self.timing_rounds(timed, before, data, dirs, builds, stress, rounds, focus, orig_time, deadline)
+            stopped = self.timing_rounds(timed, before, data, dirs, builds, stress, rounds, focus, orig_time, deadline)
         except Terminated:
             stopped = "a round, by SIGTERM (a caller's timeout); the runs so far are kept"
-        else:
-            stopped = self.stopped
         finally:
             signal.signal(signal.SIGTERM, default)
         if stopped:
@@ -535,8 +532,8 @@ class Runner:
             self.emit(rec)
 
     def timing_rounds(self, timed, before, data, dirs, builds, stress, rounds, focus, orig_time, deadline):
-        """The timing phase's rounds, into data; self.stopped says why they ended early (None: they did not)."""
-        self.stopped = stopped = None
+        """The timing phase's rounds, into data; returns why they ended early (None: they did not)."""
+        stopped = None
         for r in range(1, rounds + 1):
             # After the first round, the rounds go to the programs whose runs so far leave the answer open
             # (undecided below): one round cannot tell a machine's swing from the plugin, and a round of the
@@ -583,7 +580,7 @@ class Runner:
             if stopped:
                 break
             log(f"phase 2: round {r} done")
-        self.stopped = stopped
+        return stopped
 
     # Phase 3 (CORPUS_PHASES=census) ------------------------------------------------------------------------
     def census(self, progs, deadline):
